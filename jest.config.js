@@ -1,0 +1,19 @@
+// NestJS 12 ships only ES modules, so the tests run in Jest's native ESM mode
+// (`node --experimental-vm-modules`, see the npm scripts) with ts-jest emitting ESM.
+const esm = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }] },
+  moduleFileExtensions: ['ts', 'js', 'json'],
+};
+
+export default {
+  ...esm,
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  projects: [
+    { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
+    { ...esm, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+  ],
+};

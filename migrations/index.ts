@@ -1,0 +1,4 @@
+import { InitialSchema1764490000000 } from './1764490000000-InitialSchema.js';
+
+/** Every migration, in order. A migration never changes after it lands; add a new file instead. */
+export const MIGRATIONS = [InitialSchema1764490000000];

@@ -1,0 +1,61 @@
+import type { Server } from 'node:http';
+import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { json, NextFunction, Request, Response } from 'express';
+import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
+import { DomainException, ErrorCode } from './common/domain.exception.js';
+import { flattenValidationErrors } from './common/validation.js';
+import { AppConfig } from './config/configuration.js';
+
+/**
+ * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
+ * the app exactly as users start it: body readers (raw bytes on the callback path, JSON
+ * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients.
+ */
+export function configureApp(app: INestApplication, config: AppConfig): void {
+  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes);
+  const jsonReader = json({ limit: '100kb' });
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    if (req.path === config.callbackPath || req.path === `${config.callbackPath}/`) return callbackReader(req, res, next);
+    jsonReader(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const e = err as { status?: number; type?: string };
+      const status = e.status === 413 || e.status === 415 ? e.status : 400;
+      const code =
+        status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE : status === 415 ? ErrorCode.UNSUPPORTED_MEDIA_TYPE : ErrorCode.MALFORMED_JSON;
+      res.status(status).json({ success: false, error: { code, message: 'the request body could not be read' } });
+    });
+  });
+  app.useGlobalPipes(
+    new ValidationPipe({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      exceptionFactory: (errors) =>
+        new DomainException(ErrorCode.VALIDATION_FAILED, 'the request does not match the schema', flattenValidationErrors(errors)),
+    }),
+  );
+  const server = app.getHttpServer() as Server;
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 5_000;
+  server.keepAliveTimeout = 5_000;
+  if (config.swaggerEnabled) setupSwagger(app, config);
+}
+
+/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
+export function setupSwagger(app: INestApplication, config: AppConfig): void {
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('SportAPI settlement receiver')
+      .setDescription(
+        'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
+          `The callback is POST ${config.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
+          'The partner API (coupons, accounts) needs a bearer key from OPS_API_KEYS. Amounts are decimal strings.',
+      )
+      .setVersion('1.0')
+      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'one of OPS_API_KEYS' })
+      .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body>' }, 'signature')
+      .build(),
+  );
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+}

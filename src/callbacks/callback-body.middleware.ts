@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { raw } from 'express';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import type { CallbackRequest } from '../common/request-context.js';
+
+const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
+const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+/** `X-Request-Id` as sent when it is a sane token, else a new UUID. */
+function requestIdOf(req: Request): string {
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : randomUUID();
+}
+
+/**
+ * Reads the callback's body as raw bytes, before anything parses it (CONTRACT §3, §4 step 1):
+ * `application/json` (charset utf-8 allowed) only, `gzip`/`deflate` decoded, at most `limit`
+ * decoded bytes. Problems are not answered here: they are kept on `req.callback.bodyError` and
+ * thrown by the signature guard, so every delivery goes through the same filter and audit.
+ */
+export function callbackBodyMiddleware(limit: number): RequestHandler {
+  const parser = raw({ type: () => true, limit, inflate: true });
+  return (req: Request, res: Response, next: NextFunction) => {
+    const state = { receivedAt: Date.now(), requestId: requestIdOf(req) };
+    (req as CallbackRequest).callback = state;
+    res.setHeader('X-Request-Id', state.requestId);
+    const fail = (error: DomainException) => {
+      (req as CallbackRequest).callback = { ...state, bodyError: error };
+      req.resume();
+      next();
+    };
+    if (req.method !== 'POST') return next();
+    if (!JSON_TYPE.test(String(req.headers['content-type'] ?? ''))) {
+      return fail(new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json'));
+    }
+    const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
+    if (!ACCEPTED_ENCODINGS.has(encoding)) {
+      return fail(
+        new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Encoding must be gzip, deflate or identity'),
+      );
+    }
+    parser(req, res, (err?: unknown) => {
+      if (err) {
+        const e = err as { type?: string; status?: number };
+        const error =
+          e.type === 'entity.too.large'
+            ? new DomainException(ErrorCode.PAYLOAD_TOO_LARGE, `body over ${limit} bytes`)
+            : e.status === 415
+              ? new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'unsupported encoding')
+              : new DomainException(ErrorCode.MALFORMED_JSON, 'the body could not be read or decoded');
+        (req as CallbackRequest).callback = { ...state, bodyError: error };
+        return next();
+      }
+      const body: unknown = req.body;
+      (req as CallbackRequest).callback = { ...state, rawBody: Buffer.isBuffer(body) ? body : Buffer.alloc(0) };
+      next();
+    });
+  };
+}

@@ -1,0 +1,26 @@
+import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/** Outcomes of a delivery attempt (CONTRACT §8). */
+export enum DeliveryOutcome {
+  PROCESSED = 'processed',
+  DUPLICATE = 'duplicate',
+  CONFLICT = 'conflict',
+  REJECTED = 'rejected',
+  UNAUTHORIZED = 'unauthorized',
+  FAILED = 'failed',
+}
+
+/** One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. */
+@Entity('delivery_attempts')
+export class DeliveryAttemptEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
+  @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
+  @Column('timestamptz', { name: 'received_at' }) receivedAt: Date;
+  @Column('text') outcome: DeliveryOutcome;
+  @Column('int', { name: 'http_status' }) httpStatus: number;
+  @Column('text', { name: 'error_code', nullable: true }) errorCode: string | null;
+  @Column('int', { name: 'coupon_count', nullable: true }) couponCount: number | null;
+  @Column('int', { name: 'duration_ms' }) durationMs: number;
+  @Column('char', { name: 'payload_hash', length: 64, nullable: true }) payloadHash: string | null;
+}

@@ -1,0 +1,20 @@
+/** One coupon snapshot after validation: canonical `realWin` and the object exactly as parsed. */
+export interface ParsedCoupon {
+  couponCode: string;
+  status: number;
+  /** Canonical decimal string with the configured scale, or null. */
+  realWin: string | null;
+  events: { uuid: string; status: number; payload: Record<string, unknown> }[];
+  /** The coupon as it came, unknown fields included. */
+  payload: Record<string, unknown>;
+}
+
+/** A verified, parsed and validated batch with its raw bytes and their SHA-256 (CONTRACT §4). */
+export interface ParsedBatch {
+  batchId: string;
+  couponCount: number;
+  coupons: ParsedCoupon[];
+  rawBody: Buffer;
+  /** Hex SHA-256 of the raw (decoded) body. */
+  payloadHash: string;
+}

@@ -1,0 +1,49 @@
+import { createHmac } from 'node:crypto';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import type { CallbackRequest } from '../common/request-context.js';
+import { secureEquals } from '../common/secure-compare.js';
+
+/**
+ * Verifies a signature header value against the raw body: `sha256=<hex>` or a bare hex digest
+ * (either case) of HMAC-SHA256(secret, body), for any of `secrets` (rotation). Every secret is
+ * tried and compared in constant time (CONTRACT §3, §4 step 1).
+ */
+export function verifySignature(rawBody: Buffer, header: string | undefined, secrets: string[]): boolean {
+  if (!header) return false;
+  const match = /^\s*(?:sha256=)?([0-9a-fA-F]{64})\s*$/.exec(header);
+  if (!match) return false;
+  const sent = Buffer.from(match[1].toLowerCase(), 'hex');
+  let ok = false;
+  for (const secret of secrets) {
+    const expected = createHmac('sha256', secret).update(rawBody).digest();
+    ok = secureEquals(sent, expected) || ok;
+  }
+  return ok;
+}
+
+/**
+ * First step of the callback: throws what the body middleware found (413/415/400), then checks
+ * the signature over the raw bytes before anything parses them.
+ * @throws DomainException INVALID_SIGNATURE (401) and the body errors.
+ */
+@Injectable()
+export class SignatureGuard implements CanActivate {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  canActivate(context: ExecutionContext): boolean {
+    const req = context.switchToHttp().getRequest<CallbackRequest>();
+    const state = req.callback;
+    if (!state) throw new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'body was not read');
+    if (state.bodyError) throw state.bodyError;
+    const header = req.headers[this.config.signatureHeader];
+    const value = Array.isArray(header) ? undefined : header;
+    if (!verifySignature(state.rawBody ?? Buffer.alloc(0), value, this.config.webhookSecrets)) {
+      throw new DomainException(ErrorCode.INVALID_SIGNATURE, 'signature missing or wrong');
+    }
+    state.signatureVerified = true;
+    return true;
+  }
+}

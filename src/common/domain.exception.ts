@@ -1,0 +1,64 @@
+/**
+ * Error codes of every module, as they appear in response bodies (`error.code`). Services throw
+ * {@link DomainException}s carrying one of these; only the exception filter knows HTTP
+ * (CONTRACT §5, §10).
+ */
+export enum ErrorCode {
+  // callbacks (CONTRACT §5)
+  INVALID_SIGNATURE = 'invalid_signature',
+  MALFORMED_JSON = 'malformed_json',
+  VALIDATION_FAILED = 'validation_failed',
+  BATCH_CONFLICT = 'batch_conflict',
+  PAYLOAD_TOO_LARGE = 'payload_too_large',
+  UNSUPPORTED_MEDIA_TYPE = 'unsupported_media_type',
+  TRANSIENT_FAILURE = 'transient_failure',
+  // partner API (CONTRACT §10)
+  UNAUTHORIZED = 'unauthorized',
+  NOT_FOUND = 'not_found',
+  COUPON_CONFLICT = 'coupon_conflict',
+  IDEMPOTENCY_CONFLICT = 'idempotency_conflict',
+  IDEMPOTENCY_KEY_REQUIRED = 'idempotency_key_required',
+  INSUFFICIENT_FUNDS = 'insufficient_funds',
+  CURRENCY_MISMATCH = 'currency_mismatch',
+  INTERNAL = 'internal_error',
+}
+
+/** HTTP status of every {@link ErrorCode}; the single place where codes meet HTTP. */
+export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
+  [ErrorCode.INVALID_SIGNATURE]: 401,
+  [ErrorCode.MALFORMED_JSON]: 400,
+  [ErrorCode.VALIDATION_FAILED]: 400,
+  [ErrorCode.BATCH_CONFLICT]: 409,
+  [ErrorCode.PAYLOAD_TOO_LARGE]: 413,
+  [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
+  [ErrorCode.TRANSIENT_FAILURE]: 503,
+  [ErrorCode.UNAUTHORIZED]: 401,
+  [ErrorCode.NOT_FOUND]: 404,
+  [ErrorCode.COUPON_CONFLICT]: 409,
+  [ErrorCode.IDEMPOTENCY_CONFLICT]: 409,
+  [ErrorCode.IDEMPOTENCY_KEY_REQUIRED]: 400,
+  [ErrorCode.INSUFFICIENT_FUNDS]: 422,
+  [ErrorCode.CURRENCY_MISMATCH]: 422,
+  [ErrorCode.INTERNAL]: 500,
+};
+
+/** A field that failed validation: its JSON path (`coupons[0].realWin`) and what is wrong. */
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+/**
+ * A failure a module reports without knowing HTTP: a stable {@link ErrorCode}, a message safe to
+ * show to the caller (never SQL, stack or secrets) and optional field errors.
+ */
+export class DomainException extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly fields?: FieldError[],
+  ) {
+    super(message);
+    this.name = 'DomainException';
+  }
+}

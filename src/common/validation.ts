@@ -1,0 +1,47 @@
+import { registerDecorator, ValidationError, ValidationOptions } from 'class-validator';
+import { FieldError } from './domain.exception.js';
+import { parseAmount } from './money.js';
+
+/**
+ * Property is a decimal amount: a JSON string (or number) with at most `scale` fraction digits,
+ * at most 13 integer digits, positive unless `allowNegative`/`allowZero` say otherwise.
+ */
+export function IsDecimalAmount(
+  opts: { scale?: number; allowNegative?: boolean; allowZero?: boolean; allowNumber?: boolean } = {},
+  validationOptions?: ValidationOptions,
+): PropertyDecorator {
+  const scale = opts.scale ?? 2;
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isDecimalAmount',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: `$property must be a decimal string with at most ${scale} fraction digits${
+          opts.allowNegative ? '' : opts.allowZero ? ', not negative' : ', greater than zero'
+        }`,
+        ...validationOptions,
+      },
+      validator: {
+        validate(value: unknown): boolean {
+          if (typeof value !== 'string' && !(opts.allowNumber && typeof value === 'number')) return false;
+          const parsed = parseAmount(value, scale, opts.allowNegative);
+          if (parsed === null) return false;
+          if (!opts.allowZero && /^-?0(\.0+)?$/.test(parsed)) return false;
+          return true;
+        },
+      },
+    });
+  };
+}
+
+/** Flattens class-validator errors into JSON paths (`coupons[0].events[1].uuid`) and messages. */
+export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const e of errors) {
+    const path = /^\d+$/.test(e.property) ? `${prefix}[${e.property}]` : prefix ? `${prefix}.${e.property}` : e.property;
+    for (const message of Object.values(e.constraints ?? {})) out.push({ path, message });
+    if (e.children?.length) out.push(...flattenValidationErrors(e.children, path));
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+import { Body, Controller, Get, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { CouponsService } from './coupons.service.js';
+import { CouponView } from './dto/coupon-view.dto.js';
+import { RegisterCouponDto } from './dto/register-coupon.dto.js';
+
+const err = (status: number, description: string, code: string) => ({
+  status,
+  description,
+  type: ErrorResponseDto,
+  example: { success: false, error: { code, message: description } },
+});
+
+/** Partner API for coupons (CONTRACT §10). */
+@ApiTags('coupons')
+@ApiBearerAuth()
+@UseGuards(BearerKeyGuard)
+@Controller('coupons')
+export class CouponsController {
+  constructor(private readonly coupons: CouponsService) {}
+
+  @Post()
+  @ApiOperation({ summary: 'Register a placed coupon and debit its stake (`<coupon_code>:0:stake_debit`)' })
+  @ApiResponse({ status: 201, type: CouponView, description: 'registered; settlement that arrived earlier is applied now' })
+  @ApiResponse({ status: 200, type: CouponView, description: 'the same registration again' })
+  @ApiResponse(err(400, 'invalid body', 'validation_failed'))
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(409, 'coupon registered with another account, stake or currency', 'coupon_conflict'))
+  @ApiResponse(err(422, 'stake above the balance, or account in another currency', 'insufficient_funds'))
+  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  async register(@Body() dto: RegisterCouponDto, @Res({ passthrough: true }) res: Response): Promise<CouponView> {
+    const { view, created } = await this.coupons.register(dto);
+    res.status(created ? 201 : 200);
+    return view;
+  }
+
+  @Get(':coupon_code')
+  @ApiOperation({ summary: 'A coupon with its bets and financial operations' })
+  @ApiResponse({ status: 200, type: CouponView })
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(404, 'coupon not found', 'not_found'))
+  get(@Param('coupon_code') couponCode: string): Promise<CouponView> {
+    return this.coupons.get(couponCode);
+  }
+}

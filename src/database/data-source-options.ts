@@ -1,0 +1,43 @@
+import { DataSourceOptions } from 'typeorm';
+import { ENTITIES } from './entities.js';
+import { MIGRATIONS } from '../../migrations/index.js';
+
+/** Session timeouts applied to every connection of the pool (milliseconds). */
+export interface SessionTimeouts {
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+}
+
+/**
+ * TypeORM options for the app, the migration CLI (`ormconfig.ts`) and the tests: PostgreSQL at
+ * `url`, the entities and migrations of this repository, never `synchronize`. Statement, lock
+ * and idle-in-transaction timeouts are set on every connection (below the 8 s deadline, §5).
+ */
+export function buildDataSourceOptions(
+  url: string,
+  timeouts: SessionTimeouts = { statementTimeoutMs: 5000, lockTimeoutMs: 3000, idleInTransactionTimeoutMs: 5000 },
+  poolSize = 20,
+): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    synchronize: false,
+    migrationsRun: false,
+    logging: ['error'],
+    applicationName: 'settlement-receiver',
+    poolSize,
+    extra: {
+      max: poolSize,
+      connectionTimeoutMillis: 3000,
+      options: [
+        `-c statement_timeout=${timeouts.statementTimeoutMs}`,
+        `-c lock_timeout=${timeouts.lockTimeoutMs}`,
+        `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`,
+      ].join(' '),
+    },
+  };
+}

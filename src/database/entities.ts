@@ -1,0 +1,24 @@
+import { AccountEntity } from '../ledger/entities/account.entity.js';
+import { AccountAdjustmentEntity } from '../ledger/entities/account-adjustment.entity.js';
+import { FinancialOperationEntity } from '../ledger/entities/financial-operation.entity.js';
+import { LedgerEntryEntity } from '../ledger/entities/ledger-entry.entity.js';
+import { BetEntity } from '../coupons/entities/bet.entity.js';
+import { CouponEntity } from '../coupons/entities/coupon.entity.js';
+import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
+import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
+import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
+import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
+
+/** Every entity of the schema (the tables themselves come only from `migrations/`). */
+export const ENTITIES = [
+  AccountEntity,
+  AccountAdjustmentEntity,
+  FinancialOperationEntity,
+  LedgerEntryEntity,
+  CouponEntity,
+  BetEntity,
+  CouponSnapshotEntity,
+  CallbackBatchEntity,
+  DeliveryAttemptEntity,
+  QuarantinedBodyEntity,
+];

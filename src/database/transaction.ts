@@ -1,0 +1,128 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, EntityManager, QueryRunner } from 'typeorm';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { isRetryable } from './pg-errors.js';
+
+/** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
+export class DeadlineExceededError extends Error {
+  constructor() {
+    super('deadline exceeded');
+    this.name = 'DeadlineExceededError';
+  }
+}
+
+/** Rows and affected-row count of one SQL statement. */
+export interface SqlResult<T> {
+  rows: T[];
+  rowCount: number;
+}
+
+/**
+ * One open database transaction, carried explicitly to every repository that writes for it
+ * (vendure style): `query` runs SQL on the transaction's connection, `manager` is its TypeORM
+ * `EntityManager`. Before each statement the deadline is checked and, near it, the statement and
+ * lock timeouts are lowered to the time left, so no statement outlives the deadline.
+ */
+export class Tx {
+  private timeoutMs: number;
+  private readonly commitHooks: (() => void)[] = [];
+
+  constructor(
+    private readonly runner: QueryRunner,
+    readonly deadline: number,
+    initialTimeoutMs: number,
+  ) {
+    this.timeoutMs = initialTimeoutMs;
+  }
+
+  get manager(): EntityManager {
+    return this.runner.manager;
+  }
+
+  /** Registers a callback run only after this transaction has committed (e.g. cache updates). */
+  afterCommit(hook: () => void): void {
+    this.commitHooks.push(hook);
+  }
+
+  /** @internal Runs the after-commit callbacks; called by {@link TransactionRunner}. */
+  committed(): void {
+    for (const hook of this.commitHooks.splice(0)) hook();
+  }
+
+  /** Runs one statement with positional parameters (`$1`…) inside the transaction. */
+  async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<SqlResult<T>> {
+    const left = this.deadline - Date.now();
+    if (left <= 0) throw new DeadlineExceededError();
+    if (left < this.timeoutMs) {
+      this.timeoutMs = Math.max(1, left);
+      await this.runner.query(
+        "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)",
+        [`${this.timeoutMs}ms`],
+      );
+    }
+    const result = await this.runner.query(sql, params, true);
+    return { rows: (result.records ?? []) as T[], rowCount: result.affected ?? 0 };
+  }
+}
+
+/** Options of {@link TransactionRunner.run}. */
+export interface RunOptions {
+  /** Epoch milliseconds after which nothing more is attempted; the transaction rolls back. */
+  deadline?: number;
+  /** Re-runs of the whole transaction after 40001/40P01 (default from configuration). */
+  retries?: number;
+}
+
+/**
+ * Runs a unit of work in ONE PostgreSQL transaction (READ COMMITTED plus explicit row locks):
+ * BEGIN, work, COMMIT; any error rolls everything back. Serialization failures and deadlocks
+ * (40001, 40P01) re-run the whole unit a bounded number of times while time is left; other errors
+ * are rethrown unchanged for the caller to classify (CONTRACT §4, §5).
+ */
+@Injectable()
+export class TransactionRunner {
+  private readonly logger = new Logger('TransactionRunner');
+
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** @throws DeadlineExceededError, or the error of the last attempt. */
+  async run<T>(work: (tx: Tx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
+    const retries = options.retries ?? this.config.transientRetries;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once(work, deadline);
+      } catch (err) {
+        const timeLeft = deadline - Date.now();
+        if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
+        this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))));
+      }
+    }
+  }
+
+  private async once<T>(work: (tx: Tx) => Promise<T>, deadline: number): Promise<T> {
+    if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      await runner.connect();
+      await runner.startTransaction('READ COMMITTED');
+      const tx = new Tx(runner, deadline, Math.max(this.config.statementTimeoutMs, this.config.lockTimeoutMs));
+      const result = await work(tx);
+      if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
+      await runner.commitTransaction();
+      tx.committed();
+      return result;
+    } catch (err) {
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw err;
+    } finally {
+      await runner.release().catch(() => undefined);
+    }
+  }
+}

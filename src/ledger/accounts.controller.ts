@@ -1,0 +1,63 @@
+import { Body, Controller, Get, Headers, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
+import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js';
+
+const err = (status: number, description: string, code: string) => ({
+  status,
+  description,
+  type: ErrorResponseDto,
+  example: { success: false, error: { code, message: description } },
+});
+
+/** Partner API for accounts (CONTRACT §10). */
+@ApiTags('accounts')
+@ApiBearerAuth()
+@UseGuards(BearerKeyGuard)
+@Controller('accounts')
+export class AccountsController {
+  constructor(private readonly ledger: LedgerService) {}
+
+  @Get(':id')
+  @ApiOperation({ summary: 'A player account and its balance' })
+  @ApiResponse({ status: 200, type: AccountViewDto })
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(404, 'account not found', 'not_found'))
+  get(@Param('id') id: string): Promise<AccountView> {
+    return this.ledger.getAccount(id);
+  }
+
+  @Post(':id/adjustments')
+  @ApiOperation({ summary: 'Deposit (positive) or withdraw (negative) under an Idempotency-Key; creates the account on first use' })
+  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1..128 chars; the same key and body return the first result' })
+  @ApiResponse({ status: 201, type: AdjustmentViewDto, description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)' })
+  @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
+  @ApiResponse(err(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
+  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  async adjust(
+    @Param('id') id: string,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() dto: AdjustmentDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<AdjustmentView> {
+    if (!idempotencyKey || !/^[\x21-\x7e]{1,128}$/.test(idempotencyKey)) {
+      throw new DomainException(ErrorCode.IDEMPOTENCY_KEY_REQUIRED, 'an Idempotency-Key header of 1..128 visible ASCII characters is required');
+    }
+    if (!/^[A-Za-z0-9._@-]{1,64}$/.test(id)) {
+      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'account id must be 1..64 of A-Z a-z 0-9 . _ @ -');
+    }
+    if (/^-?0(\.0+)?$/.test(dto.amount.trim())) {
+      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'amount must not be zero', [{ path: 'amount', message: 'must not be zero' }]);
+    }
+    const { view, replayed } = await this.ledger.adjust(id, idempotencyKey, dto);
+    res.status(201);
+    if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return view;
+  }
+}

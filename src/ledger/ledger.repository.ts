@@ -1,0 +1,163 @@
+import { Injectable } from '@nestjs/common';
+import { Tx } from '../database/transaction.js';
+import { AccountKind } from './entities/account.entity.js';
+import { OperationType } from './entities/financial-operation.entity.js';
+
+/** A row of `accounts` as read under lock; `balance` is a decimal string. */
+export interface AccountRow {
+  id: string;
+  kind: AccountKind;
+  currency: string;
+  balance: string;
+}
+
+/** A financial operation to insert (amount positive, decimal string). */
+export interface OperationRow {
+  key: string;
+  type: OperationType;
+  couponCode: string | null;
+  generation: number | null;
+  accountId: string;
+  amount: string;
+  currency: string;
+  batchId: string | null;
+}
+
+/** An operation as stored, as the partner API shows it. */
+export interface StoredOperation {
+  key: string;
+  type: OperationType;
+  generation: number | null;
+  amount: string;
+  accountId: string;
+  createdAt: Date;
+}
+
+/** SQL of the ledger tables (accounts, financial operations, ledger entries, adjustments). */
+@Injectable()
+export class LedgerRepository {
+  /** Creates accounts that do not exist yet; existing ones are left as they are. */
+  async ensureAccounts(tx: Tx, accounts: { id: string; kind: AccountKind; currency: string }[]): Promise<void> {
+    if (!accounts.length) return;
+    await tx.query(
+      `INSERT INTO accounts (id, kind, currency)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) ORDER BY 1
+       ON CONFLICT (id) DO NOTHING`,
+      [accounts.map((a) => a.id), accounts.map((a) => a.kind), accounts.map((a) => a.currency)],
+    );
+  }
+
+  /** Locks the accounts `FOR UPDATE` in ascending id order (one fixed order: no deadlocks). */
+  async lockAccounts(tx: Tx, ids: string[]): Promise<AccountRow[]> {
+    const { rows } = await tx.query<AccountRow>(
+      `SELECT id, kind, currency, balance::text AS balance FROM accounts
+       WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR UPDATE`,
+      [ids],
+    );
+    return rows;
+  }
+
+  /**
+   * Inserts operations whose key is new; existing keys are skipped without aborting the
+   * transaction (`ON CONFLICT DO NOTHING`). @returns the inserted rows with their ids.
+   */
+  async insertOperations(tx: Tx, ops: OperationRow[]): Promise<(OperationRow & { id: string })[]> {
+    if (!ops.length) return [];
+    const { rows } = await tx.query<{ id: string; key: string }>(
+      `INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[], $7::text[], $8::text[])
+       ON CONFLICT (operation_key) DO NOTHING
+       RETURNING id::text AS id, operation_key AS key`,
+      [
+        ops.map((o) => o.key),
+        ops.map((o) => o.type),
+        ops.map((o) => o.couponCode),
+        ops.map((o) => o.generation),
+        ops.map((o) => o.accountId),
+        ops.map((o) => o.amount),
+        ops.map((o) => o.currency),
+        ops.map((o) => o.batchId),
+      ],
+    );
+    const byKey = new Map(ops.map((o) => [o.key, o]));
+    return rows.map((r) => ({ ...(byKey.get(r.key) as OperationRow), id: r.id }));
+  }
+
+  /** Appends ledger entries (signed amounts). */
+  async insertEntries(tx: Tx, entries: { operationId: string; accountId: string; amount: string }[]): Promise<void> {
+    if (!entries.length) return;
+    await tx.query(
+      `INSERT INTO ledger_entries (operation_id, account_id, amount)
+       SELECT * FROM unnest($1::bigint[], $2::text[], $3::numeric[])`,
+      [entries.map((e) => e.operationId), entries.map((e) => e.accountId), entries.map((e) => e.amount)],
+    );
+  }
+
+  /** Adds signed deltas to the materialised balances of accounts already locked by this transaction. */
+  async applyBalanceDeltas(tx: Tx, deltas: Map<string, string>): Promise<Map<string, string>> {
+    if (!deltas.size) return new Map();
+    const ids = [...deltas.keys()];
+    const { rows } = await tx.query<{ id: string; balance: string }>(
+      `UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
+       FROM unnest($1::text[], $2::numeric[]) AS d(id, delta)
+       WHERE a.id = d.id
+       RETURNING a.id, a.balance::text AS balance`,
+      [ids, ids.map((id) => deltas.get(id))],
+    );
+    return new Map(rows.map((r) => [r.id, r.balance]));
+  }
+
+  /** An account without locking it, or undefined. */
+  async findAccount(tx: Tx, id: string): Promise<AccountRow | undefined> {
+    const { rows } = await tx.query<AccountRow>(
+      `SELECT id, kind, currency, balance::text AS balance FROM accounts WHERE id = $1`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** The operations of a coupon in the order they were made. */
+  async operationsOfCoupon(tx: Tx, couponCode: string): Promise<StoredOperation[]> {
+    const { rows } = await tx.query<StoredOperation>(
+      `SELECT operation_key AS key, type, generation, amount::text AS amount, account_id AS "accountId", created_at AS "createdAt"
+       FROM financial_operations WHERE coupon_code = $1 ORDER BY id`,
+      [couponCode],
+    );
+    return rows;
+  }
+
+  /** The adjustment stored under an idempotency key, if any. */
+  async findAdjustment(tx: Tx, idempotencyKey: string): Promise<AdjustmentRow | undefined> {
+    const { rows } = await tx.query<AdjustmentRow>(
+      `SELECT a.idempotency_key AS "idempotencyKey", a.account_id AS "accountId", a.request_hash AS "requestHash",
+              a.amount::text AS amount, a.currency, a.reason, o.operation_key AS "operationKey",
+              a.balance_after::text AS "balanceAfter", a.created_at AS "createdAt"
+       FROM account_adjustments a JOIN financial_operations o ON o.id = a.operation_id
+       WHERE a.idempotency_key = $1`,
+      [idempotencyKey],
+    );
+    return rows[0];
+  }
+
+  /** Records an adjustment's request and first result under its idempotency key. */
+  async insertAdjustment(tx: Tx, row: Omit<AdjustmentRow, 'createdAt' | 'operationKey'> & { operationId: string }): Promise<void> {
+    await tx.query(
+      `INSERT INTO account_adjustments (idempotency_key, account_id, request_hash, amount, currency, reason, operation_id, balance_after)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [row.idempotencyKey, row.accountId, row.requestHash, row.amount, row.currency, row.reason, row.operationId, row.balanceAfter],
+    );
+  }
+}
+
+/** A stored adjustment and its first result. */
+export interface AdjustmentRow {
+  idempotencyKey: string;
+  accountId: string;
+  requestHash: string;
+  amount: string;
+  currency: string;
+  reason: string;
+  operationKey: string;
+  balanceAfter: string;
+  createdAt: Date;
+}

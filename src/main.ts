@@ -1,0 +1,57 @@
+import { existsSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module.js';
+import { configureApp } from './app.setup.js';
+import { loadConfig } from './config/configuration.js';
+import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
+
+/**
+ * Starts the receiver: validated configuration (a bad variable stops the start with its name),
+ * an embedded PostgreSQL under `./.data/` when `DATABASE_URL` is unset, migrations under an
+ * advisory lock, then HTTP. SIGTERM/SIGINT close HTTP and the pool, then the embedded server.
+ */
+async function bootstrap(): Promise<void> {
+  const logger = new Logger('Bootstrap');
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  let config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    console.error((err as Error).message);
+    process.exit(1);
+  }
+  let embedded: EmbeddedPostgresServer | undefined;
+  if (!config.databaseUrl) {
+    embedded = new EmbeddedPostgresServer(
+      { dataDir: config.embeddedDataDir, port: config.embeddedPort, database: 'settlement' },
+      new Logger('EmbeddedPostgres'),
+    );
+    config = { ...config, databaseUrl: await embedded.start() };
+  }
+  const app = await NestFactory.create(AppModule.forRoot(config), { bodyParser: false });
+  configureApp(app, config);
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    logger.log(`${signal}: closing`);
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    await app.close().catch((e: unknown) => logger.error(String(e)));
+    await embedded?.stop().catch((e: unknown) => logger.error(String(e)));
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  await app.listen(config.port, config.host);
+  logger.log(
+    `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
+      (embedded ? ' on the embedded PostgreSQL' : ''),
+  );
+}
+
+void bootstrap().catch((err: unknown) => {
+  console.error('start-up failed:', err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,139 @@
+import { isPositive, sameAmount } from '../common/money.js';
+import {
+  CouponSettlementState,
+  SettlementDecision,
+  SettlementOperation,
+  SettlementOperationType,
+  SettlementSnapshot,
+  StatusKind,
+  TransitionName,
+} from './settlement.types.js';
+
+/** State of a coupon no callback has touched yet: generation 0, unsettled, nothing open. */
+export const INITIAL_SETTLEMENT_STATE: CouponSettlementState = Object.freeze({
+  status: null,
+  realWin: null,
+  generation: 0,
+  generationSettled: false,
+  settledAmount: null,
+  recalculationOpen: false,
+  needsReview: false,
+  reviewReason: null,
+});
+
+function credit(generation: number, amount: string): SettlementOperation[] {
+  return isPositive(amount) ? [{ type: SettlementOperationType.FINAL_CREDIT, generation, amount }] : [];
+}
+
+function flagged(state: CouponSettlementState, reason: string): CouponSettlementState {
+  return { ...state, needsReview: true, reviewReason: reason };
+}
+
+/**
+ * The settlement rules of CONTRACT §6, as one pure function: from a coupon's current state, one
+ * snapshot and the snapshot's status kind, decide whether the snapshot is applied or history only,
+ * the coupon's next state, and the financial operations to post (at most one of each type).
+ *
+ * Amounts are canonical decimal strings; no I/O, no clock, no exceptions for any input.
+ * A WIN or REFUND without `realWin` cannot be paid: history only and `needs_review`.
+ * A LOSS without `realWin` is settled for 0.
+ */
+export function decideSettlement(
+  state: CouponSettlementState,
+  snapshot: SettlementSnapshot,
+  kind: StatusKind,
+): SettlementDecision {
+  const applyTo = (next: Partial<CouponSettlementState>): CouponSettlementState => ({
+    ...state,
+    status: snapshot.status,
+    realWin: snapshot.realWin,
+    ...next,
+  });
+  const historyOnly = (transition: TransitionName, next: CouponSettlementState = state): SettlementDecision => ({
+    transition,
+    applied: false,
+    state: next,
+    operations: [],
+  });
+
+  switch (kind) {
+    case StatusKind.PENDING:
+      if (!state.generationSettled && !state.recalculationOpen) {
+        return { transition: TransitionName.PENDING_APPLIED, applied: true, state: applyTo({}), operations: [] };
+      }
+      return historyOnly(TransitionName.PENDING_STALE);
+
+    case StatusKind.WIN:
+    case StatusKind.REFUND:
+    case StatusKind.LOSS: {
+      const amount = snapshot.realWin ?? (kind === StatusKind.LOSS ? '0.00' : null);
+      if (amount === null) {
+        return historyOnly(TransitionName.FINAL_WITHOUT_AMOUNT, flagged(state, TransitionName.FINAL_WITHOUT_AMOUNT));
+      }
+      if (!state.generationSettled) {
+        return {
+          transition: TransitionName.SETTLED,
+          applied: true,
+          state: applyTo({ realWin: amount, generationSettled: true, settledAmount: amount, recalculationOpen: false }),
+          operations: credit(state.generation, amount),
+        };
+      }
+      if (state.settledAmount !== null && sameAmount(state.settledAmount, amount)) {
+        return {
+          transition: TransitionName.SAME_RESULT,
+          applied: true,
+          state: applyTo({ realWin: amount, recalculationOpen: false }),
+          operations: [],
+        };
+      }
+      return historyOnly(TransitionName.CONFLICTING_RESULT, flagged(state, TransitionName.CONFLICTING_RESULT));
+    }
+
+    case StatusKind.RECALCULATION: {
+      if (!state.recalculationOpen) {
+        const next = state.generation + 1;
+        const credited = state.generationSettled && state.settledAmount !== null ? state.settledAmount : '0.00';
+        const operations: SettlementOperation[] = isPositive(credited)
+          ? [{ type: SettlementOperationType.RECALCULATION_DEBIT, generation: next, amount: credited }]
+          : [];
+        const settledNow = snapshot.realWin !== null;
+        if (settledNow) operations.push(...credit(next, snapshot.realWin as string));
+        return {
+          transition: settledNow ? TransitionName.RECALCULATION_SETTLED : TransitionName.RECALCULATION_OPENED,
+          applied: true,
+          state: applyTo({
+            generation: next,
+            generationSettled: settledNow,
+            settledAmount: settledNow ? snapshot.realWin : null,
+            recalculationOpen: true,
+          }),
+          operations,
+        };
+      }
+      if (snapshot.realWin === null) return historyOnly(TransitionName.RECALCULATION_REPEATED);
+      if (!state.generationSettled) {
+        return {
+          transition: TransitionName.RECALCULATION_SETTLED,
+          applied: true,
+          state: applyTo({ generationSettled: true, settledAmount: snapshot.realWin }),
+          operations: credit(state.generation, snapshot.realWin),
+        };
+      }
+      if (state.settledAmount !== null && sameAmount(state.settledAmount, snapshot.realWin)) {
+        return historyOnly(TransitionName.RECALCULATION_REPEATED);
+      }
+      return historyOnly(
+        TransitionName.RECALCULATION_CONFLICT,
+        flagged(state, TransitionName.RECALCULATION_CONFLICT),
+      );
+    }
+
+    default:
+      return {
+        transition: TransitionName.UNKNOWN_STATUS,
+        applied: true,
+        state: flagged({ ...state, status: snapshot.status }, TransitionName.UNKNOWN_STATUS),
+        operations: [],
+      };
+  }
+}

@@ -1,0 +1,123 @@
+import { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { createHmac } from 'node:crypto';
+import pg from 'pg';
+import request from 'supertest';
+import { AppModule } from '../../src/app.module.js';
+import { configureApp } from '../../src/app.setup.js';
+import { AppConfig, loadConfig } from '../../src/config/configuration.js';
+import { createTestDatabase } from './database.js';
+
+export const SECRET = 'test-secret-1';
+export const OTHER_SECRET = 'test-secret-2';
+export const OPS_KEY = 'test-ops-key';
+
+/** A running app on its own database, with a pg pool for assertions and helpers for requests. */
+export interface TestContext {
+  app: INestApplication;
+  config: AppConfig;
+  db: pg.Pool;
+  url: string;
+  close: () => Promise<void>;
+}
+
+/**
+ * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
+ * cloned from the migrated template. `env` overrides configuration variables.
+ */
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestContext> {
+  const database = await createTestDatabase();
+  const config = loadConfig({
+    DATABASE_URL: database.url,
+    SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
+    OPS_API_KEYS: OPS_KEY,
+    RUN_MIGRATIONS_ON_START: '1',
+    DB_POOL_SIZE: '12',
+    ...env,
+  });
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configureApp(app, config);
+  await app.init();
+  await app.listen(0, '127.0.0.1');
+  const db = new pg.Pool({ connectionString: database.url, max: 4 });
+  return {
+    app,
+    config,
+    db,
+    url: await app.getUrl(),
+    close: async () => {
+      await db.end();
+      await app.close();
+      await database.drop();
+    },
+  };
+}
+
+/** `sha256=<hex>` signature of `body` with `secret`. */
+export function sign(body: string | Buffer, secret = SECRET): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+/** POSTs a signed batch to the callback (body serialised once; the signature is over those bytes). */
+export function deliver(app: INestApplication, batch: unknown, opts: { secret?: string; headers?: Record<string, string> } = {}) {
+  const body = typeof batch === 'string' ? batch : JSON.stringify(batch);
+  let req = request(app.getHttpServer())
+    .post('/sportapi/callback')
+    .set('content-type', 'application/json')
+    .set('x-signature', sign(body, opts.secret));
+  for (const [k, v] of Object.entries(opts.headers ?? {})) req = req.set(k, v);
+  return req.send(body);
+}
+
+/** An authorised partner API request builder. */
+export function ops(app: INestApplication) {
+  const agent = request(app.getHttpServer());
+  const auth = { authorization: `Bearer ${OPS_KEY}` };
+  return {
+    get: (path: string) => agent.get(path).set(auth),
+    post: (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      agent.post(path).set(auth).set(headers).send(body as object),
+  };
+}
+
+/** Deposits `amount` into `account` through the partner API. */
+export async function deposit(app: INestApplication, account: string, amount: string, key = `dep-${account}-${amount}`) {
+  const res = await ops(app).post(`/accounts/${account}/adjustments`, { amount, currency: 'EUR', reason: 'test deposit' }, { 'idempotency-key': key });
+  if (res.status !== 201) throw new Error(`deposit failed: ${res.status} ${res.text}`);
+}
+
+/** Registers a coupon through the partner API. */
+export async function register(app: INestApplication, couponCode: string, accountId: string, stake: string) {
+  const res = await ops(app).post('/coupons', { coupon_code: couponCode, accountId, stake, currency: 'EUR' });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`register failed: ${res.status} ${res.text}`);
+  return res;
+}
+
+/** Balance of an account as the partner API shows it. */
+export async function balance(app: INestApplication, account: string): Promise<string> {
+  const res = await ops(app).get(`/accounts/${account}`);
+  return res.body.balance;
+}
+
+/** `key=amount` of every operation of a coupon, sorted. */
+export async function operations(app: INestApplication, couponCode: string): Promise<string[]> {
+  const res = await ops(app).get(`/coupons/${couponCode}`);
+  return (res.body.operations as { key: string; amount: string }[]).map((o) => `${o.key}=${o.amount}`).sort();
+}
+
+/** A one-coupon batch. */
+export function batchOf(batchId: string, coupon: { code: string; status: number; realWin?: string | number | null; events?: { uuid: string; status: number }[] }) {
+  return {
+    batchId,
+    couponCount: 1,
+    coupons: [
+      {
+        coupon_code: coupon.code,
+        status: coupon.status,
+        realWin: coupon.realWin === undefined ? null : coupon.realWin,
+        events: coupon.events ?? [{ uuid: `${coupon.code}-ev-1`, status: coupon.status }],
+      },
+    ],
+  };
+}
