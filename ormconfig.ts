@@ -6,5 +6,8 @@ import { buildDataSourceOptions } from './src/database/data-source-options.js';
  * app's options. Needs `DATABASE_URL`; `npm run migration:run` also handles the embedded server.
  */
 const url = process.env.DATABASE_URL;
-if (!url) throw new Error('DATABASE_URL is required for the TypeORM CLI (npm run migration:run starts the embedded server)');
+if (!url)
+  throw new Error(
+    'DATABASE_URL is required for the TypeORM CLI (npm run migration:run starts the embedded server)',
+  );
 export default new DataSource(buildDataSourceOptions(url));

@@ -40,7 +40,9 @@ export class InitialSchema1764490000000 implements MigrationInterface {
         CONSTRAINT financial_operations_key_unique UNIQUE (operation_key),
         CHECK ((coupon_code IS NULL) = (generation IS NULL))
       )`);
-    await q.query(`CREATE INDEX financial_operations_coupon_idx ON financial_operations (coupon_code) WHERE coupon_code IS NOT NULL`);
+    await q.query(
+      `CREATE INDEX financial_operations_coupon_idx ON financial_operations (coupon_code) WHERE coupon_code IS NOT NULL`,
+    );
     await q.query(`CREATE INDEX financial_operations_account_idx ON financial_operations (account_id)`);
 
     await q.query(`

@@ -16,14 +16,21 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes);
   const jsonReader = json({ limit: '100kb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.path === config.callbackPath || req.path === `${config.callbackPath}/`) return callbackReader(req, res, next);
+    if (req.path === config.callbackPath || req.path === `${config.callbackPath}/`)
+      return callbackReader(req, res, next);
     jsonReader(req, res, (err?: unknown) => {
       if (!err) return next();
       const e = err as { status?: number; type?: string };
       const status = e.status === 413 || e.status === 415 ? e.status : 400;
       const code =
-        status === 413 ? ErrorCode.PAYLOAD_TOO_LARGE : status === 415 ? ErrorCode.UNSUPPORTED_MEDIA_TYPE : ErrorCode.MALFORMED_JSON;
-      res.status(status).json({ success: false, error: { code, message: 'the request body could not be read' } });
+        status === 413
+          ? ErrorCode.PAYLOAD_TOO_LARGE
+          : status === 415
+            ? ErrorCode.UNSUPPORTED_MEDIA_TYPE
+            : ErrorCode.MALFORMED_JSON;
+      res
+        .status(status)
+        .json({ success: false, error: { code, message: 'the request body could not be read' } });
     });
   });
   app.useGlobalPipes(
@@ -31,7 +38,11 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
       whitelist: true,
       forbidNonWhitelisted: true,
       exceptionFactory: (errors) =>
-        new DomainException(ErrorCode.VALIDATION_FAILED, 'the request does not match the schema', flattenValidationErrors(errors)),
+        new DomainException(
+          ErrorCode.VALIDATION_FAILED,
+          'the request does not match the schema',
+          flattenValidationErrors(errors),
+        ),
     }),
   );
   const server = app.getHttpServer() as Server;
@@ -54,7 +65,15 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       )
       .setVersion('1.0')
       .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'one of OPS_API_KEYS' })
-      .addApiKey({ type: 'apiKey', in: 'header', name: 'X-Signature', description: 'sha256=<hex HMAC-SHA256 of the raw body>' }, 'signature')
+      .addApiKey(
+        {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Signature',
+          description: 'sha256=<hex HMAC-SHA256 of the raw body>',
+        },
+        'signature',
+      )
       .build(),
   );
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });

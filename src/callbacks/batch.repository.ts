@@ -12,7 +12,10 @@ export class BatchRepository {
    * inserting the same id makes this wait on the unique index; once it commits this returns
    * `duplicate` (same hash) or `conflict`, never a unique-violation error.
    */
-  async claim(tx: Tx, batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer }): Promise<BatchClaim> {
+  async claim(
+    tx: Tx,
+    batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
+  ): Promise<BatchClaim> {
     const inserted = await tx.query(
       `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
        VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,

@@ -32,12 +32,19 @@ export function callbackBodyMiddleware(limit: number): RequestHandler {
     };
     if (req.method !== 'POST') return next();
     if (!JSON_TYPE.test(String(req.headers['content-type'] ?? ''))) {
-      return fail(new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json'));
+      return fail(
+        new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json'),
+      );
     }
-    const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase().trim();
+    const encoding = String(req.headers['content-encoding'] ?? 'identity')
+      .toLowerCase()
+      .trim();
     if (!ACCEPTED_ENCODINGS.has(encoding)) {
       return fail(
-        new DomainException(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Encoding must be gzip, deflate or identity'),
+        new DomainException(
+          ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+          'Content-Encoding must be gzip, deflate or identity',
+        ),
       );
     }
     parser(req, res, (err?: unknown) => {
@@ -53,7 +60,10 @@ export function callbackBodyMiddleware(limit: number): RequestHandler {
         return next();
       }
       const body: unknown = req.body;
-      (req as CallbackRequest).callback = { ...state, rawBody: Buffer.isBuffer(body) ? body : Buffer.alloc(0) };
+      (req as CallbackRequest).callback = {
+        ...state,
+        rawBody: Buffer.isBuffer(body) ? body : Buffer.alloc(0),
+      };
       next();
     });
   };

@@ -40,15 +40,23 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   const fields: FieldError[] = flattenValidationErrors(validateSync(dto, { forbidUnknownValues: false }));
   if (!fields.length) {
     if (dto.couponCount !== dto.coupons.length) {
-      fields.push({ path: 'couponCount', message: `couponCount ${dto.couponCount} != coupons.length ${dto.coupons.length}` });
+      fields.push({
+        path: 'couponCount',
+        message: `couponCount ${dto.couponCount} != coupons.length ${dto.coupons.length}`,
+      });
     }
     const seen = new Set<string>();
     dto.coupons.forEach((c, i) => {
-      if (seen.has(c.coupon_code)) fields.push({ path: `coupons[${i}].coupon_code`, message: 'coupon_code appears twice in the batch' });
+      if (seen.has(c.coupon_code))
+        fields.push({ path: `coupons[${i}].coupon_code`, message: 'coupon_code appears twice in the batch' });
       seen.add(c.coupon_code);
       const uuids = new Set<string>();
       c.events.forEach((e, j) => {
-        if (uuids.has(e.uuid)) fields.push({ path: `coupons[${i}].events[${j}].uuid`, message: 'uuid appears twice in the coupon' });
+        if (uuids.has(e.uuid))
+          fields.push({
+            path: `coupons[${i}].events[${j}].uuid`,
+            message: 'uuid appears twice in the coupon',
+          });
         uuids.add(e.uuid);
       });
       if (c.realWin !== null && c.realWin !== undefined && parseAmount(c.realWin, amountScale) === null) {
@@ -59,7 +67,8 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
       }
     });
   }
-  if (fields.length) throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch does not match the contract', fields);
+  if (fields.length)
+    throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch does not match the contract', fields);
 
   const source = parsed as { coupons: Record<string, unknown>[] };
   const coupons: ParsedCoupon[] = dto.coupons.map((c, i) => ({

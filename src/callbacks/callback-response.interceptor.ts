@@ -25,7 +25,9 @@ export class CallbackResponseInterceptor implements NestInterceptor {
     const left = Math.max(1, receivedAt + this.config.callbackDeadlineMs + 250 - Date.now());
     return next.handle().pipe(
       timeout(left),
-      catchError((err: unknown) => throwError(() => (err instanceof TimeoutError ? new DeadlineExceededError() : err))),
+      catchError((err: unknown) =>
+        throwError(() => (err instanceof TimeoutError ? new DeadlineExceededError() : err)),
+      ),
       map((result) => {
         res.status(200);
         return result.duplicate

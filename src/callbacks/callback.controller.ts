@@ -47,8 +47,16 @@ export class CallbackController {
   })
   @ApiSecurity('signature')
   @ApiHeader({ name: 'X-Signature', required: true, description: 'sha256=<hex HMAC-SHA256 of the raw body>' })
-  @ApiHeader({ name: 'X-Request-Id', required: false, description: 'correlation id, logged with the batchId' })
-  @ApiHeader({ name: 'Content-Encoding', required: false, description: 'gzip or deflate; the signature is over the decoded bytes' })
+  @ApiHeader({
+    name: 'X-Request-Id',
+    required: false,
+    description: 'correlation id, logged with the batchId',
+  })
+  @ApiHeader({
+    name: 'Content-Encoding',
+    required: false,
+    description: 'gzip or deflate; the signature is over the decoded bytes',
+  })
   @ApiBody({
     type: CallbackBatchDto,
     examples: {
@@ -66,20 +74,66 @@ export class CallbackController {
                 { uuid: '9b2f6a1e-3c1d-4c55-9d0e-0d6f3f1a2b02', status: 2 },
               ],
             },
-            { coupon_code: '000000000273', status: 1, realWin: null, events: [{ uuid: '0c8e1f44-7a52-4f0e-a9a3-5c1b2d3e4f05', status: 0 }] },
+            {
+              coupon_code: '000000000273',
+              status: 1,
+              realWin: null,
+              events: [{ uuid: '0c8e1f44-7a52-4f0e-a9a3-5c1b2d3e4f05', status: 0 }],
+            },
           ],
         },
       },
     },
   })
-  @ApiOkResponse({ type: CallbackAckDto, description: 'committed (or the same batch was committed before)', example: { success: true, processed: 2 } })
-  @ApiResponse({ status: 400, ...error('malformed JSON, schema violation, couponCount mismatch, duplicate keys', 'validation_failed', 'the batch does not match the contract') })
-  @ApiResponse({ status: 401, ...error('signature missing or wrong', 'invalid_signature', 'signature missing or wrong') })
-  @ApiResponse({ status: 409, ...error('same batchId, different body (quarantined)', 'batch_conflict', 'batch b-1 was delivered before with a different body') })
-  @ApiResponse({ status: 413, ...error('body over the limit (default 2 MiB)', 'payload_too_large', 'body over 2097152 bytes') })
-  @ApiResponse({ status: 415, ...error('not application/json, or an encoding other than gzip/deflate', 'unsupported_media_type', 'Content-Type must be application/json') })
-  @ApiResponse({ status: 503, ...error('transient failure, rolled back; SportAPI retries', 'transient_failure', 'temporarily unavailable, retry later') })
-  receive(@CallbackBody(CallbackBodyPipe) batch: ParsedBatch, @CallbackBody() request: CallbackRequestState): Promise<CallbackResult> {
+  @ApiOkResponse({
+    type: CallbackAckDto,
+    description: 'committed (or the same batch was committed before)',
+    example: { success: true, processed: 2 },
+  })
+  @ApiResponse({
+    status: 400,
+    ...error(
+      'malformed JSON, schema violation, couponCount mismatch, duplicate keys',
+      'validation_failed',
+      'the batch does not match the contract',
+    ),
+  })
+  @ApiResponse({
+    status: 401,
+    ...error('signature missing or wrong', 'invalid_signature', 'signature missing or wrong'),
+  })
+  @ApiResponse({
+    status: 409,
+    ...error(
+      'same batchId, different body (quarantined)',
+      'batch_conflict',
+      'batch b-1 was delivered before with a different body',
+    ),
+  })
+  @ApiResponse({
+    status: 413,
+    ...error('body over the limit (default 2 MiB)', 'payload_too_large', 'body over 2097152 bytes'),
+  })
+  @ApiResponse({
+    status: 415,
+    ...error(
+      'not application/json, or an encoding other than gzip/deflate',
+      'unsupported_media_type',
+      'Content-Type must be application/json',
+    ),
+  })
+  @ApiResponse({
+    status: 503,
+    ...error(
+      'transient failure, rolled back; SportAPI retries',
+      'transient_failure',
+      'temporarily unavailable, retry later',
+    ),
+  })
+  receive(
+    @CallbackBody(CallbackBodyPipe) batch: ParsedBatch,
+    @CallbackBody() request: CallbackRequestState,
+  ): Promise<CallbackResult> {
     return this.callbacks.process(batch, request);
   }
 }

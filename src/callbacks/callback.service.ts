@@ -52,21 +52,32 @@ export class CallbackService {
    */
   async process(batch: ParsedBatch, request: CallbackRequestState): Promise<CallbackResult> {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
-    return this.transactions.run(async (tx) => {
-      const claim = await this.batches.claim(tx, batch);
-      if (claim === 'conflict') {
-        throw new DomainException(ErrorCode.BATCH_CONFLICT, `batch ${batch.batchId} was delivered before with a different body`);
-      }
-      if (claim === 'claimed') await this.applyCoupons(tx, batch);
-      const outcome = claim === 'duplicate' ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
-      await this.recordAttempt(tx, batch, request, outcome);
-      return { processed: batch.couponCount, duplicate: claim === 'duplicate' };
-    }, { deadline });
+    return this.transactions.run(
+      async (tx) => {
+        const claim = await this.batches.claim(tx, batch);
+        if (claim === 'conflict') {
+          throw new DomainException(
+            ErrorCode.BATCH_CONFLICT,
+            `batch ${batch.batchId} was delivered before with a different body`,
+          );
+        }
+        if (claim === 'claimed') await this.applyCoupons(tx, batch);
+        const outcome = claim === 'duplicate' ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
+        await this.recordAttempt(tx, batch, request, outcome);
+        return { processed: batch.couponCount, duplicate: claim === 'duplicate' };
+      },
+      { deadline },
+    );
   }
 
   private async applyCoupons(tx: Tx, batch: ParsedBatch): Promise<void> {
-    const ordered = [...batch.coupons].sort((a, b) => (a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0));
-    const locked = await this.coupons.lockForBatch(tx, ordered.map((c) => c.couponCode));
+    const ordered = [...batch.coupons].sort((a, b) =>
+      a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0,
+    );
+    const locked = await this.coupons.lockForBatch(
+      tx,
+      ordered.map((c) => c.couponCode),
+    );
     const states: (CouponSettlementState & { couponCode: string })[] = [];
     const snapshots: SnapshotRow[] = [];
     const bets: BetRow[] = [];
@@ -86,10 +97,19 @@ export class CallbackService {
         payload: coupon.payload,
       });
       if (decision.applied) {
-        for (const e of coupon.events) bets.push({ couponCode: coupon.couponCode, uuid: e.uuid, status: e.status, payload: e.payload });
+        for (const e of coupon.events)
+          bets.push({ couponCode: coupon.couponCode, uuid: e.uuid, status: e.status, payload: e.payload });
       }
       if (decision.operations.length && current.accountId !== null && current.currency !== null) {
-        ops.push(...settlementPostOperations(coupon.couponCode, current.accountId, current.currency, batch.batchId, decision.operations));
+        ops.push(
+          ...settlementPostOperations(
+            coupon.couponCode,
+            current.accountId,
+            current.currency,
+            batch.batchId,
+            decision.operations,
+          ),
+        );
       }
     });
     await this.coupons.insertSnapshots(tx, batch.batchId, snapshots);
@@ -98,7 +118,12 @@ export class CallbackService {
     await this.ledger.post(tx, ops);
   }
 
-  private async recordAttempt(tx: Tx, batch: ParsedBatch, request: CallbackRequestState, outcome: DeliveryOutcome): Promise<void> {
+  private async recordAttempt(
+    tx: Tx,
+    batch: ParsedBatch,
+    request: CallbackRequestState,
+    outcome: DeliveryOutcome,
+  ): Promise<void> {
     await this.audit.insertAttempt(tx, {
       batchId: batch.batchId,
       requestId: request.requestId,

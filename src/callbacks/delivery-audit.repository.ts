@@ -33,7 +33,17 @@ export class DeliveryAuditRepository {
     await tx.query(
       `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [a.batchId, a.requestId, a.receivedAt, a.outcome, a.httpStatus, a.errorCode, a.couponCount, a.durationMs, a.payloadHash],
+      [
+        a.batchId,
+        a.requestId,
+        a.receivedAt,
+        a.outcome,
+        a.httpStatus,
+        a.errorCode,
+        a.couponCount,
+        a.durationMs,
+        a.payloadHash,
+      ],
     );
   }
 
@@ -41,7 +51,15 @@ export class DeliveryAuditRepository {
     await tx.query(
       `INSERT INTO quarantined_bodies (batch_id, reason, details, http_status, body, content_type, payload_hash)
        VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [q.batchId, q.reason, q.details === undefined ? null : JSON.stringify(q.details), q.httpStatus, q.body, q.contentType, q.payloadHash],
+      [
+        q.batchId,
+        q.reason,
+        q.details === undefined ? null : JSON.stringify(q.details),
+        q.httpStatus,
+        q.body,
+        q.contentType,
+        q.payloadHash,
+      ],
     );
   }
 }

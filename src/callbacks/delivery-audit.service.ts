@@ -29,7 +29,12 @@ export class DeliveryAuditService {
   ) {}
 
   /** Attempt row of a request answered with `status`. */
-  attemptOf(req: CallbackRequest, status: number, outcome: DeliveryOutcome, errorCode: string | null): DeliveryAttemptRow {
+  attemptOf(
+    req: CallbackRequest,
+    status: number,
+    outcome: DeliveryOutcome,
+    errorCode: string | null,
+  ): DeliveryAttemptRow {
     const state = req.callback;
     const receivedAt = state?.receivedAt ?? Date.now();
     return {
@@ -46,11 +51,17 @@ export class DeliveryAuditService {
   }
 
   /** Writes the attempt (and the quarantine entry, if due) in a short transaction of its own. */
-  async recordFailure(req: CallbackRequest, status: number, error: DomainException | undefined): Promise<void> {
+  async recordFailure(
+    req: CallbackRequest,
+    status: number,
+    error: DomainException | undefined,
+  ): Promise<void> {
     const state = req.callback;
     const code = error?.code ?? ErrorCode.TRANSIENT_FAILURE;
     const attempt = this.attemptOf(req, status, outcomeOf(status), code);
-    const quarantine = Boolean(state?.signatureVerified && state.rawBody && (status === 400 || status === 409));
+    const quarantine = Boolean(
+      state?.signatureVerified && state.rawBody && (status === 400 || status === 409),
+    );
     try {
       await this.transactions.run(
         async (tx) => {

@@ -57,7 +57,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
   }
 
   private classify(exception: unknown, isCallback: boolean): { status: number; domain: DomainException } {
-    if (exception instanceof DomainException) return { status: HTTP_STATUS_OF[exception.code], domain: exception };
+    if (exception instanceof DomainException)
+      return { status: HTTP_STATUS_OF[exception.code], domain: exception };
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       const code = HTTP_CODE[status] ?? (status >= 500 ? ErrorCode.INTERNAL : ErrorCode.VALIDATION_FAILED);

@@ -39,7 +39,11 @@ export function IsDecimalAmount(
 export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {
-    const path = /^\d+$/.test(e.property) ? `${prefix}[${e.property}]` : prefix ? `${prefix}.${e.property}` : e.property;
+    const path = /^\d+$/.test(e.property)
+      ? `${prefix}[${e.property}]`
+      : prefix
+        ? `${prefix}.${e.property}`
+        : e.property;
     for (const message of Object.values(e.constraints ?? {})) out.push({ path, message });
     if (e.children?.length) out.push(...flattenValidationErrors(e.children, path));
   }

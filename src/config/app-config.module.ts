@@ -7,6 +7,10 @@ import type { AppConfig } from './configuration.js';
 @Module({})
 export class AppConfigModule {
   static forRoot(config: AppConfig): DynamicModule {
-    return { module: AppConfigModule, providers: [{ provide: APP_CONFIG, useValue: config }], exports: [APP_CONFIG] };
+    return {
+      module: AppConfigModule,
+      providers: [{ provide: APP_CONFIG, useValue: config }],
+      exports: [APP_CONFIG],
+    };
   }
 }

@@ -78,9 +78,13 @@ export const envSchema = Joi.object({
     .default(2 * 1024 * 1024),
   AMOUNT_SCALE: Joi.number().integer().min(0).max(4).default(2),
   STATUS_MAP: Joi.string()
-    .pattern(/^\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*(,\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*)*$/)
+    .pattern(
+      /^\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*(,\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*)*$/,
+    )
     .optional()
-    .messages({ 'string.pattern.base': 'STATUS_MAP must look like "1:PENDING,2:WIN,3:REFUND,4:LOSS,15:RECALCULATION"' }),
+    .messages({
+      'string.pattern.base': 'STATUS_MAP must look like "1:PENDING,2:WIN,3:REFUND,4:LOSS,15:RECALCULATION"',
+    }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
   RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
 }).unknown(true);
@@ -99,7 +103,9 @@ export const DEFAULT_STATUS_MAP: Record<number, string> = {
  * @throws Error naming every wrong or missing variable (the app does not start).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
-  const { error, value } = envSchema.validate(env, { abortEarly: false, convert: true });
+  // An empty variable counts as unset (e.g. `DATABASE_URL=` selects the embedded server).
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const { error, value } = envSchema.validate(present, { abortEarly: false, convert: true });
   if (error) {
     const lines = error.details.map((d) => `  - ${d.context?.label ?? d.path.join('.')}: ${d.message}`);
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);

@@ -67,7 +67,11 @@ export class CouponRepository {
   }
 
   /** Writes the settlement state decided for each coupon of a batch. */
-  async saveStates(tx: Tx, batchId: string, states: (CouponSettlementState & { couponCode: string })[]): Promise<void> {
+  async saveStates(
+    tx: Tx,
+    batchId: string,
+    states: (CouponSettlementState & { couponCode: string })[],
+  ): Promise<void> {
     if (!states.length) return;
     await tx.query(
       `UPDATE coupons c SET status = r.status, real_win = r.real_win, settlement_generation = r.generation,
@@ -135,7 +139,14 @@ export class CouponRepository {
          SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()`,
       [
         batchId,
-        JSON.stringify(bets.map((b) => ({ coupon_code: b.couponCode, uuid: b.uuid, status: b.status, payload: b.payload }))),
+        JSON.stringify(
+          bets.map((b) => ({
+            coupon_code: b.couponCode,
+            uuid: b.uuid,
+            status: b.status,
+            payload: b.payload,
+          })),
+        ),
       ],
     );
   }
@@ -155,7 +166,10 @@ export class CouponRepository {
   }
 
   /** Operations decided for a coupon's applied snapshots, oldest first (deferred while unallocated). */
-  async decidedOperations(tx: Tx, couponCode: string): Promise<{ batchId: string; operations: SettlementOperation[] }[]> {
+  async decidedOperations(
+    tx: Tx,
+    couponCode: string,
+  ): Promise<{ batchId: string; operations: SettlementOperation[] }[]> {
     const { rows } = await tx.query<{ batchId: string; operations: SettlementOperation[] }>(
       `SELECT batch_id AS "batchId", operations FROM coupon_snapshots
        WHERE coupon_code = $1 AND jsonb_array_length(operations) > 0 ORDER BY id`,

@@ -24,14 +24,21 @@ export class CouponsController {
 
   @Post()
   @ApiOperation({ summary: 'Register a placed coupon and debit its stake (`<coupon_code>:0:stake_debit`)' })
-  @ApiResponse({ status: 201, type: CouponView, description: 'registered; settlement that arrived earlier is applied now' })
+  @ApiResponse({
+    status: 201,
+    type: CouponView,
+    description: 'registered; settlement that arrived earlier is applied now',
+  })
   @ApiResponse({ status: 200, type: CouponView, description: 'the same registration again' })
   @ApiResponse(err(400, 'invalid body', 'validation_failed'))
   @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(err(409, 'coupon registered with another account, stake or currency', 'coupon_conflict'))
   @ApiResponse(err(422, 'stake above the balance, or account in another currency', 'insufficient_funds'))
   @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  async register(@Body() dto: RegisterCouponDto, @Res({ passthrough: true }) res: Response): Promise<CouponView> {
+  async register(
+    @Body() dto: RegisterCouponDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<CouponView> {
     const { view, created } = await this.coupons.register(dto);
     res.status(created ? 201 : 200);
     return view;

@@ -88,7 +88,13 @@ export class CouponsService {
       ];
       for (const decided of await this.coupons.decidedOperations(tx, dto.coupon_code)) {
         ops.push(
-          ...settlementPostOperations(dto.coupon_code, dto.accountId, dto.currency, decided.batchId, decided.operations),
+          ...settlementPostOperations(
+            dto.coupon_code,
+            dto.accountId,
+            dto.currency,
+            decided.batchId,
+            decided.operations,
+          ),
         );
       }
       await this.ledger.post(tx, ops);

@@ -16,7 +16,11 @@ export interface SessionTimeouts {
  */
 export function buildDataSourceOptions(
   url: string,
-  timeouts: SessionTimeouts = { statementTimeoutMs: 5000, lockTimeoutMs: 3000, idleInTransactionTimeoutMs: 5000 },
+  timeouts: SessionTimeouts = {
+    statementTimeoutMs: 5000,
+    lockTimeoutMs: 3000,
+    idleInTransactionTimeoutMs: 5000,
+  },
   poolSize = 20,
 ): DataSourceOptions {
   return {

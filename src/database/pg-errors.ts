@@ -41,7 +41,14 @@ const TRANSIENT_STATES = new Set<string>([
   SQLSTATE.TOO_MANY_CONNECTIONS,
 ]);
 
-const TRANSIENT_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH']);
+const TRANSIENT_NETWORK = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
 
 /**
  * True for trouble that a later delivery may not meet: lock/statement timeouts, serialization

@@ -101,7 +101,9 @@ export class TransactionRunner {
         const timeLeft = deadline - Date.now();
         if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
         this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
-        await new Promise((r) => setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))));
+        await new Promise((r) =>
+          setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
+        );
       }
     }
   }
@@ -112,7 +114,11 @@ export class TransactionRunner {
     try {
       await runner.connect();
       await runner.startTransaction('READ COMMITTED');
-      const tx = new Tx(runner, deadline, Math.max(this.config.statementTimeoutMs, this.config.lockTimeoutMs));
+      const tx = new Tx(
+        runner,
+        deadline,
+        Math.max(this.config.statementTimeoutMs, this.config.lockTimeoutMs),
+      );
       const result = await work(tx);
       if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
       await runner.commitTransaction();

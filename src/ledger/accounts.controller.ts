@@ -32,9 +32,20 @@ export class AccountsController {
   }
 
   @Post(':id/adjustments')
-  @ApiOperation({ summary: 'Deposit (positive) or withdraw (negative) under an Idempotency-Key; creates the account on first use' })
-  @ApiHeader({ name: 'Idempotency-Key', required: true, description: '1..128 chars; the same key and body return the first result' })
-  @ApiResponse({ status: 201, type: AdjustmentViewDto, description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)' })
+  @ApiOperation({
+    summary:
+      'Deposit (positive) or withdraw (negative) under an Idempotency-Key; creates the account on first use',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: true,
+    description: '1..128 chars; the same key and body return the first result',
+  })
+  @ApiResponse({
+    status: 201,
+    type: AdjustmentViewDto,
+    description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)',
+  })
   @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(err(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
@@ -47,13 +58,21 @@ export class AccountsController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
     if (!idempotencyKey || !/^[\x21-\x7e]{1,128}$/.test(idempotencyKey)) {
-      throw new DomainException(ErrorCode.IDEMPOTENCY_KEY_REQUIRED, 'an Idempotency-Key header of 1..128 visible ASCII characters is required');
+      throw new DomainException(
+        ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
+        'an Idempotency-Key header of 1..128 visible ASCII characters is required',
+      );
     }
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(id)) {
-      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'account id must be 1..64 of A-Z a-z 0-9 . _ @ -');
+      throw new DomainException(
+        ErrorCode.VALIDATION_FAILED,
+        'account id must be 1..64 of A-Z a-z 0-9 . _ @ -',
+      );
     }
     if (/^-?0(\.0+)?$/.test(dto.amount.trim())) {
-      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'amount must not be zero', [{ path: 'amount', message: 'must not be zero' }]);
+      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'amount must not be zero', [
+        { path: 'amount', message: 'must not be zero' },
+      ]);
     }
     const { view, replayed } = await this.ledger.adjust(id, idempotencyKey, dto);
     res.status(201);

@@ -37,7 +37,10 @@ export interface StoredOperation {
 @Injectable()
 export class LedgerRepository {
   /** Creates accounts that do not exist yet; existing ones are left as they are. */
-  async ensureAccounts(tx: Tx, accounts: { id: string; kind: AccountKind; currency: string }[]): Promise<void> {
+  async ensureAccounts(
+    tx: Tx,
+    accounts: { id: string; kind: AccountKind; currency: string }[],
+  ): Promise<void> {
     if (!accounts.length) return;
     await tx.query(
       `INSERT INTO accounts (id, kind, currency)
@@ -47,11 +50,16 @@ export class LedgerRepository {
     );
   }
 
-  /** Locks the accounts `FOR UPDATE` in ascending id order (one fixed order: no deadlocks). */
+  /**
+   * Locks the accounts `FOR NO KEY UPDATE` in ascending id order (one fixed order: no deadlocks).
+   * Not `FOR UPDATE`: that conflicts with the `FOR KEY SHARE` locks foreign keys take on accounts
+   * (e.g. a coupon registration's `coupons.account_id`), so two transactions that both referenced
+   * the account before locking it would deadlock. Only the balance changes, never the key.
+   */
   async lockAccounts(tx: Tx, ids: string[]): Promise<AccountRow[]> {
     const { rows } = await tx.query<AccountRow>(
       `SELECT id, kind, currency, balance::text AS balance FROM accounts
-       WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR UPDATE`,
+       WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE`,
       [ids],
     );
     return rows;
@@ -84,7 +92,10 @@ export class LedgerRepository {
   }
 
   /** Appends ledger entries (signed amounts). */
-  async insertEntries(tx: Tx, entries: { operationId: string; accountId: string; amount: string }[]): Promise<void> {
+  async insertEntries(
+    tx: Tx,
+    entries: { operationId: string; accountId: string; amount: string }[],
+  ): Promise<void> {
     if (!entries.length) return;
     await tx.query(
       `INSERT INTO ledger_entries (operation_id, account_id, amount)
@@ -140,11 +151,23 @@ export class LedgerRepository {
   }
 
   /** Records an adjustment's request and first result under its idempotency key. */
-  async insertAdjustment(tx: Tx, row: Omit<AdjustmentRow, 'createdAt' | 'operationKey'> & { operationId: string }): Promise<void> {
+  async insertAdjustment(
+    tx: Tx,
+    row: Omit<AdjustmentRow, 'createdAt' | 'operationKey'> & { operationId: string },
+  ): Promise<void> {
     await tx.query(
       `INSERT INTO account_adjustments (idempotency_key, account_id, request_hash, amount, currency, reason, operation_id, balance_after)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [row.idempotencyKey, row.accountId, row.requestHash, row.amount, row.currency, row.reason, row.operationId, row.balanceAfter],
+      [
+        row.idempotencyKey,
+        row.accountId,
+        row.requestHash,
+        row.amount,
+        row.currency,
+        row.reason,
+        row.operationId,
+        row.balanceAfter,
+      ],
     );
   }
 }

@@ -139,7 +139,8 @@ export class LedgerService {
     const inserted = await this.ledger.insertOperations(tx, rows);
     const entries: { operationId: string; accountId: string; amount: string }[] = [];
     const deltas = new Map<string, Decimal>();
-    const add = (id: string, amount: Decimal) => deltas.set(id, (deltas.get(id) ?? new Decimal(0)).plus(amount));
+    const add = (id: string, amount: Decimal) =>
+      deltas.set(id, (deltas.get(id) ?? new Decimal(0)).plus(amount));
     for (const op of inserted) {
       const playerAmount = new Decimal(op.amount).times(PLAYER_SIGN[op.type]);
       const house = houseAccountId(op.currency);
@@ -152,7 +153,11 @@ export class LedgerService {
     const changed = new Map([...deltas].filter(([, d]) => !d.isZero()).map(([id, d]) => [id, d.toFixed(2)]));
     const updated = await this.ledger.applyBalanceDeltas(tx, changed);
     const balances = new Map([...locked.values()].map((a) => [a.id, updated.get(a.id) ?? a.balance]));
-    return { inserted: inserted.map((o) => o.key), operationIds: new Map(inserted.map((o) => [o.key, o.id])), balances };
+    return {
+      inserted: inserted.map((o) => o.key),
+      operationIds: new Map(inserted.map((o) => [o.key, o.id])),
+      balances,
+    };
   }
 
   /**
@@ -163,7 +168,10 @@ export class LedgerService {
     await this.ledger.ensureAccounts(tx, [{ id: accountId, kind: 'player', currency }]);
     const account = await this.ledger.findAccount(tx, accountId);
     if (account && account.currency !== currency) {
-      throw new DomainException(ErrorCode.CURRENCY_MISMATCH, `account ${accountId} holds ${account.currency}, not ${currency}`);
+      throw new DomainException(
+        ErrorCode.CURRENCY_MISMATCH,
+        `account ${accountId} holds ${account.currency}, not ${currency}`,
+      );
     }
   }
 
@@ -234,7 +242,11 @@ export class LedgerService {
     });
   }
 
-  private async replayAdjustment(tx: Tx, idempotencyKey: string, requestHash: string): Promise<AdjustmentView | undefined> {
+  private async replayAdjustment(
+    tx: Tx,
+    idempotencyKey: string,
+    requestHash: string,
+  ): Promise<AdjustmentView | undefined> {
     const earlier = await this.ledger.findAdjustment(tx, idempotencyKey);
     if (!earlier) return undefined;
     if (earlier.requestHash !== requestHash) {

@@ -49,7 +49,10 @@ export function decideSettlement(
     realWin: snapshot.realWin,
     ...next,
   });
-  const historyOnly = (transition: TransitionName, next: CouponSettlementState = state): SettlementDecision => ({
+  const historyOnly = (
+    transition: TransitionName,
+    next: CouponSettlementState = state,
+  ): SettlementDecision => ({
     transition,
     applied: false,
     state: next,
@@ -59,7 +62,12 @@ export function decideSettlement(
   switch (kind) {
     case StatusKind.PENDING:
       if (!state.generationSettled && !state.recalculationOpen) {
-        return { transition: TransitionName.PENDING_APPLIED, applied: true, state: applyTo({}), operations: [] };
+        return {
+          transition: TransitionName.PENDING_APPLIED,
+          applied: true,
+          state: applyTo({}),
+          operations: [],
+        };
       }
       return historyOnly(TransitionName.PENDING_STALE);
 
@@ -68,13 +76,21 @@ export function decideSettlement(
     case StatusKind.LOSS: {
       const amount = snapshot.realWin ?? (kind === StatusKind.LOSS ? '0.00' : null);
       if (amount === null) {
-        return historyOnly(TransitionName.FINAL_WITHOUT_AMOUNT, flagged(state, TransitionName.FINAL_WITHOUT_AMOUNT));
+        return historyOnly(
+          TransitionName.FINAL_WITHOUT_AMOUNT,
+          flagged(state, TransitionName.FINAL_WITHOUT_AMOUNT),
+        );
       }
       if (!state.generationSettled) {
         return {
           transition: TransitionName.SETTLED,
           applied: true,
-          state: applyTo({ realWin: amount, generationSettled: true, settledAmount: amount, recalculationOpen: false }),
+          state: applyTo({
+            realWin: amount,
+            generationSettled: true,
+            settledAmount: amount,
+            recalculationOpen: false,
+          }),
           operations: credit(state.generation, amount),
         };
       }
@@ -86,13 +102,17 @@ export function decideSettlement(
           operations: [],
         };
       }
-      return historyOnly(TransitionName.CONFLICTING_RESULT, flagged(state, TransitionName.CONFLICTING_RESULT));
+      return historyOnly(
+        TransitionName.CONFLICTING_RESULT,
+        flagged(state, TransitionName.CONFLICTING_RESULT),
+      );
     }
 
     case StatusKind.RECALCULATION: {
       if (!state.recalculationOpen) {
         const next = state.generation + 1;
-        const credited = state.generationSettled && state.settledAmount !== null ? state.settledAmount : '0.00';
+        const credited =
+          state.generationSettled && state.settledAmount !== null ? state.settledAmount : '0.00';
         const operations: SettlementOperation[] = isPositive(credited)
           ? [{ type: SettlementOperationType.RECALCULATION_DEBIT, generation: next, amount: credited }]
           : [];

@@ -1,4 +1,14 @@
-import { balance, batchOf, createTestApp, deliver, deposit, operations, ops, register, TestContext } from '../support/test-app.js';
+import {
+  balance,
+  batchOf,
+  createTestApp,
+  deliver,
+  deposit,
+  operations,
+  ops,
+  register,
+  TestContext,
+} from '../support/test-app.js';
 
 // The behaviour of ../shared/conformance/scenarios/*.json, as the project's own tests
 // (CONTRACT §4–§7, §10). Exact balances, operation keys and status codes.
@@ -19,7 +29,13 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ success: true, processed: 1 });
     const coupon = (await ops(t.app).get('/coupons/C01')).body;
-    expect(coupon).toMatchObject({ status: 2, realWin: '25.50', settlementGeneration: 0, needsReview: false, accountId: 'p01' });
+    expect(coupon).toMatchObject({
+      status: 2,
+      realWin: '25.50',
+      settlementGeneration: 0,
+      needsReview: false,
+      accountId: 'p01',
+    });
     expect(await operations(t.app, 'C01')).toEqual(['C01:0:final_credit=25.50', 'C01:0:stake_debit=10.00']);
     expect(await balance(t.app, 'p01')).toBe('115.50');
   });
@@ -50,7 +66,10 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     const parallel = await Promise.all(Array.from({ length: 10 }, () => deliver(t.app, batch)));
     expect(parallel.map((r) => r.status)).toEqual(Array(10).fill(200));
     expect(parallel.filter((r) => r.body.duplicate !== true)).toHaveLength(1);
-    expect(await operations(t.app, 'C02B')).toEqual(['C02B:0:final_credit=77.77', 'C02B:0:stake_debit=10.00']);
+    expect(await operations(t.app, 'C02B')).toEqual([
+      'C02B:0:final_credit=77.77',
+      'C02B:0:stake_debit=10.00',
+    ]);
     expect(await balance(t.app, 'p02b')).toBe('77.77');
     const entries = await t.db.query(
       `SELECT count(*)::int AS n FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id WHERE o.coupon_code = 'C02B'`,
@@ -69,17 +88,32 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     await deliver(t.app, batchOf('b03-1', { code: 'C03', status: 1, events: ev(2, 0, 0) })).expect(200);
     let coupon = (await ops(t.app).get('/coupons/C03')).body;
     expect(coupon.status).toBe(1);
-    expect(coupon.events.map((e: { uuid: string; status: number }) => `${e.uuid}:${e.status}`).sort()).toEqual(['e1:2', 'e2:0', 'e3:0']);
+    expect(
+      coupon.events.map((e: { uuid: string; status: number }) => `${e.uuid}:${e.status}`).sort(),
+    ).toEqual(['e1:2', 'e2:0', 'e3:0']);
     await deliver(t.app, batchOf('b03-2', { code: 'C03', status: 1, events: ev(2, 2, 0) })).expect(200);
-    await deliver(t.app, batchOf('b03-3', { code: 'C03', status: 2, realWin: '42.00', events: ev(2, 2, 2) })).expect(200);
-    await deliver(t.app, batchOf('b03-4', { code: 'C03', status: 2, realWin: '42.00', events: ev(2, 2, 2) })).expect(200);
+    await deliver(
+      t.app,
+      batchOf('b03-3', { code: 'C03', status: 2, realWin: '42.00', events: ev(2, 2, 2) }),
+    ).expect(200);
+    await deliver(
+      t.app,
+      batchOf('b03-4', { code: 'C03', status: 2, realWin: '42.00', events: ev(2, 2, 2) }),
+    ).expect(200);
     coupon = (await ops(t.app).get('/coupons/C03')).body;
     expect(coupon).toMatchObject({ status: 2, settlementGeneration: 0 });
     expect(coupon.events).toHaveLength(3);
     expect(await operations(t.app, 'C03')).toEqual(['C03:0:final_credit=42.00', 'C03:0:stake_debit=5.00']);
     expect(await balance(t.app, 'p03')).toBe('87.00');
-    const snapshots = await t.db.query(`SELECT transition FROM coupon_snapshots WHERE coupon_code = 'C03' ORDER BY id`);
-    expect(snapshots.rows.map((r) => r.transition)).toEqual(['pending_applied', 'pending_applied', 'settled', 'same_result']);
+    const snapshots = await t.db.query(
+      `SELECT transition FROM coupon_snapshots WHERE coupon_code = 'C03' ORDER BY id`,
+    );
+    expect(snapshots.rows.map((r) => r.transition)).toEqual([
+      'pending_applied',
+      'pending_applied',
+      'settled',
+      'same_result',
+    ]);
   });
 
   it('04 status 15 debits the earlier win once; the next result settles generation 1', async () => {
@@ -88,7 +122,10 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     await deliver(t.app, batchOf('b04-1', { code: 'C04', status: 2, realWin: '50.00' })).expect(200);
     expect(await balance(t.app, 'p04')).toBe('140.00');
     await deliver(t.app, batchOf('b04-2', { code: 'C04', status: 15 })).expect(200);
-    expect((await ops(t.app).get('/coupons/C04')).body).toMatchObject({ status: 15, settlementGeneration: 1 });
+    expect((await ops(t.app).get('/coupons/C04')).body).toMatchObject({
+      status: 15,
+      settlementGeneration: 1,
+    });
     expect(await balance(t.app, 'p04')).toBe('90.00');
     await deliver(t.app, batchOf('b04-3', { code: 'C04', status: 15 })).expect(200);
     await deliver(t.app, batchOf('b04-2', { code: 'C04', status: 15 })).expect(200);
@@ -108,7 +145,11 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     await deliver(t.app, batchOf('b05-1', { code: 'C05', status: 2, realWin: '50.00' })).expect(200);
     await deliver(t.app, batchOf('b05-2', { code: 'C05', status: 15, realWin: '20.00' })).expect(200);
     await deliver(t.app, batchOf('b05-3', { code: 'C05', status: 2, realWin: '20.00' })).expect(200);
-    expect((await ops(t.app).get('/coupons/C05')).body).toMatchObject({ settlementGeneration: 1, needsReview: false, recalculationOpen: false });
+    expect((await ops(t.app).get('/coupons/C05')).body).toMatchObject({
+      settlementGeneration: 1,
+      needsReview: false,
+      recalculationOpen: false,
+    });
     expect(await operations(t.app, 'C05')).toEqual([
       'C05:0:final_credit=50.00',
       'C05:0:stake_debit=10.00',
@@ -134,9 +175,15 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
       ],
     });
     expect(res.body).toEqual({ success: true, processed: 3 });
-    expect(await operations(t.app, 'C06-1')).toEqual(['C06-1:0:final_credit=10.00', 'C06-1:0:stake_debit=1.00']);
+    expect(await operations(t.app, 'C06-1')).toEqual([
+      'C06-1:0:final_credit=10.00',
+      'C06-1:0:stake_debit=1.00',
+    ]);
     expect(await operations(t.app, 'C06-2')).toEqual(['C06-2:0:stake_debit=2.00']);
-    expect(await operations(t.app, 'C06-3')).toEqual(['C06-3:0:final_credit=3.00', 'C06-3:0:stake_debit=3.00']);
+    expect(await operations(t.app, 'C06-3')).toEqual([
+      'C06-3:0:final_credit=3.00',
+      'C06-3:0:stake_debit=3.00',
+    ]);
     expect(await balance(t.app, 'p06')).toBe('107.00');
   });
 
@@ -144,14 +191,23 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     await deposit(t.app, 'p08', '100.00');
     await register(t.app, 'C08', 'p08', '10.00');
     await deliver(t.app, batchOf('b08-1', { code: 'C08', status: 99, realWin: '500.00' })).expect(200);
-    expect((await ops(t.app).get('/coupons/C08')).body).toMatchObject({ status: 99, needsReview: true, reviewReason: 'unknown_status' });
+    expect((await ops(t.app).get('/coupons/C08')).body).toMatchObject({
+      status: 99,
+      needsReview: true,
+      reviewReason: 'unknown_status',
+    });
     expect(await operations(t.app, 'C08')).toEqual(['C08:0:stake_debit=10.00']);
     expect(await balance(t.app, 'p08')).toBe('90.00');
   });
 
   it('09 a result for an unregistered coupon is applied once at registration', async () => {
     await deliver(t.app, batchOf('b09-1', { code: 'C09', status: 2, realWin: '40.00' })).expect(200);
-    expect((await ops(t.app).get('/coupons/C09')).body).toMatchObject({ status: 2, accountId: null, unallocated: true, operations: [] });
+    expect((await ops(t.app).get('/coupons/C09')).body).toMatchObject({
+      status: 2,
+      accountId: null,
+      unallocated: true,
+      operations: [],
+    });
     await deposit(t.app, 'p09', '100.00');
     expect((await register(t.app, 'C09', 'p09', '10.00')).status).toBe(201);
     expect(await operations(t.app, 'C09')).toEqual(['C09:0:final_credit=40.00', 'C09:0:stake_debit=10.00']);
@@ -192,8 +248,14 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
   it('11 an intermediate snapshot after the final result changes nothing', async () => {
     await deposit(t.app, 'p11', '100.00');
     await register(t.app, 'C11', 'p11', '10.00');
-    await deliver(t.app, batchOf('b11-1', { code: 'C11', status: 2, realWin: '50.00', events: [{ uuid: 'e', status: 2 }] })).expect(200);
-    await deliver(t.app, batchOf('b11-2', { code: 'C11', status: 1, events: [{ uuid: 'e', status: 0 }] })).expect(200);
+    await deliver(
+      t.app,
+      batchOf('b11-1', { code: 'C11', status: 2, realWin: '50.00', events: [{ uuid: 'e', status: 2 }] }),
+    ).expect(200);
+    await deliver(
+      t.app,
+      batchOf('b11-2', { code: 'C11', status: 1, events: [{ uuid: 'e', status: 0 }] }),
+    ).expect(200);
     const coupon = (await ops(t.app).get('/coupons/C11')).body;
     expect(coupon).toMatchObject({ status: 2, realWin: '50.00', needsReview: false });
     expect(coupon.events).toEqual([{ uuid: 'e', status: 2 }]);
@@ -202,7 +264,9 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
   });
 
   it('the ledger balances: every operation sums to zero, balances equal their entries', async () => {
-    const perOp = await t.db.query(`SELECT operation_id FROM ledger_entries GROUP BY operation_id HAVING sum(amount) <> 0 OR count(*) <> 2`);
+    const perOp = await t.db.query(
+      `SELECT operation_id FROM ledger_entries GROUP BY operation_id HAVING sum(amount) <> 0 OR count(*) <> 2`,
+    );
     expect(perOp.rowCount).toBe(0);
     const total = await t.db.query(`SELECT coalesce(sum(amount), 0)::text AS s FROM ledger_entries`);
     expect(total.rows[0].s).toBe('0.00');

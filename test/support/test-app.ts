@@ -60,7 +60,11 @@ export function sign(body: string | Buffer, secret = SECRET): string {
 }
 
 /** POSTs a signed batch to the callback (body serialised once; the signature is over those bytes). */
-export function deliver(app: INestApplication, batch: unknown, opts: { secret?: string; headers?: Record<string, string> } = {}) {
+export function deliver(
+  app: INestApplication,
+  batch: unknown,
+  opts: { secret?: string; headers?: Record<string, string> } = {},
+) {
   const body = typeof batch === 'string' ? batch : JSON.stringify(batch);
   let req = request(app.getHttpServer())
     .post('/sportapi/callback')
@@ -77,13 +81,26 @@ export function ops(app: INestApplication) {
   return {
     get: (path: string) => agent.get(path).set(auth),
     post: (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      agent.post(path).set(auth).set(headers).send(body as object),
+      agent
+        .post(path)
+        .set(auth)
+        .set(headers)
+        .send(body as object),
   };
 }
 
 /** Deposits `amount` into `account` through the partner API. */
-export async function deposit(app: INestApplication, account: string, amount: string, key = `dep-${account}-${amount}`) {
-  const res = await ops(app).post(`/accounts/${account}/adjustments`, { amount, currency: 'EUR', reason: 'test deposit' }, { 'idempotency-key': key });
+export async function deposit(
+  app: INestApplication,
+  account: string,
+  amount: string,
+  key = `dep-${account}-${amount}`,
+) {
+  const res = await ops(app).post(
+    `/accounts/${account}/adjustments`,
+    { amount, currency: 'EUR', reason: 'test deposit' },
+    { 'idempotency-key': key },
+  );
   if (res.status !== 201) throw new Error(`deposit failed: ${res.status} ${res.text}`);
 }
 
@@ -107,7 +124,15 @@ export async function operations(app: INestApplication, couponCode: string): Pro
 }
 
 /** A one-coupon batch. */
-export function batchOf(batchId: string, coupon: { code: string; status: number; realWin?: string | number | null; events?: { uuid: string; status: number }[] }) {
+export function batchOf(
+  batchId: string,
+  coupon: {
+    code: string;
+    status: number;
+    realWin?: string | number | null;
+    events?: { uuid: string; status: number }[];
+  },
+) {
   return {
     batchId,
     couponCount: 1,

@@ -8,7 +8,12 @@ const coupon = (code: string, extra: Record<string, unknown> = {}) => ({
   events: [{ uuid: `${code}-1`, status: 2 }],
   ...extra,
 });
-const batch = (over: Record<string, unknown> = {}) => ({ batchId: 'b-1', couponCount: 1, coupons: [coupon('001')], ...over });
+const batch = (over: Record<string, unknown> = {}) => ({
+  batchId: 'b-1',
+  couponCount: 1,
+  coupons: [coupon('001')],
+  ...over,
+});
 const raw = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
 
 function failure(v: unknown): { code: string; paths: string[] } {
@@ -46,21 +51,95 @@ describe('parseBatch (CONTRACT §3, §4 step 2)', () => {
   it.each([
     ['couponCount mismatch', batch({ couponCount: 2 }), 'validation_failed', ['couponCount']],
     ['empty coupons', batch({ couponCount: 0, coupons: [] }), 'validation_failed', ['coupons']],
-    ['101 coupons', batch({ couponCount: 101, coupons: Array.from({ length: 101 }, (_, i) => coupon(String(i))) }), 'validation_failed', ['coupons']],
-    ['duplicate coupon_code', batch({ couponCount: 2, coupons: [coupon('1'), coupon('1')] }), 'validation_failed', ['coupons[1].coupon_code']],
-    ['duplicate uuid', batch({ coupons: [coupon('1', { events: [{ uuid: 'x', status: 1 }, { uuid: 'x', status: 2 }] })] }), 'validation_failed', ['coupons[0].events[1].uuid']],
-    ['realWin not a number', batch({ coupons: [coupon('1', { realWin: 'abc' })] }), 'validation_failed', ['coupons[0].realWin']],
-    ['realWin with 3 decimals', batch({ coupons: [coupon('1', { realWin: '1.005' })] }), 'validation_failed', ['coupons[0].realWin']],
-    ['negative realWin', batch({ coupons: [coupon('1', { realWin: '-1.00' })] }), 'validation_failed', ['coupons[0].realWin']],
-    ['realWin an object', batch({ coupons: [coupon('1', { realWin: { v: 1 } })] }), 'validation_failed', ['coupons[0].realWin']],
+    [
+      '101 coupons',
+      batch({ couponCount: 101, coupons: Array.from({ length: 101 }, (_, i) => coupon(String(i))) }),
+      'validation_failed',
+      ['coupons'],
+    ],
+    [
+      'duplicate coupon_code',
+      batch({ couponCount: 2, coupons: [coupon('1'), coupon('1')] }),
+      'validation_failed',
+      ['coupons[1].coupon_code'],
+    ],
+    [
+      'duplicate uuid',
+      batch({
+        coupons: [
+          coupon('1', {
+            events: [
+              { uuid: 'x', status: 1 },
+              { uuid: 'x', status: 2 },
+            ],
+          }),
+        ],
+      }),
+      'validation_failed',
+      ['coupons[0].events[1].uuid'],
+    ],
+    [
+      'realWin not a number',
+      batch({ coupons: [coupon('1', { realWin: 'abc' })] }),
+      'validation_failed',
+      ['coupons[0].realWin'],
+    ],
+    [
+      'realWin with 3 decimals',
+      batch({ coupons: [coupon('1', { realWin: '1.005' })] }),
+      'validation_failed',
+      ['coupons[0].realWin'],
+    ],
+    [
+      'negative realWin',
+      batch({ coupons: [coupon('1', { realWin: '-1.00' })] }),
+      'validation_failed',
+      ['coupons[0].realWin'],
+    ],
+    [
+      'realWin an object',
+      batch({ coupons: [coupon('1', { realWin: { v: 1 } })] }),
+      'validation_failed',
+      ['coupons[0].realWin'],
+    ],
     ['missing batchId', { couponCount: 1, coupons: [coupon('1')] }, 'validation_failed', ['batchId']],
     ['batchId of 65 chars', batch({ batchId: 'x'.repeat(65) }), 'validation_failed', ['batchId']],
-    ['coupon_code missing', batch({ coupons: [{ status: 2, realWin: '1', events: [] }] }), 'validation_failed', ['coupons[0].coupon_code']],
-    ['coupon_code of 33 chars', batch({ coupons: [coupon('x'.repeat(33))] }), 'validation_failed', ['coupons[0].coupon_code']],
-    ['status a string', batch({ coupons: [coupon('1', { status: '2' })] }), 'validation_failed', ['coupons[0].status']],
-    ['status beyond int4', batch({ coupons: [coupon('1', { status: 2 ** 31 })] }), 'validation_failed', ['coupons[0].status']],
-    ['events missing', batch({ coupons: [{ coupon_code: '1', status: 1 }] }), 'validation_failed', ['coupons[0].events']],
-    ['event uuid missing', batch({ coupons: [coupon('1', { events: [{ status: 1 }] })] }), 'validation_failed', ['coupons[0].events[0].uuid']],
+    [
+      'coupon_code missing',
+      batch({ coupons: [{ status: 2, realWin: '1', events: [] }] }),
+      'validation_failed',
+      ['coupons[0].coupon_code'],
+    ],
+    [
+      'coupon_code of 33 chars',
+      batch({ coupons: [coupon('x'.repeat(33))] }),
+      'validation_failed',
+      ['coupons[0].coupon_code'],
+    ],
+    [
+      'status a string',
+      batch({ coupons: [coupon('1', { status: '2' })] }),
+      'validation_failed',
+      ['coupons[0].status'],
+    ],
+    [
+      'status beyond int4',
+      batch({ coupons: [coupon('1', { status: 2 ** 31 })] }),
+      'validation_failed',
+      ['coupons[0].status'],
+    ],
+    [
+      'events missing',
+      batch({ coupons: [{ coupon_code: '1', status: 1 }] }),
+      'validation_failed',
+      ['coupons[0].events'],
+    ],
+    [
+      'event uuid missing',
+      batch({ coupons: [coupon('1', { events: [{ status: 1 }] })] }),
+      'validation_failed',
+      ['coupons[0].events[0].uuid'],
+    ],
   ])('%s → 400 at the field', (_name, body, code, paths) => {
     const f = failure(body);
     expect(f.code).toBe(code);
@@ -85,7 +164,8 @@ describe('parseBatch (CONTRACT §3, §4 step 2)', () => {
   });
 
   it('drops __proto__ keys so no prototype changes', () => {
-    const text = '{"batchId":"b-1","couponCount":1,"__proto__":{"polluted":1},"coupons":[{"coupon_code":"1","status":2,"realWin":"1","events":[],"__proto__":{"x":1}}]}';
+    const text =
+      '{"batchId":"b-1","couponCount":1,"__proto__":{"polluted":1},"coupons":[{"coupon_code":"1","status":2,"realWin":"1","events":[],"__proto__":{"x":1}}]}';
     const parsed = parseBatch(Buffer.from(text), 2);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(parsed.coupons[0].payload)).toBe(Object.prototype);

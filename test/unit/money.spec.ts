@@ -1,4 +1,12 @@
-import { addAmounts, formatAmount, isPositive, lessThan, negate, parseAmount, sameAmount } from '../../src/common/money.js';
+import {
+  addAmounts,
+  formatAmount,
+  isPositive,
+  lessThan,
+  negate,
+  parseAmount,
+  sameAmount,
+} from '../../src/common/money.js';
 
 describe('money (CONTRACT §3, §7: decimal, never floating point)', () => {
   it.each([
@@ -15,12 +23,27 @@ describe('money (CONTRACT §3, §7: decimal, never floating point)', () => {
     expect(parseAmount(input, 2)).toBe(want);
   });
 
-  it.each([['abc'], ['1.005'], ['-1.00'], [''], ['1e3'], ['0x10'], ['1,50'], ['10000000000000.00'], [NaN], [Infinity], [1.005], [1e21], [null], [true], [{}], ['.5'], ['5.']])(
-    'rejects %p',
-    (input) => {
-      expect(parseAmount(input, 2)).toBeNull();
-    },
-  );
+  it.each([
+    ['abc'],
+    ['1.005'],
+    ['-1.00'],
+    [''],
+    ['1e3'],
+    ['0x10'],
+    ['1,50'],
+    ['10000000000000.00'],
+    [NaN],
+    [Infinity],
+    [1.005],
+    [1e21],
+    [null],
+    [true],
+    [{}],
+    ['.5'],
+    ['5.'],
+  ])('rejects %p', (input) => {
+    expect(parseAmount(input, 2)).toBeNull();
+  });
 
   it('accepts negatives only when asked', () => {
     expect(parseAmount('-30.00', 2, true)).toBe('-30.00');

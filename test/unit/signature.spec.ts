@@ -3,7 +3,8 @@ import { verifySignature } from '../../src/callbacks/signature.guard.js';
 import { secureEquals } from '../../src/common/secure-compare.js';
 
 const body = Buffer.from('{"batchId":"b-1","couponCount":1,"coupons":[]}');
-const hex = (secret: string, bytes: Buffer = body) => createHmac('sha256', secret).update(bytes).digest('hex');
+const hex = (secret: string, bytes: Buffer = body) =>
+  createHmac('sha256', secret).update(bytes).digest('hex');
 
 describe('verifySignature (CONTRACT §3, §4 step 1)', () => {
   it('accepts sha256=<hex>, bare lowercase and uppercase hex', () => {
@@ -19,7 +20,9 @@ describe('verifySignature (CONTRACT §3, §4 step 1)', () => {
 
   it('refuses a wrong secret, a changed byte, a missing or malformed header', () => {
     expect(verifySignature(body, `sha256=${hex('other')}`, ['s1'])).toBe(false);
-    expect(verifySignature(Buffer.concat([body, Buffer.from(' ')]), `sha256=${hex('s1')}`, ['s1'])).toBe(false);
+    expect(verifySignature(Buffer.concat([body, Buffer.from(' ')]), `sha256=${hex('s1')}`, ['s1'])).toBe(
+      false,
+    );
     expect(verifySignature(body, undefined, ['s1'])).toBe(false);
     expect(verifySignature(body, '', ['s1'])).toBe(false);
     expect(verifySignature(body, 'sha256=', ['s1'])).toBe(false);

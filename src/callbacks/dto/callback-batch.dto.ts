@@ -17,7 +17,10 @@ const INT4 = { min: -2147483648, max: 2147483647 };
 
 /** A bet (event, selection) of a coupon; other fields are accepted and stored as sent (CONTRACT §3). */
 export class CallbackEventDto {
-  @ApiProperty({ example: '9b2f6a1e-3c1d-4c55-9d0e-0d6f3f1a2b01', description: 'unique within the coupon, 1..64 chars' })
+  @ApiProperty({
+    example: '9b2f6a1e-3c1d-4c55-9d0e-0d6f3f1a2b01',
+    description: 'unique within the coupon, 1..64 chars',
+  })
   @IsString()
   @Length(1, 64)
   uuid: string;
@@ -36,7 +39,10 @@ export class CallbackCouponDto {
   @Length(1, 32)
   coupon_code: string;
 
-  @ApiProperty({ example: 2, description: 'coupon status code: 1 pending, 2 win, 3 refund, 4 loss, 15 recalculation (CONTRACT §6)' })
+  @ApiProperty({
+    example: 2,
+    description: 'coupon status code: 1 pending, 2 win, 3 refund, 4 loss, 15 recalculation (CONTRACT §6)',
+  })
   @IsInt()
   @Min(INT4.min)
   @Max(INT4.max)
@@ -47,12 +53,14 @@ export class CallbackCouponDto {
     oneOf: [{ type: 'string' }, { type: 'number' }],
     nullable: true,
     required: false,
-    description: 'amount to credit (stake included); decimal string or number, at most 2 fraction digits; null while not settled',
+    description:
+      'amount to credit (stake included); decimal string or number, at most 2 fraction digits; null while not settled',
   })
   @ValidateBy({
     name: 'isRealWin',
     validator: {
-      validate: (v: unknown) => v === null || v === undefined || typeof v === 'string' || typeof v === 'number',
+      validate: (v: unknown) =>
+        v === null || v === undefined || typeof v === 'string' || typeof v === 'number',
       defaultMessage: () => 'realWin must be a decimal string, a number or null',
     },
   })
@@ -68,7 +76,10 @@ export class CallbackCouponDto {
 
 /** A batch of 1..100 coupon snapshots (CONTRACT §3). Unknown fields anywhere are kept. */
 export class CallbackBatchDto {
-  @ApiProperty({ example: 'b-2026-11-30-000123', description: '1..64 chars; the same for every delivery of one batch' })
+  @ApiProperty({
+    example: 'b-2026-11-30-000123',
+    description: '1..64 chars; the same for every delivery of one batch',
+  })
   @IsString()
   @Length(1, 64)
   batchId: string;
@@ -90,6 +101,10 @@ export class CallbackBatchDto {
 export class CallbackAckDto {
   @ApiProperty({ example: true }) success: true;
   @ApiProperty({ example: 1, description: 'equals couponCount' }) processed: number;
-  @ApiProperty({ example: true, required: false, description: 'present when the batch had already been committed' })
+  @ApiProperty({
+    example: true,
+    required: false,
+    description: 'present when the batch had already been committed',
+  })
   duplicate?: boolean;
 }

@@ -24,7 +24,8 @@ export class CouponView {
   @ApiProperty({ example: false }) recalculationOpen: boolean;
   @ApiProperty({ example: false }) needsReview: boolean;
   @ApiProperty({ example: null, type: String, nullable: true }) reviewReason: string | null;
-  @ApiProperty({ example: false, description: 'a callback arrived before registration' }) unallocated: boolean;
+  @ApiProperty({ example: false, description: 'a callback arrived before registration' })
+  unallocated: boolean;
   @ApiProperty({
     example: [{ uuid: '9b2f6a1e-3c1d-4c55-9d0e-0d6f3f1a2b01', status: 2 }],
     description: 'bets as last applied, with every field the callback sent',

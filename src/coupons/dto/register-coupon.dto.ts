@@ -4,17 +4,26 @@ import { IsDecimalAmount } from '../../common/validation.js';
 
 /** `POST /coupons` body (CONTRACT §10): a placed coupon, its owner and stake. */
 export class RegisterCouponDto {
-  @ApiProperty({ example: '000000000272', description: 'Kept exactly as sent (leading zeros matter), 1..32 chars.' })
+  @ApiProperty({
+    example: '000000000272',
+    description: 'Kept exactly as sent (leading zeros matter), 1..32 chars.',
+  })
   @IsString()
   @Length(1, 32)
   coupon_code: string;
 
-  @ApiProperty({ example: 'player-42', description: 'Player account id (created on first use), 1..64 chars.' })
+  @ApiProperty({
+    example: 'player-42',
+    description: 'Player account id (created on first use), 1..64 chars.',
+  })
   @IsString()
   @Matches(/^[A-Za-z0-9._@-]{1,64}$/, { message: 'accountId must be 1..64 of A-Z a-z 0-9 . _ @ -' })
   accountId: string;
 
-  @ApiProperty({ example: '10.00', description: 'Stake, positive decimal string with at most 2 fraction digits.' })
+  @ApiProperty({
+    example: '10.00',
+    description: 'Stake, positive decimal string with at most 2 fraction digits.',
+  })
   @IsDecimalAmount()
   stake: string;
 

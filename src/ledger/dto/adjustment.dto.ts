@@ -4,7 +4,10 @@ import { IsDecimalAmount } from '../../common/validation.js';
 
 /** `POST /accounts/{id}/adjustments` body (CONTRACT §10). */
 export class AdjustmentDto {
-  @ApiProperty({ example: '100.00', description: 'Deposit (positive) or withdrawal (negative), at most 2 fraction digits.' })
+  @ApiProperty({
+    example: '100.00',
+    description: 'Deposit (positive) or withdrawal (negative), at most 2 fraction digits.',
+  })
   @IsDecimalAmount({ allowNegative: true })
   amount: string;
 
