@@ -208,6 +208,12 @@ export class LedgerService {
       const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
       if (earlier) return { view: earlier, replayed: true };
       await this.ensurePlayerAccount(tx, accountId, request.currency);
+      // Lock both accounts in the one fixed order, then look again: a concurrent request with the
+      // same key has committed by now if it came first, and is answered as it was.
+      await this.ensureHouseAccounts(tx, [request.currency]);
+      await this.ledger.lockAccounts(tx, [accountId, houseAccountId(request.currency)]);
+      const committedMeanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+      if (committedMeanwhile) return { view: committedMeanwhile, replayed: true };
       const key = `adjustment:${idempotencyKey}`;
       const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
       const result = await this.post(tx, [
