@@ -76,7 +76,8 @@ export const envSchema = Joi.object({
     .integer()
     .min(1024)
     .default(2 * 1024 * 1024),
-  AMOUNT_SCALE: Joi.number().integer().min(0).max(4).default(2),
+  // Amounts are stored as numeric(20,2): more digits would be rounded, so at most 2.
+  AMOUNT_SCALE: Joi.number().integer().min(0).max(2).default(2),
   STATUS_MAP: Joi.string()
     .pattern(
       /^\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*(,\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*)*$/,

@@ -35,6 +35,7 @@ describe('loadConfig (validated at start-up)', () => {
     [{ ...base, CALLBACK_DEADLINE_MS: '20000' }, 'CALLBACK_DEADLINE_MS'],
     [{ ...base, DB_LOCK_TIMEOUT_MS: '9000' }, 'DB_LOCK_TIMEOUT_MS'],
     [{ ...base, STATUS_MAP: '1=WIN' }, 'STATUS_MAP'],
+    [{ ...base, AMOUNT_SCALE: '3' }, 'AMOUNT_SCALE'],
     [{ ...base, SPORTAPI_WEBHOOK_SECRETS: ' , ' }, 'SPORTAPI_WEBHOOK_SECRETS'],
   ])('a wrong or missing variable stops with its name (%#)', (env, name) => {
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(name);

@@ -50,10 +50,11 @@ describe('money (CONTRACT §3, §7: decimal, never floating point)', () => {
     expect(parseAmount('-30.00', 2)).toBeNull();
   });
 
-  it('respects the currency scale', () => {
+  it('respects the currency scale (AMOUNT_SCALE 0..2)', () => {
     expect(parseAmount('1.5', 0)).toBeNull();
     expect(parseAmount('15', 0)).toBe('15');
-    expect(parseAmount('1.234', 3)).toBe('1.234');
+    expect(parseAmount('1.2', 1)).toBe('1.2');
+    expect(parseAmount('1.23', 1)).toBeNull();
   });
 
   it('adds without floating point error', () => {
