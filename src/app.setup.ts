@@ -64,7 +64,12 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
           'The partner API (coupons, accounts) needs a bearer key from OPS_API_KEYS. Amounts are decimal strings.',
       )
       .setVersion('1.0')
-      .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'one of OPS_API_KEYS' })
+      .addBearerAuth({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'opaque key',
+        description: 'one of OPS_API_KEYS',
+      })
       .addApiKey(
         {
           type: 'apiKey',

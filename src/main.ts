@@ -29,7 +29,7 @@ async function bootstrap(): Promise<void> {
     );
     config = { ...config, databaseUrl: await embedded.start() };
   }
-  const app = await NestFactory.create(AppModule.forRoot(config), { bodyParser: false });
+  const app = await NestFactory.create(AppModule.forRoot(config), { bodyParser: false, abortOnError: false });
   configureApp(app, config);
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -51,7 +51,23 @@ async function bootstrap(): Promise<void> {
   );
 }
 
+/** A start-up failure in one line; a database that cannot be reached is named by its variable. */
+function describeStartupError(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  const message = e?.message ?? String(err);
+  const url = process.env.DATABASE_URL;
+  const dbCodes = ['ECONNREFUSED', 'ENOTFOUND', 'ETIMEDOUT', 'EHOSTUNREACH', '3D000', '28P01', '28000'];
+  if (
+    url &&
+    (dbCodes.includes(String(e?.code)) || /connect|database .* does not exist|authentication/i.test(message))
+  ) {
+    const where = new URL(url);
+    return `cannot use DATABASE_URL (${where.hostname}:${where.port || 5432}${where.pathname}): ${message}`;
+  }
+  return message;
+}
+
 void bootstrap().catch((err: unknown) => {
-  console.error('start-up failed:', err instanceof Error ? err.message : err);
+  console.error(`start-up failed: ${describeStartupError(err)}`);
   process.exit(1);
 });

