@@ -130,6 +130,7 @@ export class EmbeddedPostgresServer {
       const detail = err instanceof Error ? err.message : recentLog.slice(-5).join(' | ') || 'no output';
       throw new Error(
         `the embedded PostgreSQL did not start (data ${dataDir}, port ${this.options.port}): ${detail}`,
+        { cause: err },
       );
     }
     await this.ensureDatabase();
