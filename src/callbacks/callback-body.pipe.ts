@@ -13,6 +13,40 @@ import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/** U+0000 or an unpaired UTF-16 surrogate: valid in JSON strings, not storable in PostgreSQL text/jsonb. */
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what is looked for
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+/** JSON text that may decode to such characters: only escapes can (raw ones are invalid JSON/UTF-8). */
+const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
+
+/**
+ * What keeps `value` from being stored as an identifier of at most `max` characters (code points,
+ * as the database's CHECK constraints count them), or undefined. Such a body must be a 400, not a
+ * database error answered 503 and retried forever.
+ */
+function identifierProblem(value: string, max: number): string | undefined {
+  if (UNSTORABLE.test(value)) return 'must not contain U+0000 or unpaired surrogates';
+  if ([...value].length > max) return `must be at most ${max} characters`;
+  return undefined;
+}
+
+/**
+ * Copy of a parsed JSON value that PostgreSQL jsonb can hold: U+0000 and unpaired surrogates in
+ * strings and keys become U+FFFD. Unknown fields stay accepted (CONTRACT §3); the raw body keeps
+ * the exact bytes.
+ */
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(UNSTORABLE_ALL, '\ufffd');
+  if (Array.isArray(value)) return value.map(storable);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k.replace(UNSTORABLE_ALL, '\ufffd'), storable(v)]),
+    );
+  }
+  return value;
+}
+
 /** JSON.parse that drops `__proto__` keys, so no parsed object can change a prototype. */
 function parseJson(text: string): unknown {
   return JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value));
@@ -22,12 +56,16 @@ function parseJson(text: string): unknown {
  * Parses and validates a batch whose signature was verified (CONTRACT §3, §4 step 2): UTF-8 JSON,
  * the DTO's field rules, `couponCount` = `coupons.length`, no `coupon_code` twice in the batch, no
  * `uuid` twice in a coupon, `realWin` a decimal with at most `AMOUNT_SCALE` fraction digits.
+ * `batchId`, `coupon_code` and `uuid` must be storable text (no U+0000 or unpaired surrogates, length
+ * in code points); other strings are stored with such characters replaced by U+FFFD.
  * @throws DomainException MALFORMED_JSON or VALIDATION_FAILED (400) with the failing paths.
  */
 export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   let parsed: unknown;
+  let text: string;
   try {
-    parsed = parseJson(utf8.decode(rawBody));
+    text = utf8.decode(rawBody);
+    parsed = parseJson(text);
   } catch {
     throw new DomainException(ErrorCode.MALFORMED_JSON, 'the body is not valid UTF-8 JSON');
   }
@@ -45,8 +83,15 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
         message: `couponCount ${dto.couponCount} != coupons.length ${dto.coupons.length}`,
       });
     }
+    const identifier = (path: string, value: string, max: number) => {
+      const problem = identifierProblem(value, max);
+      if (problem) fields.push({ path, message: `${path.replace(/^.*\./, '')} ${problem}` });
+    };
+    identifier('batchId', dto.batchId, 64);
     const seen = new Set<string>();
     dto.coupons.forEach((c, i) => {
+      identifier(`coupons[${i}].coupon_code`, c.coupon_code, 32);
+      c.events.forEach((e, j) => identifier(`coupons[${i}].events[${j}].uuid`, e.uuid, 64));
       if (seen.has(c.coupon_code))
         fields.push({ path: `coupons[${i}].coupon_code`, message: 'coupon_code appears twice in the batch' });
       seen.add(c.coupon_code);
@@ -70,7 +115,14 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   if (fields.length)
     throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch does not match the contract', fields);
 
-  const source = parsed as { coupons: Record<string, unknown>[] };
+  let source: { coupons: Record<string, unknown>[] };
+  try {
+    source = (UNSTORABLE_ESCAPE.test(text) ? storable(parsed) : parsed) as typeof source;
+  } catch {
+    throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch is nested too deeply', [
+      { path: '', message: 'nested too deeply' },
+    ]);
+  }
   const coupons: ParsedCoupon[] = dto.coupons.map((c, i) => ({
     couponCode: c.coupon_code,
     status: c.status,
@@ -115,7 +167,7 @@ export class CallbackBodyPipe implements PipeTransform<CallbackRequestState, Par
 function batchIdHint(rawBody: Buffer): string | undefined {
   try {
     const v = (JSON.parse(rawBody.toString('utf8')) as { batchId?: unknown }).batchId;
-    return typeof v === 'string' && v.length <= 64 ? v : undefined;
+    return typeof v === 'string' && identifierProblem(v, 64) === undefined ? v : undefined;
   } catch {
     return undefined;
   }
