@@ -275,4 +275,16 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     );
     expect(drift.rowCount).toBe(0);
   });
+
+  it('§7 invariant: for every registered settled coupon, callback credits minus debits = its settled realWin', async () => {
+    const { rows } = await t.db.query(
+      `SELECT c.coupon_code, c.settled_amount::text AS settled,
+              coalesce(sum(CASE o.type WHEN 'final_credit' THEN o.amount WHEN 'recalculation_debit' THEN -o.amount END), 0)::numeric(20,2)::text AS net
+       FROM coupons c LEFT JOIN financial_operations o ON o.coupon_code = c.coupon_code
+       WHERE c.account_id IS NOT NULL AND c.generation_settled
+       GROUP BY c.coupon_code, c.settled_amount ORDER BY c.coupon_code`,
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(10);
+    for (const r of rows) expect(`${r.coupon_code}:${r.net}`).toBe(`${r.coupon_code}:${r.settled}`);
+  });
 });
