@@ -14,10 +14,11 @@ import { AppConfig } from './config/configuration.js';
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes);
+  const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
   const jsonReader = json({ limit: '100kb' });
   app.use((req: Request, res: Response, next: NextFunction) => {
-    if (req.path === config.callbackPath || req.path === `${config.callbackPath}/`)
-      return callbackReader(req, res, next);
+    // Express matches routes case-insensitively and with an optional trailing slash; so does this.
+    if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);
     jsonReader(req, res, (err?: unknown) => {
       if (!err) return next();
       const e = err as { status?: number; type?: string };

@@ -9,14 +9,15 @@ export type BatchClaim = 'claimed' | 'duplicate' | 'conflict';
 export class BatchRepository {
   /**
    * Inserts the batch id with its payload hash under the primary key. A concurrent transaction
-   * inserting the same id makes this wait on the unique index; once it commits this returns
+   * inserting the same id makes this wait on the unique index (until the deadline, not just the
+   * lock timeout); once it commits this returns
    * `duplicate` (same hash) or `conflict`, never a unique-violation error.
    */
   async claim(
     tx: Tx,
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
   ): Promise<BatchClaim> {
-    const inserted = await tx.query(
+    const inserted = await tx.queryWaitingUntilDeadline(
       `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
        VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
       [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],

@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
+import { isLosslessNumber, isSafeNumber, parse as parseLossless } from 'lossless-json';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from '../common/request-context.js';
+import { DeadlineExceededError } from '../database/transaction.js';
 import { flattenValidationErrors } from '../common/validation.js';
 import { CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
@@ -37,6 +39,7 @@ function identifierProblem(value: string, max: number): string | undefined {
  * the exact bytes.
  */
 function storable(value: unknown): unknown {
+  if (isLosslessNumber(value)) return value;
   if (typeof value === 'string') return value.replace(UNSTORABLE_ALL, '\ufffd');
   if (Array.isArray(value)) return value.map(storable);
   if (value !== null && typeof value === 'object') {
@@ -47,9 +50,40 @@ function storable(value: unknown): unknown {
   return value;
 }
 
-/** JSON.parse that drops `__proto__` keys, so no parsed object can change a prototype. */
+/**
+ * Parses JSON without ever passing a number through floating point unless it survives exactly:
+ * numbers that a double holds exactly become JS numbers, others stay `LosslessNumber`s (their
+ * original text), and `realWin` always keeps its text (CONTRACT §3). Stored payloads therefore
+ * keep big or precise numbers as sent. Duplicate keys are refused (ambiguous payload), `__proto__`
+ * keys are dropped.
+ * @throws SyntaxError for invalid JSON or duplicate keys; RangeError when nested too deeply.
+ */
 function parseJson(text: string): unknown {
-  return JSON.parse(text, (key, value: unknown) => (key === '__proto__' ? undefined : value));
+  return parseLossless(text, function (key: string, value: unknown) {
+    if (key === '__proto__') return undefined;
+    if (isLosslessNumber(value) && key !== 'realWin' && isSafeNumber(value.toString()))
+      return Number(value.toString());
+    return value;
+  });
+}
+
+/**
+ * The parsed value with every `LosslessNumber` replaced by its text, for class-transformer (which
+ * cannot copy them). Validation then sees `realWin` digits as a string and an integer field too
+ * big for a double as a non-number (400). Returns the value itself when it holds none.
+ */
+function withNumberTexts(value: unknown): unknown {
+  if (isLosslessNumber(value)) return value.toString();
+  if (Array.isArray(value)) return value.map(withNumberTexts);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withNumberTexts(v)]));
+  }
+  return value;
+}
+
+/** The text of an amount as sent: a string, or a JSON number's original digits. */
+function amountText(value: unknown): unknown {
+  return isLosslessNumber(value) ? value.toString() : value;
 }
 
 /**
@@ -66,15 +100,25 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   try {
     text = utf8.decode(rawBody);
     parsed = parseJson(text);
-  } catch {
-    throw new DomainException(ErrorCode.MALFORMED_JSON, 'the body is not valid UTF-8 JSON');
+  } catch (err) {
+    const reason =
+      err instanceof RangeError
+        ? 'nested too deeply'
+        : err instanceof SyntaxError
+          ? err.message
+          : 'not UTF-8';
+    throw new DomainException(ErrorCode.MALFORMED_JSON, `the body is not valid UTF-8 JSON (${reason})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the body must be a JSON object', [
       { path: '', message: 'must be an object' },
     ]);
   }
-  const dto = plainToInstance(CallbackBatchDto, parsed);
+  // realWin is read from the parsed JSON itself: a JSON number's original digits (LosslessNumber)
+  // do not survive class-transformer.
+  const realWinOf = (i: number): unknown =>
+    amountText((parsed as { coupons: Record<string, unknown>[] }).coupons[i].realWin);
+  const dto = plainToInstance(CallbackBatchDto, withNumberTexts(parsed));
   const fields: FieldError[] = flattenValidationErrors(validateSync(dto, { forbidUnknownValues: false }));
   if (!fields.length) {
     if (dto.couponCount !== dto.coupons.length) {
@@ -104,7 +148,7 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
           });
         uuids.add(e.uuid);
       });
-      if (c.realWin !== null && c.realWin !== undefined && parseAmount(c.realWin, amountScale) === null) {
+      if (c.realWin !== null && c.realWin !== undefined && parseAmount(realWinOf(i), amountScale) === null) {
         fields.push({
           path: `coupons[${i}].realWin`,
           message: `realWin must be a non-negative decimal with at most ${amountScale} fraction digits`,
@@ -126,7 +170,7 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   const coupons: ParsedCoupon[] = dto.coupons.map((c, i) => ({
     couponCode: c.coupon_code,
     status: c.status,
-    realWin: c.realWin === null || c.realWin === undefined ? null : parseAmount(c.realWin, amountScale),
+    realWin: c.realWin === null || c.realWin === undefined ? null : parseAmount(realWinOf(i), amountScale),
     events: c.events.map((e, j) => ({
       uuid: e.uuid,
       status: e.status,
@@ -149,6 +193,10 @@ export class CallbackBodyPipe implements PipeTransform<CallbackRequestState, Par
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   transform(state: CallbackRequestState): ParsedBatch {
+    // Under a burst of large batches parsing queues behind other work; a request that has already
+    // used three quarters of its deadline is answered 503 at once instead of being parsed.
+    if (Date.now() - state.receivedAt > this.config.callbackDeadlineMs * 0.75)
+      throw new DeadlineExceededError();
     const rawBody = state.rawBody ?? Buffer.alloc(0);
     state.payloadHash = createHash('sha256').update(rawBody).digest('hex');
     try {

@@ -50,12 +50,16 @@ export class DeliveryAuditService {
     };
   }
 
-  /** Writes the attempt (and the quarantine entry, if due) in a short transaction of its own. */
+  /**
+   * Writes the attempt (and the quarantine entry, if due) in a short transaction of its own.
+   * @returns false when a body that had to be quarantined could not be kept: the caller then
+   *   answers 503 so the sender delivers it again, rather than a final 4xx that would lose it.
+   */
   async recordFailure(
     req: CallbackRequest,
     status: number,
     error: DomainException | undefined,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const state = req.callback;
     const code = error?.code ?? ErrorCode.TRANSIENT_FAILURE;
     const attempt = this.attemptOf(req, status, outcomeOf(status), code);
@@ -80,10 +84,12 @@ export class DeliveryAuditService {
         },
         { deadline: Date.now() + 2000, retries: 1 },
       );
+      return true;
     } catch (err) {
       this.logger.error(
         `could not record delivery attempt (request ${attempt.requestId}, batch ${attempt.batchId}, status ${status}): ${(err as Error).message}`,
       );
+      return !quarantine;
     }
   }
 }

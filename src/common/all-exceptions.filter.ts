@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { Response } from 'express';
 import { DeliveryAuditService } from '../callbacks/delivery-audit.service.js';
 import { DeadlineExceededError } from '../database/transaction.js';
-import { isTransient } from '../database/pg-errors.js';
+import { isDataException, isTransient } from '../database/pg-errors.js';
 import { DomainException, ErrorCode, HTTP_STATUS_OF } from './domain.exception.js';
 import type { CallbackRequest } from './request-context.js';
 
@@ -22,7 +22,8 @@ const HTTP_CODE: Record<number, ErrorCode> = {
  * anything unexpected to 503 on the callback (the sender retries) and 500 elsewhere. Bodies are
  * `{success: false, error: {code, message, fields?}}` and never carry stacks, SQL or secrets.
  * On the callback, the failed delivery is recorded (and a signed 400/409 body quarantined)
- * after the rollback, before answering (§8).
+ * after the rollback, before answering (§8); a body that could not be quarantined is answered
+ * 503 instead, so it is delivered again. Data exceptions (SQLSTATE class 22) are the caller's: 400.
  */
 @Catch()
 export class AllExceptionsFilter implements ExceptionFilter {
@@ -35,7 +36,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
     const req = ctx.getRequest<CallbackRequest>();
     const res = ctx.getResponse<Response>();
     const isCallback = req.callback !== undefined;
-    const { status, domain } = this.classify(exception, isCallback);
+    let { status, domain } = this.classify(exception, isCallback);
+    if (isCallback && !(await this.audit.recordFailure(req, status, domain))) {
+      // A signed body to quarantine could not be kept: answer 503 so SportAPI sends it again.
+      status = 503;
+      domain = new DomainException(ErrorCode.TRANSIENT_FAILURE, 'temporarily unavailable, retry later');
+    }
     const body = {
       success: false,
       error: {
@@ -52,7 +58,6 @@ export class AllExceptionsFilter implements ExceptionFilter {
         status === 500 || !isTransient(exception) ? err?.stack : undefined,
       );
     }
-    if (isCallback) await this.audit.recordFailure(req, status, domain);
     if (!res.headersSent) res.status(status).json(body);
   }
 
@@ -64,6 +69,12 @@ export class AllExceptionsFilter implements ExceptionFilter {
       const code = HTTP_CODE[status] ?? (status >= 500 ? ErrorCode.INTERNAL : ErrorCode.VALIDATION_FAILED);
       const message = status === 404 ? 'no such route' : status >= 500 ? 'internal error' : exception.message;
       return { status, domain: new DomainException(code, message) };
+    }
+    if (isDataException(exception)) {
+      return {
+        status: 400,
+        domain: new DomainException(ErrorCode.VALIDATION_FAILED, 'a value in the request cannot be stored'),
+      };
     }
     if (exception instanceof DeadlineExceededError || isTransient(exception) || isCallback) {
       return {

@@ -13,12 +13,12 @@ const MAX_INTEGER_DIGITS = 13;
  * Parses an amount as it came in JSON (a string, or a number whose shortest decimal form is used)
  * into a canonical decimal string with exactly `scale` fraction digits.
  * @returns the canonical string, or `null` when the value is not a decimal with at most `scale`
- *   fraction digits and at most 13 integer digits (also rejects NaN, exponents, signs when
- *   `allowNegative` is false, and empty strings).
+ *   fraction digits and at most 13 integer digits (also rejects NaN, exponents, whitespace, signs
+ *   when `allowNegative` is false, and empty strings).
  */
 export function parseAmount(value: unknown, scale: number, allowNegative = false): Money | null {
   let text: string;
-  if (typeof value === 'string') text = value.trim();
+  if (typeof value === 'string') text = value;
   else if (typeof value === 'number' && Number.isFinite(value)) text = String(value);
   else return null;
   const sign = allowNegative ? '-?' : '';

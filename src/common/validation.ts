@@ -49,3 +49,23 @@ export function flattenValidationErrors(errors: ValidationError[], prefix = ''):
   }
   return out;
 }
+
+/** U+0000 or an unpaired UTF-16 surrogate: valid in JSON, not storable in PostgreSQL text. */
+export const UNSTORABLE_TEXT =
+  // eslint-disable-next-line no-control-regex -- U+0000 is exactly what is looked for
+  /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Property is a string PostgreSQL can store: no U+0000, no unpaired surrogates. */
+export function IsStorableText(validationOptions?: ValidationOptions): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isStorableText',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: { message: '$property must not contain U+0000 or unpaired surrogates', ...validationOptions },
+      validator: {
+        validate: (value: unknown) => typeof value !== 'string' || !UNSTORABLE_TEXT.test(value),
+      },
+    });
+  };
+}

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { stringify as stringifyLossless } from 'lossless-json';
 import { Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
@@ -41,6 +42,11 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
   settlement_generation AS generation, generation_settled AS "generationSettled",
   settled_amount::text AS "settledAmount", recalculation_open AS "recalculationOpen",
   needs_review AS "needsReview", review_reason AS "reviewReason"`;
+
+/** JSON text of rows whose payloads may hold `LosslessNumber`s (numbers kept as sent). */
+function toJsonText(rows: unknown): string {
+  return stringifyLossless(rows) as string;
+}
 
 /** SQL of coupons, their snapshot history and bets (CONTRACT §4 step 5, §6). */
 @Injectable()
@@ -111,7 +117,7 @@ export class CouponRepository {
          transition text, generation int, operations jsonb, payload jsonb)`,
       [
         batchId,
-        JSON.stringify(
+        toJsonText(
           snapshots.map((s) => ({
             coupon_code: s.couponCode,
             status: s.status,
@@ -139,7 +145,7 @@ export class CouponRepository {
          SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()`,
       [
         batchId,
-        JSON.stringify(
+        toJsonText(
           bets.map((b) => ({
             coupon_code: b.couponCode,
             uuid: b.uuid,

@@ -31,7 +31,8 @@ export function buildDataSourceOptions(
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     migrationsRun: false,
-    logging: ['error'],
+    // Failures are logged by the exception filter, without parameters (they hold whole payloads).
+    logging: false,
     applicationName: 'settlement-receiver',
     poolSize,
     extra: {

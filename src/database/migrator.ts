@@ -24,6 +24,9 @@ export async function runMigrationsLocked(
       return applied.map((m) => m.name);
     } finally {
       await runner.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      // Back to the connection's own timeouts before it returns to the pool.
+      await runner.query('RESET lock_timeout');
+      await runner.query('RESET statement_timeout');
     }
   } finally {
     await runner.release();

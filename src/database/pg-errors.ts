@@ -13,6 +13,7 @@ export const SQLSTATE = {
   IDLE_IN_TRANSACTION_TIMEOUT: '25P03',
   TOO_MANY_CONNECTIONS: '53300',
   UNIQUE_VIOLATION: '23505',
+  CHECK_VIOLATION: '23514',
 } as const;
 
 /** SQLSTATE of an error thrown by pg or TypeORM, if any. */
@@ -63,7 +64,17 @@ export function isTransient(err: unknown): boolean {
   const code = String(e.driverError?.code ?? e.code ?? '');
   if (TRANSIENT_NETWORK.has(code)) return true;
   const msg = String(e.message ?? '');
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|not queryable/i.test(
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|not queryable|Query runner already released|QueryRunnerAlreadyReleased/i.test(
     msg,
   );
+}
+
+/**
+ * SQLSTATE class 22 (data exception: invalid text, out-of-range number, …) or a CHECK violation
+ * (a length or range limit of the schema): the request carried a value the database cannot hold,
+ * so it is the caller's error (400), not a server fault.
+ */
+export function isDataException(err: unknown): boolean {
+  const state = sqlStateOf(err);
+  return state !== undefined && (state.startsWith('22') || state === SQLSTATE.CHECK_VIOLATION);
 }

@@ -32,9 +32,9 @@ export class Tx {
   constructor(
     private readonly runner: QueryRunner,
     readonly deadline: number,
-    initialTimeoutMs: number,
+    private readonly timeouts: { statementTimeoutMs: number; lockTimeoutMs: number },
   ) {
-    this.timeoutMs = initialTimeoutMs;
+    this.timeoutMs = Math.max(timeouts.statementTimeoutMs, timeouts.lockTimeoutMs);
   }
 
   get manager(): EntityManager {
@@ -64,6 +64,33 @@ export class Tx {
     }
     const result = await this.runner.query(sql, params, true);
     return { rows: (result.records ?? []) as T[], rowCount: result.affected ?? 0 };
+  }
+
+  /**
+   * Runs one statement that may wait for locks until the deadline itself (not only the lock
+   * timeout), e.g. a concurrent duplicate waiting on the batch id's unique index (CONTRACT §4
+   * step 4); the usual timeouts apply again afterwards.
+   */
+  async queryWaitingUntilDeadline<T = Record<string, unknown>>(
+    sql: string,
+    params: unknown[] = [],
+  ): Promise<SqlResult<T>> {
+    const left = this.deadline - Date.now();
+    if (left <= 0) throw new DeadlineExceededError();
+    await this.runner.query(
+      "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $1, true)",
+      [`${left}ms`],
+    );
+    this.timeoutMs = left;
+    const result = await this.query<T>(sql, params);
+    const { statementTimeoutMs, lockTimeoutMs } = this.timeouts;
+    const leftNow = Math.max(1, this.deadline - Date.now());
+    await this.runner.query(
+      "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)",
+      [`${Math.min(statementTimeoutMs, leftNow)}ms`, `${Math.min(lockTimeoutMs, leftNow)}ms`],
+    );
+    this.timeoutMs = Math.min(Math.max(statementTimeoutMs, lockTimeoutMs), leftNow);
+    return result;
   }
 }
 
@@ -114,11 +141,10 @@ export class TransactionRunner {
     try {
       await runner.connect();
       await runner.startTransaction('READ COMMITTED');
-      const tx = new Tx(
-        runner,
-        deadline,
-        Math.max(this.config.statementTimeoutMs, this.config.lockTimeoutMs),
-      );
+      const tx = new Tx(runner, deadline, {
+        statementTimeoutMs: this.config.statementTimeoutMs,
+        lockTimeoutMs: this.config.lockTimeoutMs,
+      });
       const result = await work(tx);
       if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
       await runner.commitTransaction();

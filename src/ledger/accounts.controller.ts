@@ -39,7 +39,8 @@ export class AccountsController {
   @ApiHeader({
     name: 'Idempotency-Key',
     required: true,
-    description: '1..128 chars; the same key and body return the first result',
+    description:
+      '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (no colon, so adjustment keys never meet coupon keys); the same key and body return the first result',
   })
   @ApiResponse({
     status: 201,
@@ -63,10 +64,10 @@ export class AccountsController {
     @Body() dto: AdjustmentDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
-    if (!idempotencyKey || !/^[\x21-\x7e]{1,128}$/.test(idempotencyKey)) {
+    if (!idempotencyKey || !/^[A-Za-z0-9._~+/=@-]{1,128}$/.test(idempotencyKey)) {
       throw new DomainException(
         ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
-        'an Idempotency-Key header of 1..128 visible ASCII characters is required',
+        'an Idempotency-Key header of 1..128 characters from A-Z a-z 0-9 . _ ~ + / = @ - is required',
       );
     }
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(id)) {

@@ -91,6 +91,18 @@ export class LedgerRepository {
     return rows.map((r) => ({ ...(byKey.get(r.key) as OperationRow), id: r.id }));
   }
 
+  /** Stored operations by key, as rows comparable with {@link OperationRow}. */
+  async findOperations(tx: Tx, keys: string[]): Promise<OperationRow[]> {
+    if (!keys.length) return [];
+    const { rows } = await tx.query<OperationRow>(
+      `SELECT operation_key AS key, type, coupon_code AS "couponCode", generation, account_id AS "accountId",
+              amount::text AS amount, currency, batch_id AS "batchId"
+       FROM financial_operations WHERE operation_key = ANY($1::text[])`,
+      [keys],
+    );
+    return rows;
+  }
+
   /** Appends ledger entries (signed amounts). */
   async insertEntries(
     tx: Tx,

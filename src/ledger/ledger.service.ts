@@ -137,6 +137,7 @@ export class LedgerService {
       running.set(o.accountId, after);
     }
     const inserted = await this.ledger.insertOperations(tx, rows);
+    if (inserted.length < rows.length) await this.assertSameOperations(tx, rows, inserted);
     const entries: { operationId: string; accountId: string; amount: string }[] = [];
     const deltas = new Map<string, Decimal>();
     const add = (id: string, amount: Decimal) =>
@@ -158,6 +159,41 @@ export class LedgerService {
       operationIds: new Map(inserted.map((o) => [o.key, o.id])),
       balances,
     };
+  }
+
+  /**
+   * An operation key that already existed must name the very same operation (type, coupon,
+   * generation, account, amount); anything else is a key collision that would silently skip
+   * money, so the whole transaction is refused.
+   * @throws Error (answered 503 on the callback, 500 elsewhere, and logged).
+   */
+  private async assertSameOperations(
+    tx: Tx,
+    wanted: OperationRow[],
+    inserted: OperationRow[],
+  ): Promise<void> {
+    const insertedKeys = new Set(inserted.map((o) => o.key));
+    const skipped = wanted.filter((o) => !insertedKeys.has(o.key));
+    const existing = new Map(
+      (
+        await this.ledger.findOperations(
+          tx,
+          skipped.map((o) => o.key),
+        )
+      ).map((o) => [o.key, o]),
+    );
+    for (const o of skipped) {
+      const e = existing.get(o.key);
+      const same =
+        e !== undefined &&
+        e.type === o.type &&
+        e.accountId === o.accountId &&
+        e.couponCode === o.couponCode &&
+        e.generation === o.generation &&
+        e.currency === o.currency &&
+        new Decimal(e.amount).equals(o.amount);
+      if (!same) throw new Error(`operation key collision on ${o.key}: the stored operation differs`);
+    }
   }
 
   /**

@@ -35,8 +35,9 @@ function flagged(state: CouponSettlementState, reason: string): CouponSettlement
  * the coupon's next state, and the financial operations to post (at most one of each type).
  *
  * Amounts are canonical decimal strings; no I/O, no clock, no exceptions for any input.
- * A WIN or REFUND without `realWin` cannot be paid: history only and `needs_review`.
- * A LOSS without `realWin` is settled for 0.
+ * A WIN or REFUND without `realWin` cannot be paid: history only and `needs_review`; so is a WIN
+ * of 0 or a LOSS above 0 (status and amount contradict each other). A LOSS without `realWin` is
+ * settled for 0.
  */
 export function decideSettlement(
   state: CouponSettlementState,
@@ -79,6 +80,26 @@ export function decideSettlement(
         return historyOnly(
           TransitionName.FINAL_WITHOUT_AMOUNT,
           flagged(state, TransitionName.FINAL_WITHOUT_AMOUNT),
+        );
+      }
+      if (
+        (kind === StatusKind.WIN && !isPositive(amount)) ||
+        (kind === StatusKind.LOSS && isPositive(amount))
+      ) {
+        // §6: a WIN pays more than 0, a LOSS pays 0. A status contradicting its amount is not paid.
+        return historyOnly(
+          TransitionName.INCONSISTENT_RESULT,
+          flagged(state, TransitionName.INCONSISTENT_RESULT),
+        );
+      }
+      if (
+        (kind === StatusKind.WIN && !isPositive(amount)) ||
+        (kind === StatusKind.LOSS && isPositive(amount))
+      ) {
+        // §6: a WIN pays more than 0, a LOSS pays 0. A status contradicting its amount is not paid.
+        return historyOnly(
+          TransitionName.INCONSISTENT_RESULT,
+          flagged(state, TransitionName.INCONSISTENT_RESULT),
         );
       }
       if (!state.generationSettled) {

@@ -55,6 +55,7 @@ export enum TransitionName {
   SAME_RESULT = 'same_result',
   CONFLICTING_RESULT = 'conflicting_result',
   FINAL_WITHOUT_AMOUNT = 'final_without_amount',
+  INCONSISTENT_RESULT = 'inconsistent_result',
   RECALCULATION_OPENED = 'recalculation_opened',
   RECALCULATION_SETTLED = 'recalculation_settled',
   RECALCULATION_REPEATED = 'recalculation_repeated',

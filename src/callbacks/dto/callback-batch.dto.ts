@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
+import { isLosslessNumber } from 'lossless-json';
 import {
   ArrayMaxSize,
   ArrayMinSize,
@@ -60,7 +61,11 @@ export class CallbackCouponDto {
     name: 'isRealWin',
     validator: {
       validate: (v: unknown) =>
-        v === null || v === undefined || typeof v === 'string' || typeof v === 'number',
+        v === null ||
+        v === undefined ||
+        typeof v === 'string' ||
+        typeof v === 'number' ||
+        isLosslessNumber(v),
       defaultMessage: () => 'realWin must be a decimal string, a number or null',
     },
   })

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Length, Matches } from 'class-validator';
-import { IsDecimalAmount } from '../../common/validation.js';
+import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 
 /** `POST /coupons` body (CONTRACT §10): a placed coupon, its owner and stake. */
 export class RegisterCouponDto {
@@ -10,6 +10,7 @@ export class RegisterCouponDto {
   })
   @IsString()
   @Length(1, 32)
+  @IsStorableText()
   coupon_code: string;
 
   @ApiProperty({

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Length, Matches } from 'class-validator';
-import { IsDecimalAmount } from '../../common/validation.js';
+import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 
 /** `POST /accounts/{id}/adjustments` body (CONTRACT §10). */
 export class AdjustmentDto {
@@ -18,6 +18,7 @@ export class AdjustmentDto {
   @ApiProperty({ example: 'cashier deposit' })
   @IsString()
   @Length(1, 500)
+  @IsStorableText()
   reason: string;
 }
 
