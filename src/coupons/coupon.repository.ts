@@ -1,5 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { stringify as stringifyLossless } from 'lossless-json';
+import {
+  isLosslessNumber,
+  isSafeNumber,
+  parse as parseLossless,
+  stringify as stringifyLossless,
+} from 'lossless-json';
 import { Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
@@ -46,6 +51,16 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
 /** JSON text of rows whose payloads may hold `LosslessNumber`s (numbers kept as sent). */
 function toJsonText(rows: unknown): string {
   return stringifyLossless(rows) as string;
+}
+
+/**
+ * Stored JSON text parsed without floating point: numbers a double holds exactly become JS
+ * numbers, others stay `LosslessNumber`s (answered with their digits by `LosslessJsonInterceptor`).
+ */
+function parseStoredJson(text: string): Record<string, unknown> {
+  return parseLossless(text, (_key: string, value: unknown) =>
+    isLosslessNumber(value) && isSafeNumber(value.toString()) ? Number(value.toString()) : value,
+  ) as Record<string, unknown>;
 }
 
 /** SQL of coupons, their snapshot history and bets (CONTRACT §4 step 5, §6). */
@@ -196,11 +211,12 @@ export class CouponRepository {
 
   /** A coupon's bets: the stored event payload with its current `uuid` and `status`. */
   async bets(tx: Tx, couponCode: string): Promise<Record<string, unknown>[]> {
-    const { rows } = await tx.query<{ event: Record<string, unknown> }>(
-      `SELECT payload || jsonb_build_object('uuid', uuid, 'status', status) AS event
+    // As text: pg would parse jsonb with JSON.parse and round big or precise numbers.
+    const { rows } = await tx.query<{ event: string }>(
+      `SELECT (payload || jsonb_build_object('uuid', uuid, 'status', status))::text AS event
        FROM bets WHERE coupon_code = $1 ORDER BY created_at, uuid COLLATE "C"`,
       [couponCode],
     );
-    return rows.map((r) => r.event);
+    return rows.map((r) => parseStoredJson(r.event));
   }
 }

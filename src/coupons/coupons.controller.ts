@@ -1,8 +1,9 @@
-import { Body, Controller, Get, Param, Post, Res, UseGuards } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Res, UseGuards, UseInterceptors } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponsService } from './coupons.service.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
@@ -18,6 +19,7 @@ const err = (status: number, description: string, code: string) => ({
 @ApiTags('coupons')
 @ApiBearerAuth()
 @UseGuards(BearerKeyGuard)
+@UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class CouponsController {
   constructor(private readonly coupons: CouponsService) {}

@@ -92,16 +92,6 @@ export function decideSettlement(
           flagged(state, TransitionName.INCONSISTENT_RESULT),
         );
       }
-      if (
-        (kind === StatusKind.WIN && !isPositive(amount)) ||
-        (kind === StatusKind.LOSS && isPositive(amount))
-      ) {
-        // §6: a WIN pays more than 0, a LOSS pays 0. A status contradicting its amount is not paid.
-        return historyOnly(
-          TransitionName.INCONSISTENT_RESULT,
-          flagged(state, TransitionName.INCONSISTENT_RESULT),
-        );
-      }
       if (!state.generationSettled) {
         return {
           transition: TransitionName.SETTLED,

@@ -1,0 +1,565 @@
+import type pg from 'pg';
+import request from 'supertest';
+import { DataSource } from 'typeorm';
+import {
+  balance,
+  batchOf,
+  createTestApp,
+  deliver,
+  deposit,
+  operations,
+  ops,
+  register,
+  sign,
+  TestContext,
+} from '../support/test-app.js';
+
+// Regression tests for the fixes of "Fixes from adversarial testing…" (CONTRACT §3–§8, §10):
+// operation-key collisions, pg connection loss, session timeouts after migrations, a quarantine
+// that cannot be written, concurrent duplicates past the lock timeout, strict partner input,
+// the callback path's spelling, numbers that never pass through floating point, and results
+// whose status contradicts their amount. Each test fails when its fix is reverted.
+
+/** Asserts an error answer: exact status and `{success:false, error:{code, message[, fields]}}`. */
+function expectError(res: request.Response, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(res.body.success).toBe(false);
+  expect(typeof res.body.error.message).toBe('string');
+}
+
+/** Distinct `error.fields[].path` of a 400, sorted. */
+function fieldPaths(res: request.Response): string[] {
+  return [...new Set((res.body.error?.fields ?? []).map((f: { path: string }) => f.path))].sort() as string[];
+}
+
+/** Rows written for `batchId` (batch registration, snapshots, operations). */
+async function rowsOfBatch(t: TestContext, batchId: string) {
+  const { rows } = await t.db.query(
+    `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = $1) AS batches,
+            (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = $1) AS snapshots,
+            (SELECT count(*)::int FROM financial_operations WHERE batch_id = $1) AS operations`,
+    [batchId],
+  );
+  return rows[0] as { batches: number; snapshots: number; operations: number };
+}
+
+/** Number of financial operations with this key. */
+async function opCount(t: TestContext, key: string): Promise<number> {
+  const { rows } = await t.db.query(
+    `SELECT count(*)::int AS n FROM financial_operations WHERE operation_key = $1`,
+    [key],
+  );
+  return rows[0].n as number;
+}
+
+/** One-coupon batch as JSON text, with `@NAME@` placeholders replaced by raw JSON `raw[NAME]`. */
+function rawBatch(batch: unknown, raw: Record<string, string>): string {
+  let text = JSON.stringify(batch);
+  for (const [name, value] of Object.entries(raw)) {
+    const placeholder = `"@${name}@"`;
+    if (!text.includes(placeholder)) throw new Error(`no placeholder ${placeholder}`);
+    text = text.split(placeholder).join(value);
+  }
+  return text;
+}
+
+describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp();
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  // Runs first, before traffic grows the pool: the connection the start-up migrator used is still
+  // pooled, and every pooled connection is checked out at once.
+  describe('session timeouts survive the start-up migrations', () => {
+    it('every pooled connection reports lock_timeout 3s and statement_timeout 5s', async () => {
+      const ds = t.app.get(DataSource);
+      const runners = Array.from({ length: t.config.dbPoolSize }, () => ds.createQueryRunner());
+      try {
+        await Promise.all(runners.map((r) => r.connect()));
+        const seen = await Promise.all(
+          runners.map(async (r) => {
+            const [lock] = (await r.query('SHOW lock_timeout')) as { lock_timeout: string }[];
+            const [statement] = (await r.query('SHOW statement_timeout')) as { statement_timeout: string }[];
+            return `${lock.lock_timeout}/${statement.statement_timeout}`;
+          }),
+        );
+        expect(seen).toEqual(Array(t.config.dbPoolSize).fill('3s/5s'));
+      } finally {
+        await Promise.all(runners.map((r) => r.release()));
+      }
+    });
+  });
+
+  describe('operation-key collisions (§7, §10)', () => {
+    it('an Idempotency-Key shaped like a coupon operation key is refused: 400 idempotency_key_required', async () => {
+      const res = await ops(t.app).post(
+        '/accounts/p/adjustments',
+        { amount: '5.00', currency: 'EUR', reason: 'collision attempt' },
+        { 'idempotency-key': 'X:0:stake_debit' },
+      );
+      expectError(res, 400, 'idempotency_key_required');
+      expect(await opCount(t, 'adjustment:X:0:stake_debit')).toBe(0);
+      expect(
+        (await t.db.query(`SELECT 1 FROM account_adjustments WHERE idempotency_key = 'X:0:stake_debit'`))
+          .rowCount,
+      ).toBe(0);
+      expect((await ops(t.app).get('/accounts/p')).status).toBe(404);
+    });
+
+    it.each([
+      { name: 'another account', code: 'CK', account: 'rogue-ck', amount: '25.00' },
+      { name: 'another amount', code: 'CK2', account: 'p-ck2', amount: '1.00' },
+    ])(
+      'an existing $code:0:final_credit of $name makes the batch 503 and nothing of it is kept',
+      async ({ code, account, amount }) => {
+        const player = `p-${code.toLowerCase()}`;
+        await deposit(t.app, player, '50.00');
+        await register(t.app, code, player, '10.00');
+        expect(await balance(t.app, player)).toBe('40.00');
+        // A foreign operation already holds the key the coupon's final credit will use.
+        await t.db.query(
+          `INSERT INTO accounts (id, kind, currency) VALUES ($1, 'player', 'EUR'), ('house:EUR', 'house', 'EUR')
+           ON CONFLICT (id) DO NOTHING`,
+          [account],
+        );
+        await t.db.query(
+          `INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+           VALUES ($1, 'final_credit', $2, 0, $3, $4, 'EUR')`,
+          [`${code}:0:final_credit`, code, account, amount],
+        );
+        const batchId = `b-${code}-win`;
+        const res = await deliver(t.app, batchOf(batchId, { code, status: 2, realWin: '25.00' }));
+        expectError(res, 503, 'transient_failure');
+        expect(await rowsOfBatch(t, batchId)).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+        expect(
+          (await t.db.query(`SELECT 1 FROM coupon_snapshots WHERE coupon_code = $1`, [code])).rowCount,
+        ).toBe(0);
+        expect(await balance(t.app, player)).toBe('40.00');
+        const coupon = (await ops(t.app).get(`/coupons/${code}`)).body;
+        expect(coupon).toMatchObject({ status: null, realWin: null, settled: false });
+        expect(await opCount(t, `${code}:0:final_credit`)).toBe(1);
+      },
+    );
+  });
+
+  describe('a signed 400 that cannot be quarantined (§8)', () => {
+    it('is answered 503 while the quarantine is locked, 400 and kept once afterwards', async () => {
+      const body = JSON.stringify({
+        ...batchOf('b-quarantine-locked', { code: 'QL-1', status: 2, realWin: '5.00' }),
+        couponCount: 2,
+      });
+      const quarantined = async () =>
+        (
+          await t.db.query(`SELECT count(*)::int AS n FROM quarantined_bodies WHERE body = $1`, [
+            Buffer.from(body),
+          ])
+        ).rows[0].n as number;
+      const locker = await t.db.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE quarantined_bodies IN ACCESS EXCLUSIVE MODE');
+        const started = Date.now();
+        const res = await deliver(t.app, body);
+        expectError(res, 503, 'transient_failure');
+        expect(Date.now() - started).toBeLessThan(3500);
+      } finally {
+        await locker.query('ROLLBACK');
+        locker.release();
+      }
+      expect(await quarantined()).toBe(0);
+      const again = await deliver(t.app, body);
+      expectError(again, 400, 'validation_failed');
+      expect(fieldPaths(again)).toEqual(['couponCount']);
+      expect(await quarantined()).toBe(1);
+    }, 20_000);
+  });
+
+  describe('partner API input must be exact and storable (§10)', () => {
+    const adjust = (account: string, body: unknown, key: string) =>
+      ops(t.app).post(`/accounts/${account}/adjustments`, body, { 'idempotency-key': key });
+
+    it.each([' 5.00', '5.00 ', '\t5', '5\n'])('adjustment amount %j → 400 at amount', async (amount) => {
+      const res = await adjust('p-strict', { amount, currency: 'EUR', reason: 'strict' }, 'strict-amount');
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['amount']);
+    });
+
+    it('coupon stake " 10" → 400 at stake, nothing registered', async () => {
+      await deposit(t.app, 'p-stake-ws', '50.00');
+      const res = await ops(t.app).post('/coupons', {
+        coupon_code: 'STAKE-WS',
+        accountId: 'p-stake-ws',
+        stake: ' 10',
+        currency: 'EUR',
+      });
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['stake']);
+      expect((await ops(t.app).get('/coupons/STAKE-WS')).status).toBe(404);
+      expect(await balance(t.app, 'p-stake-ws')).toBe('50.00');
+    });
+
+    it('an adjustment reason containing U+0000 → 400 at reason, no money', async () => {
+      const res = await adjust(
+        'p-nul-reason',
+        { amount: '5.00', currency: 'EUR', reason: 'cash\u0000desk' },
+        'nul-reason',
+      );
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['reason']);
+      expect((await ops(t.app).get('/accounts/p-nul-reason')).status).toBe(404);
+    });
+
+    it.each([
+      ['U+0000', 'NUL\u0000CODE'],
+      ['a lone surrogate', 'LONE\ud800'],
+    ])('a coupon_code with %s → 400 at coupon_code, nothing registered', async (_name, code) => {
+      await deposit(t.app, 'p-bad-code', '50.00');
+      const res = await ops(t.app).post('/coupons', {
+        coupon_code: code,
+        accountId: 'p-bad-code',
+        stake: '10.00',
+        currency: 'EUR',
+      });
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['coupon_code']);
+      expect(await balance(t.app, 'p-bad-code')).toBe('50.00');
+      expect((await t.db.query(`SELECT 1 FROM coupons WHERE account_id = 'p-bad-code'`)).rowCount).toBe(0);
+    });
+
+    it('GET /coupons/a%00b → 400, not 500', async () => {
+      const res = await ops(t.app).get('/coupons/a%00b');
+      expectError(res, 400, 'validation_failed');
+    });
+
+    it('a coupon_code of 17 × "❤️" (34 code points, over 32) → 400, not 500; nothing registered', async () => {
+      await deposit(t.app, 'p-hearts', '50.00');
+      const code = '❤️'.repeat(17);
+      expect([...code]).toHaveLength(34);
+      const res = await ops(t.app).post('/coupons', {
+        coupon_code: code,
+        accountId: 'p-hearts',
+        stake: '10.00',
+        currency: 'EUR',
+      });
+      expectError(res, 400, 'validation_failed');
+      expect(await balance(t.app, 'p-hearts')).toBe('50.00');
+      expect((await t.db.query(`SELECT 1 FROM coupons WHERE account_id = 'p-hearts'`)).rowCount).toBe(0);
+    });
+  });
+
+  describe('the callback path is matched like Express routes (§3)', () => {
+    it.each([
+      ['/SPORTAPI/CALLBACK', 'PATH-UPPER'],
+      ['/SportApi/Callback/', 'PATH-MIXED-SLASH'],
+      ['/sportapi/callback/', 'PATH-SLASH'],
+    ])('POST %s with a signed batch → 200 and applied once', async (path, code) => {
+      const player = `p-${code.toLowerCase()}`;
+      await deposit(t.app, player, '20.00');
+      await register(t.app, code, player, '10.00');
+      const body = JSON.stringify(batchOf(`b-${code}`, { code, status: 2, realWin: '15.00' }));
+      const res = await request(t.app.getHttpServer())
+        .post(path)
+        .set('content-type', 'application/json')
+        .set('x-signature', sign(body))
+        .send(body);
+      expect(res.status).toBe(200);
+      expect(res.body).toStrictEqual({ success: true, processed: 1 });
+      expect(await operations(t.app, code)).toEqual([
+        `${code}:0:final_credit=15.00`,
+        `${code}:0:stake_debit=10.00`,
+      ]);
+      expect(await balance(t.app, player)).toBe('25.00');
+      expect((await deliver(t.app, body)).body).toStrictEqual({
+        success: true,
+        processed: 1,
+        duplicate: true,
+      });
+      expect(await balance(t.app, player)).toBe('25.00');
+    });
+  });
+
+  describe('numbers never pass through floating point (§3)', () => {
+    it('realWin 185.499999999999999999 as a JSON number → 400 at coupons[0].realWin, nothing paid', async () => {
+      await deposit(t.app, 'p-num-1', '20.00');
+      await register(t.app, 'NUM-1', 'p-num-1', '10.00');
+      const body = rawBatch(batchOf('b-num-1', { code: 'NUM-1', status: 2, realWin: '@RW@' }), {
+        RW: '185.499999999999999999',
+      });
+      expect(body).toContain('"realWin":185.499999999999999999');
+      const res = await deliver(t.app, body);
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['coupons[0].realWin']);
+      expect(await rowsOfBatch(t, 'b-num-1')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await balance(t.app, 'p-num-1')).toBe('10.00');
+    });
+
+    it('realWin 12.5 as a JSON number → 12.50 credited', async () => {
+      await deposit(t.app, 'p-num-2', '20.00');
+      await register(t.app, 'NUM-2', 'p-num-2', '10.00');
+      const res = await deliver(t.app, batchOf('b-num-2', { code: 'NUM-2', status: 2, realWin: 12.5 }));
+      expect(res.status).toBe(200);
+      expect((await ops(t.app).get('/coupons/NUM-2')).body.realWin).toBe('12.50');
+      expect(await operations(t.app, 'NUM-2')).toEqual([
+        'NUM-2:0:final_credit=12.50',
+        'NUM-2:0:stake_debit=10.00',
+      ]);
+      expect(await balance(t.app, 'p-num-2')).toBe('22.50');
+    });
+
+    it('unknown big and precise numbers are stored and shown exactly as sent', async () => {
+      const batch = {
+        batchId: 'b-num-3',
+        couponCount: 1,
+        coupons: [
+          {
+            coupon_code: 'NUM-3',
+            status: 1,
+            realWin: null,
+            big: '@BIG@',
+            precise: '@PRECISE@',
+            events: [{ uuid: 'NUM-3-e1', status: 1, big: '@BIG@', precise: '@PRECISE@', odds: 1.85 }],
+          },
+        ],
+      };
+      const body = rawBatch(batch, { BIG: '12345678901234567890', PRECISE: '1.10000000000000000001' });
+      const res = await deliver(t.app, body);
+      expect(res.status).toBe(200);
+      const { rows } = await t.db.query(
+        `SELECT payload->>'big' AS big, (payload->'big')::text AS big_json,
+                (payload->'precise')::text AS precise FROM coupon_snapshots WHERE batch_id = 'b-num-3'`,
+      );
+      expect(rows).toEqual([
+        { big: '12345678901234567890', big_json: '12345678901234567890', precise: '1.10000000000000000001' },
+      ]);
+      const bet = await t.db.query(
+        `SELECT (payload->'big')::text AS big, (payload->'precise')::text AS precise, (payload->'odds')::text AS odds
+         FROM bets WHERE coupon_code = 'NUM-3'`,
+      );
+      expect(bet.rows).toEqual([
+        { big: '12345678901234567890', precise: '1.10000000000000000001', odds: '1.85' },
+      ]);
+      const view = await ops(t.app).get('/coupons/NUM-3');
+      expect(view.status).toBe(200);
+      expect(view.text).toMatch(/"big":12345678901234567890[,}]/);
+      expect(view.text).toMatch(/"precise":1\.10000000000000000001[,}]/);
+      expect(view.text).toMatch(/"odds":1\.85[,}]/);
+      expect(view.headers['content-type']).toMatch(/^application\/json/);
+      // Registering the coupon answers the same view, digits intact.
+      await deposit(t.app, 'p-num-3', '20.00');
+      const registered = await register(t.app, 'NUM-3', 'p-num-3', '10.00');
+      expect(registered.status).toBe(201);
+      expect(registered.text).toMatch(/"big":12345678901234567890[,}]/);
+      expect(registered.text).toMatch(/"precise":1\.10000000000000000001[,}]/);
+    });
+
+    it('status 12345678901234567890 → 400 at coupons[0].status', async () => {
+      const body = rawBatch(batchOf('b-num-4', { code: 'NUM-4', status: 1 }), {});
+      const res = await deliver(
+        t.app,
+        body.replace('"status":1,"realWin"', '"status":12345678901234567890,"realWin"'),
+      );
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['coupons[0].status']);
+      expect(await rowsOfBatch(t, 'b-num-4')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+    });
+
+    it('status 2.0000000000000000001 is not taken for WIN → 400 at coupons[0].status, nothing paid', async () => {
+      await deposit(t.app, 'p-num-4b', '20.00');
+      await register(t.app, 'NUM-4B', 'p-num-4b', '10.00');
+      const body = JSON.stringify(batchOf('b-num-4b', { code: 'NUM-4B', status: 2, realWin: '50.00' }));
+      const res = await deliver(
+        t.app,
+        body.replace('"status":2,"realWin"', '"status":2.0000000000000000001,"realWin"'),
+      );
+      expectError(res, 400, 'validation_failed');
+      expect(fieldPaths(res)).toEqual(['coupons[0].status']);
+      expect(await rowsOfBatch(t, 'b-num-4b')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await balance(t.app, 'p-num-4b')).toBe('10.00');
+    });
+
+    it('duplicate keys in a coupon → 400 malformed_json, nothing paid', async () => {
+      await deposit(t.app, 'p-num-5', '20.00');
+      await register(t.app, 'NUM-5', 'p-num-5', '10.00');
+      const body =
+        '{"batchId":"b-num-5","couponCount":1,"coupons":[{"coupon_code":"NUM-5","status":2,' +
+        '"realWin":"1.00","realWin":"900.00","events":[{"uuid":"NUM-5-e1","status":2}]}]}';
+      const res = await deliver(t.app, body);
+      expectError(res, 400, 'malformed_json');
+      expect(await rowsOfBatch(t, 'b-num-5')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await operations(t.app, 'NUM-5')).toEqual(['NUM-5:0:stake_debit=10.00']);
+      expect(await balance(t.app, 'p-num-5')).toBe('10.00');
+    });
+
+    it('a __proto__ key is dropped and changes no prototype', async () => {
+      await deposit(t.app, 'p-num-6', '20.00');
+      await register(t.app, 'NUM-6', 'p-num-6', '10.00');
+      const body =
+        '{"batchId":"b-num-6","couponCount":1,"__proto__":{"polluted":true},"coupons":[{"coupon_code":"NUM-6",' +
+        '"status":2,"realWin":"5.00","__proto__":{"realWin":"900.00"},' +
+        '"events":[{"uuid":"NUM-6-e1","status":2,"__proto__":{"status":4}}]}]}';
+      const res = await deliver(t.app, body);
+      expect(res.status).toBe(200);
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+      expect(await operations(t.app, 'NUM-6')).toEqual([
+        'NUM-6:0:final_credit=5.00',
+        'NUM-6:0:stake_debit=10.00',
+      ]);
+      const { rows } = await t.db.query(
+        `SELECT payload ? '__proto__' AS has_proto FROM coupon_snapshots WHERE batch_id = 'b-num-6'`,
+      );
+      expect(rows).toEqual([{ has_proto: false }]);
+    });
+  });
+
+  describe('a status contradicting its amount is not paid (§6)', () => {
+    it('WIN with realWin 0 → needs review (inconsistent_result), no final_credit', async () => {
+      await deposit(t.app, 'p-inc-1', '20.00');
+      await register(t.app, 'INC-1', 'p-inc-1', '10.00');
+      const res = await deliver(t.app, batchOf('b-inc-1', { code: 'INC-1', status: 2, realWin: '0' }));
+      expect(res.status).toBe(200);
+      expect((await ops(t.app).get('/coupons/INC-1')).body).toMatchObject({
+        needsReview: true,
+        reviewReason: 'inconsistent_result',
+        settled: false,
+      });
+      expect(await operations(t.app, 'INC-1')).toEqual(['INC-1:0:stake_debit=10.00']);
+      expect(await balance(t.app, 'p-inc-1')).toBe('10.00');
+    });
+
+    it('LOSS with realWin 50.00 → needs review (inconsistent_result), balance unchanged', async () => {
+      await deposit(t.app, 'p-inc-2', '20.00');
+      await register(t.app, 'INC-2', 'p-inc-2', '10.00');
+      const res = await deliver(t.app, batchOf('b-inc-2', { code: 'INC-2', status: 4, realWin: '50.00' }));
+      expect(res.status).toBe(200);
+      expect((await ops(t.app).get('/coupons/INC-2')).body).toMatchObject({
+        needsReview: true,
+        reviewReason: 'inconsistent_result',
+        settled: false,
+      });
+      expect(await operations(t.app, 'INC-2')).toEqual(['INC-2:0:stake_debit=10.00']);
+      expect(await balance(t.app, 'p-inc-2')).toBe('10.00');
+    });
+
+    it('REFUND with realWin 0 → settled for 0, no money, not flagged', async () => {
+      await deposit(t.app, 'p-inc-3', '20.00');
+      await register(t.app, 'INC-3', 'p-inc-3', '10.00');
+      const res = await deliver(t.app, batchOf('b-inc-3', { code: 'INC-3', status: 3, realWin: '0' }));
+      expect(res.status).toBe(200);
+      expect((await ops(t.app).get('/coupons/INC-3')).body).toMatchObject({
+        status: 3,
+        realWin: '0.00',
+        settled: true,
+        needsReview: false,
+        reviewReason: null,
+      });
+      expect(await operations(t.app, 'INC-3')).toEqual(['INC-3:0:stake_debit=10.00']);
+      expect(await balance(t.app, 'p-inc-3')).toBe('10.00');
+    });
+  });
+
+  // Last in this app: it terminates the app's database connections.
+  describe('database connections terminated by the server (§5)', () => {
+    it('do not crash the process; the next deliveries succeed and credit exactly once', async () => {
+      await deposit(t.app, 'p-term', '20.00');
+      await register(t.app, 'TERM-1', 'p-term', '10.00');
+      expect((await deliver(t.app, batchOf('b-term-0', { code: 'TERM-0', status: 1 }))).status).toBe(200);
+      // Connections checked out of the pool and idle between statements: one through a TypeORM
+      // query runner, one straight from the pg pool (as between pool hand-overs), which only the
+      // receiver's own permanent 'error' listener covers. Without it the termination below would
+      // emit an unhandled 'error' and end the process.
+      const ds = t.app.get(DataSource);
+      const held = ds.createQueryRunner();
+      await held.connect();
+      await held.query('SELECT 1');
+      const pool = (ds.driver as unknown as { master: pg.Pool }).master;
+      const raw = await pool.connect();
+      try {
+        expect(raw.listenerCount('error')).toBeGreaterThan(0);
+        await raw.query('SELECT 1');
+        const killed = await t.db.query(
+          `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+           WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'settlement-receiver'`,
+        );
+        expect(killed.rows.length).toBeGreaterThanOrEqual(2);
+        expect(killed.rows.every((r) => r.ok === true)).toBe(true);
+        await new Promise((r) => setTimeout(r, 300));
+        await expect(raw.query('SELECT 1')).rejects.toThrow();
+      } finally {
+        raw.release(true);
+        await held.release().catch(() => undefined);
+      }
+      expect(
+        (
+          await t.db.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'settlement-receiver'`,
+          )
+        ).rows[0].n,
+      ).toBe(0);
+
+      const batch = batchOf('b-term-1', { code: 'TERM-1', status: 2, realWin: '30.00' });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5 && statuses[statuses.length - 1] !== 200; i++) {
+        const res = await deliver(t.app, batch);
+        statuses.push(res.status);
+        if (res.status !== 200) expectError(res, 503, 'transient_failure');
+      }
+      expect(statuses[statuses.length - 1]).toBe(200);
+      expect((await deliver(t.app, batch)).body).toStrictEqual({
+        success: true,
+        processed: 1,
+        duplicate: true,
+      });
+      expect(await operations(t.app, 'TERM-1')).toEqual([
+        'TERM-1:0:final_credit=30.00',
+        'TERM-1:0:stake_debit=10.00',
+      ]);
+      expect(await balance(t.app, 'p-term')).toBe('40.00');
+    }, 30_000);
+  });
+});
+
+describe('a concurrent duplicate waits past the lock timeout (§4 step 4)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ DB_LOCK_TIMEOUT_MS: '300' });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('both deliveries answer 200, one of them as the duplicate, one final_credit', async () => {
+    await deposit(t.app, 'p-slow', '20.00');
+    await register(t.app, 'SLOW-1', 'p-slow', '10.00');
+    await t.db.query(
+      `CREATE FUNCTION slow_snapshot() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN IF NEW.coupon_code = 'SLOW-1' THEN PERFORM pg_sleep(1.2); END IF; RETURN NEW; END $$`,
+    );
+    await t.db.query(
+      `CREATE TRIGGER slow_snapshot BEFORE INSERT ON coupon_snapshots FOR EACH ROW EXECUTE FUNCTION slow_snapshot()`,
+    );
+    try {
+      const batch = batchOf('b-slow-1', { code: 'SLOW-1', status: 2, realWin: '30.00' });
+      const [a, b] = await Promise.all([deliver(t.app, batch), deliver(t.app, batch)]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect([a.body, b.body].filter((x) => x.duplicate !== true)).toStrictEqual([
+        { success: true, processed: 1 },
+      ]);
+      expect([a.body, b.body].filter((x) => x.duplicate === true)).toStrictEqual([
+        { success: true, processed: 1, duplicate: true },
+      ]);
+      expect(await opCount(t, 'SLOW-1:0:final_credit')).toBe(1);
+      expect(await operations(t.app, 'SLOW-1')).toEqual([
+        'SLOW-1:0:final_credit=30.00',
+        'SLOW-1:0:stake_debit=10.00',
+      ]);
+      expect(await balance(t.app, 'p-slow')).toBe('40.00');
+    } finally {
+      await t.db.query(`DROP TRIGGER IF EXISTS slow_snapshot ON coupon_snapshots`);
+      await t.db.query(`DROP FUNCTION IF EXISTS slow_snapshot()`);
+    }
+  }, 20_000);
+});
