@@ -2,23 +2,21 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
-import { isLosslessNumber, isSafeNumber, parse as parseLossless } from 'lossless-json';
+import { isLosslessNumber } from 'lossless-json';
+import { parseExactJson } from '../common/exact-json.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { DeadlineExceededError } from '../database/transaction.js';
-import { flattenValidationErrors } from '../common/validation.js';
+import { flattenValidationErrors, UNSTORABLE_TEXT } from '../common/validation.js';
 import { CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** U+0000 or an unpaired UTF-16 surrogate: valid in JSON strings, not storable in PostgreSQL text/jsonb. */
-// eslint-disable-next-line no-control-regex -- U+0000 is exactly what is looked for
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, 'g');
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE_TEXT.source, 'g');
 /** JSON text that may decode to such characters: only escapes can (raw ones are invalid JSON/UTF-8). */
 const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 
@@ -28,7 +26,7 @@ const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
  * database error answered 503 and retried forever.
  */
 function identifierProblem(value: string, max: number): string | undefined {
-  if (UNSTORABLE.test(value)) return 'must not contain U+0000 or unpaired surrogates';
+  if (UNSTORABLE_TEXT.test(value)) return 'must not contain U+0000 or unpaired surrogates';
   if ([...value].length > max) return `must be at most ${max} characters`;
   return undefined;
 }
@@ -50,22 +48,8 @@ function storable(value: unknown): unknown {
   return value;
 }
 
-/**
- * Parses JSON without ever passing a number through floating point unless it survives exactly:
- * numbers that a double holds exactly become JS numbers, others stay `LosslessNumber`s (their
- * original text), and `realWin` always keeps its text (CONTRACT §3). Stored payloads therefore
- * keep big or precise numbers as sent. Duplicate keys are refused (ambiguous payload), `__proto__`
- * keys are dropped.
- * @throws SyntaxError for invalid JSON or duplicate keys; RangeError when nested too deeply.
- */
-function parseJson(text: string): unknown {
-  return parseLossless(text, function (key: string, value: unknown) {
-    if (key === '__proto__') return undefined;
-    if (isLosslessNumber(value) && key !== 'realWin' && isSafeNumber(value.toString()))
-      return Number(value.toString());
-    return value;
-  });
-}
+/** Keys whose numbers always keep their digits (amounts: CONTRACT §3). */
+const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
 
 /**
  * The parsed value with every `LosslessNumber` replaced by its text, for class-transformer (which
@@ -99,7 +83,7 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   let text: string;
   try {
     text = utf8.decode(rawBody);
-    parsed = parseJson(text);
+    parsed = parseExactJson(text, AMOUNT_KEYS);
   } catch (err) {
     const reason =
       err instanceof RangeError

@@ -1,10 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  isLosslessNumber,
-  isSafeNumber,
-  parse as parseLossless,
-  stringify as stringifyLossless,
-} from 'lossless-json';
+import { parseExactJson, stringifyExactJson } from '../common/exact-json.js';
 import { Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
@@ -47,21 +42,6 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
   settlement_generation AS generation, generation_settled AS "generationSettled",
   settled_amount::text AS "settledAmount", recalculation_open AS "recalculationOpen",
   needs_review AS "needsReview", review_reason AS "reviewReason"`;
-
-/** JSON text of rows whose payloads may hold `LosslessNumber`s (numbers kept as sent). */
-function toJsonText(rows: unknown): string {
-  return stringifyLossless(rows) as string;
-}
-
-/**
- * Stored JSON text parsed without floating point: numbers a double holds exactly become JS
- * numbers, others stay `LosslessNumber`s (answered with their digits by `LosslessJsonInterceptor`).
- */
-function parseStoredJson(text: string): Record<string, unknown> {
-  return parseLossless(text, (_key: string, value: unknown) =>
-    isLosslessNumber(value) && isSafeNumber(value.toString()) ? Number(value.toString()) : value,
-  ) as Record<string, unknown>;
-}
 
 /** SQL of coupons, their snapshot history and bets (CONTRACT §4 step 5, §6). */
 @Injectable()
@@ -132,7 +112,7 @@ export class CouponRepository {
          transition text, generation int, operations jsonb, payload jsonb)`,
       [
         batchId,
-        toJsonText(
+        stringifyExactJson(
           snapshots.map((s) => ({
             coupon_code: s.couponCode,
             status: s.status,
@@ -160,7 +140,7 @@ export class CouponRepository {
          SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()`,
       [
         batchId,
-        toJsonText(
+        stringifyExactJson(
           bets.map((b) => ({
             coupon_code: b.couponCode,
             uuid: b.uuid,
@@ -217,6 +197,6 @@ export class CouponRepository {
        FROM bets WHERE coupon_code = $1 ORDER BY created_at, uuid COLLATE "C"`,
       [couponCode],
     );
-    return rows.map((r) => parseStoredJson(r.event));
+    return rows.map((r) => parseExactJson(r.event) as Record<string, unknown>);
   }
 }
