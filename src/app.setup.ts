@@ -1,8 +1,9 @@
 import type { Server } from 'node:http';
 import { INestApplication, ValidationPipe } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
-import { json, NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, Response } from 'express';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
+import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
 import { DomainException, ErrorCode } from './common/domain.exception.js';
 import { flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
@@ -13,26 +14,13 @@ import { AppConfig } from './config/configuration.js';
  * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients.
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
-  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes);
+  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
-  const jsonReader = json({ limit: '100kb' });
+  const partnerReader = partnerJsonMiddleware();
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express matches routes case-insensitively and with an optional trailing slash; so does this.
     if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);
-    jsonReader(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const e = err as { status?: number; type?: string };
-      const status = e.status === 413 || e.status === 415 ? e.status : 400;
-      const code =
-        status === 413
-          ? ErrorCode.PAYLOAD_TOO_LARGE
-          : status === 415
-            ? ErrorCode.UNSUPPORTED_MEDIA_TYPE
-            : ErrorCode.MALFORMED_JSON;
-      res
-        .status(status)
-        .json({ success: false, error: { code, message: 'the request body could not be read' } });
-    });
+    partnerReader(req, res, next);
   });
   app.useGlobalPipes(
     new ValidationPipe({

@@ -5,7 +5,7 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from '../common/request-context.js';
 
 const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
-const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
 
 /** `X-Request-Id` as sent when it is a sane token, else a new UUID. */
 function requestIdOf(req: Request): string {
@@ -18,8 +18,10 @@ function requestIdOf(req: Request): string {
  * `application/json` (charset utf-8 allowed) only, `gzip`/`deflate` decoded, at most `limit`
  * decoded bytes. Problems are not answered here: they are kept on `req.callback.bodyError` and
  * thrown by the signature guard, so every delivery goes through the same filter and audit.
+ * Bodies being processed at once are limited to `maxInflightBytes` (a 503 beyond it).
  */
-export function callbackBodyMiddleware(limit: number): RequestHandler {
+export function callbackBodyMiddleware(limit: number, maxInflightBytes: number): RequestHandler {
+  let inflightBytes = 0;
   const parser = raw({ type: () => true, limit, inflate: true });
   return (req: Request, res: Response, next: NextFunction) => {
     const state = { receivedAt: Date.now(), requestId: requestIdOf(req) };
@@ -60,10 +62,22 @@ export function callbackBodyMiddleware(limit: number): RequestHandler {
         return next();
       }
       const body: unknown = req.body;
-      (req as CallbackRequest).callback = {
-        ...state,
-        rawBody: Buffer.isBuffer(body) ? body : Buffer.alloc(0),
-      };
+      const rawBody = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
+      // Admission: parsing and validation are CPU work on one thread. Past `maxInflightBytes` of
+      // bodies being processed at once, a delivery is answered 503 at once (SportAPI retries it)
+      // instead of queueing behind the others until every answer misses the deadline.
+      if (inflightBytes + rawBody.length > maxInflightBytes && inflightBytes > 0) {
+        (req as CallbackRequest).callback = {
+          ...state,
+          bodyError: new DomainException(ErrorCode.TRANSIENT_FAILURE, 'busy, retry later'),
+        };
+        return next();
+      }
+      inflightBytes += rawBody.length;
+      res.once('close', () => {
+        inflightBytes -= rawBody.length;
+      });
+      (req as CallbackRequest).callback = { ...state, rawBody };
       next();
     });
   };

@@ -3,20 +3,24 @@ import { Inject, Injectable, PipeTransform } from '@nestjs/common';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { isLosslessNumber } from 'lossless-json';
-import { parseExactJson } from '../common/exact-json.js';
+import { losslessToText, parseExactJson } from '../common/exact-json.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { DeadlineExceededError } from '../database/transaction.js';
-import { flattenValidationErrors, UNSTORABLE_TEXT } from '../common/validation.js';
+import {
+  flattenValidationErrors,
+  toStorable,
+  toStorableText,
+  UNSTORABLE_TEXT,
+} from '../common/validation.js';
 import { CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-const UNSTORABLE_ALL = new RegExp(UNSTORABLE_TEXT.source, 'g');
 /** JSON text that may decode to such characters: only escapes can (raw ones are invalid JSON/UTF-8). */
 const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
 
@@ -31,39 +35,8 @@ function identifierProblem(value: string, max: number): string | undefined {
   return undefined;
 }
 
-/**
- * Copy of a parsed JSON value that PostgreSQL jsonb can hold: U+0000 and unpaired surrogates in
- * strings and keys become U+FFFD. Unknown fields stay accepted (CONTRACT §3); the raw body keeps
- * the exact bytes.
- */
-function storable(value: unknown): unknown {
-  if (isLosslessNumber(value)) return value;
-  if (typeof value === 'string') return value.replace(UNSTORABLE_ALL, '\ufffd');
-  if (Array.isArray(value)) return value.map(storable);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k.replace(UNSTORABLE_ALL, '\ufffd'), storable(v)]),
-    );
-  }
-  return value;
-}
-
 /** Keys whose numbers always keep their digits (amounts: CONTRACT §3). */
 const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
-
-/**
- * The parsed value with every `LosslessNumber` replaced by its text, for class-transformer (which
- * cannot copy them). Validation then sees `realWin` digits as a string and an integer field too
- * big for a double as a non-number (400). Returns the value itself when it holds none.
- */
-function withNumberTexts(value: unknown): unknown {
-  if (isLosslessNumber(value)) return value.toString();
-  if (Array.isArray(value)) return value.map(withNumberTexts);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withNumberTexts(v)]));
-  }
-  return value;
-}
 
 /** The text of an amount as sent: a string, or a JSON number's original digits. */
 function amountText(value: unknown): unknown {
@@ -80,17 +53,14 @@ function amountText(value: unknown): unknown {
  */
 export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   let parsed: unknown;
+  let lossless: boolean;
   let text: string;
   try {
     text = utf8.decode(rawBody);
-    parsed = parseExactJson(text, AMOUNT_KEYS);
+    ({ value: parsed, lossless } = parseExactJson(text, AMOUNT_KEYS));
   } catch (err) {
-    const reason =
-      err instanceof RangeError
-        ? 'nested too deeply'
-        : err instanceof SyntaxError
-          ? err.message
-          : 'not UTF-8';
+    // The parser's message may quote the body: keep it short and storable (it goes to the quarantine).
+    const reason = err instanceof SyntaxError ? toStorableText(err.message).slice(0, 200) : 'not UTF-8';
     throw new DomainException(ErrorCode.MALFORMED_JSON, `the body is not valid UTF-8 JSON (${reason})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
@@ -102,7 +72,7 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   // do not survive class-transformer.
   const realWinOf = (i: number): unknown =>
     amountText((parsed as { coupons: Record<string, unknown>[] }).coupons[i].realWin);
-  const dto = plainToInstance(CallbackBatchDto, withNumberTexts(parsed));
+  const dto = plainToInstance(CallbackBatchDto, losslessToText(parsed));
   const fields: FieldError[] = flattenValidationErrors(validateSync(dto, { forbidUnknownValues: false }));
   if (!fields.length) {
     if (dto.couponCount !== dto.coupons.length) {
@@ -143,14 +113,9 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
   if (fields.length)
     throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch does not match the contract', fields);
 
-  let source: { coupons: Record<string, unknown>[] };
-  try {
-    source = (UNSTORABLE_ESCAPE.test(text) ? storable(parsed) : parsed) as typeof source;
-  } catch {
-    throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch is nested too deeply', [
-      { path: '', message: 'nested too deeply' },
-    ]);
-  }
+  const source = (UNSTORABLE_ESCAPE.test(text) ? toStorable(parsed) : parsed) as {
+    coupons: Record<string, unknown>[];
+  };
   const coupons: ParsedCoupon[] = dto.coupons.map((c, i) => ({
     couponCode: c.coupon_code,
     status: c.status,
@@ -168,6 +133,7 @@ export function parseBatch(rawBody: Buffer, amountScale: number): ParsedBatch {
     coupons,
     rawBody,
     payloadHash: createHash('sha256').update(rawBody).digest('hex'),
+    losslessNumbers: lossless,
   };
 }
 

@@ -112,9 +112,9 @@ export class CallbackService {
         );
       }
     });
-    await this.coupons.insertSnapshots(tx, batch.batchId, snapshots);
+    await this.coupons.insertSnapshots(tx, batch.batchId, snapshots, batch.losslessNumbers);
     await this.coupons.saveStates(tx, batch.batchId, states);
-    await this.coupons.upsertBets(tx, batch.batchId, bets);
+    await this.coupons.upsertBets(tx, batch.batchId, bets, batch.losslessNumbers);
     await this.ledger.post(tx, ops);
   }
 

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from '../common/request-context.js';
+import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
@@ -74,7 +75,8 @@ export class DeliveryAuditService {
             await this.audit.insertQuarantine(tx, {
               batchId: state.batchId ?? null,
               reason: code,
-              details: error?.fields ?? { message: error?.message },
+              // Messages and paths may quote the body: stored with unstorable characters replaced.
+              details: toStorable(error?.fields ?? { message: error?.message }),
               httpStatus: status,
               body: state.rawBody,
               contentType: String(req.headers['content-type'] ?? '') || null,

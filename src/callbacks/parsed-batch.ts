@@ -17,4 +17,6 @@ export interface ParsedBatch {
   rawBody: Buffer;
   /** Hex SHA-256 of the raw (decoded) body. */
   payloadHash: string;
+  /** Payloads hold `LosslessNumber`s (numbers kept with their digits) and need the exact writer. */
+  losslessNumbers: boolean;
 }

@@ -1,23 +1,70 @@
 import { isLosslessNumber, isSafeNumber, parse, stringify } from 'lossless-json';
 
+/** Deepest nesting accepted in a request body (objects and arrays); deeper is a 400. */
+export const MAX_JSON_DEPTH = 32;
+
+/** A parsed JSON document and whether it still holds `LosslessNumber`s. */
+export interface ExactJson {
+  value: unknown;
+  /** true when some number kept its original digits (too big or precise for a double, or kept as text). */
+  lossless: boolean;
+}
+
 /**
  * JSON without floating point (CONTRACT §3: amounts never pass through it; other fields are kept
  * as they came): numbers a double holds exactly become JS numbers, every other number stays a
  * `LosslessNumber` carrying its original digits, as do the numbers under `keepAsText` keys.
  * `__proto__` keys are dropped. Duplicate keys in one object are refused.
- * @throws SyntaxError for invalid JSON or duplicate keys; RangeError when nested too deeply.
+ * @throws SyntaxError for invalid JSON, duplicate keys or nesting deeper than `maxDepth`.
  */
-export function parseExactJson(text: string, keepAsText: ReadonlySet<string> = new Set()): unknown {
-  return parse(text, (key: string, value: unknown) => {
-    if (key === '__proto__') return undefined;
-    if (isLosslessNumber(value) && !keepAsText.has(key) && isSafeNumber(value.toString())) {
-      return Number(value.toString());
-    }
-    return value;
-  });
+export function parseExactJson(
+  text: string,
+  keepAsText: ReadonlySet<string> = new Set(),
+  maxDepth = MAX_JSON_DEPTH,
+): ExactJson {
+  let lossless = false;
+  let value: unknown;
+  try {
+    value = parse(text, (key: string, v: unknown) => {
+      if (key === '__proto__') return undefined;
+      if (isLosslessNumber(v)) {
+        if (!keepAsText.has(key) && isSafeNumber(v.toString())) return Number(v.toString());
+        lossless = true;
+      }
+      return v;
+    });
+  } catch (err) {
+    if (err instanceof RangeError)
+      throw new SyntaxError(`nested deeper than ${maxDepth} levels`, { cause: err });
+    throw err;
+  }
+  if (depthExceeds(value, maxDepth)) throw new SyntaxError(`nested deeper than ${maxDepth} levels`);
+  return { value, lossless };
 }
 
-/** JSON text of a value that may hold `LosslessNumber`s, written with their original digits. */
-export function stringifyExactJson(value: unknown): string {
-  return stringify(value) as string;
+/** JSON text of a value; `LosslessNumber`s (when `lossless`) are written with their digits. */
+export function stringifyExactJson(value: unknown, lossless = true): string {
+  return lossless ? (stringify(value) as string) : JSON.stringify(value);
+}
+
+/** The value with every `LosslessNumber` replaced by its digits as a string (for class-transformer). */
+export function losslessToText(value: unknown): unknown {
+  if (isLosslessNumber(value)) return value.toString();
+  if (Array.isArray(value)) return value.map(losslessToText);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, losslessToText(v)]));
+  }
+  return value;
+}
+
+/** Whether objects/arrays nest deeper than `max` (checked without recursion). */
+export function depthExceeds(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop() as [unknown, number];
+    if (v === null || typeof v !== 'object' || isLosslessNumber(v)) continue;
+    if (depth + 1 > max) return true;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return false;
 }

@@ -1,4 +1,5 @@
 import { registerDecorator, ValidationError, ValidationOptions } from 'class-validator';
+import { isLosslessNumber } from 'lossless-json';
 import { FieldError } from './domain.exception.js';
 import { parseAmount } from './money.js';
 
@@ -68,4 +69,25 @@ export function IsStorableText(validationOptions?: ValidationOptions): PropertyD
       },
     });
   };
+}
+
+const UNSTORABLE_TEXT_ALL = new RegExp(UNSTORABLE_TEXT.source, 'g');
+
+/** The string with U+0000 and unpaired surrogates replaced by U+FFFD (storable in text/jsonb). */
+export function toStorableText(value: string): string {
+  return value.replace(UNSTORABLE_TEXT_ALL, '\ufffd');
+}
+
+/**
+ * Copy of a parsed JSON value that PostgreSQL jsonb can hold: U+0000 and unpaired surrogates in
+ * strings and keys become U+FFFD (`LosslessNumber`s are kept as they are).
+ */
+export function toStorable(value: unknown): unknown {
+  if (isLosslessNumber(value)) return value;
+  if (typeof value === 'string') return toStorableText(value);
+  if (Array.isArray(value)) return value.map(toStorable);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [toStorableText(k), toStorable(v)]));
+  }
+  return value;
 }

@@ -26,6 +26,8 @@ export interface AppConfig {
   opsApiKeys: string[];
   /** Bytes; a larger decoded body is answered 413. */
   bodyLimitBytes: number;
+  /** Bytes of callback bodies processed at once; beyond it a delivery is answered 503. */
+  maxInflightBytes: number;
   /** Digits after the decimal point allowed in amounts (currency minor unit). */
   amountScale: number;
   /** Status code → kind; defaults of CONTRACT §6 when unset. */
@@ -76,6 +78,10 @@ export const envSchema = Joi.object({
     .integer()
     .min(1024)
     .default(2 * 1024 * 1024),
+  CALLBACK_MAX_INFLIGHT_BYTES: Joi.number()
+    .integer()
+    .min(1024)
+    .default(8 * 1024 * 1024),
   // Amounts are stored as numeric(20,2): more digits would be rounded, so at most 2.
   AMOUNT_SCALE: Joi.number().integer().min(0).max(2).default(2),
   STATUS_MAP: Joi.string()
@@ -134,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     webhookSecrets: csv(v.SPORTAPI_WEBHOOK_SECRETS as string),
     opsApiKeys: csv(v.OPS_API_KEYS as string),
     bodyLimitBytes: v.CALLBACK_BODY_LIMIT_BYTES as number,
+    maxInflightBytes: v.CALLBACK_MAX_INFLIGHT_BYTES as number,
     amountScale: v.AMOUNT_SCALE as number,
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,

@@ -103,7 +103,7 @@ export class CouponRepository {
   }
 
   /** Appends one snapshot per coupon of the batch to the coupons' history. */
-  async insertSnapshots(tx: Tx, batchId: string, snapshots: SnapshotRow[]): Promise<void> {
+  async insertSnapshots(tx: Tx, batchId: string, snapshots: SnapshotRow[], lossless = true): Promise<void> {
     if (!snapshots.length) return;
     await tx.query(
       `INSERT INTO coupon_snapshots (coupon_code, batch_id, status, real_win, applied, transition, generation, operations, payload)
@@ -123,13 +123,14 @@ export class CouponRepository {
             operations: s.operations,
             payload: s.payload,
           })),
+          lossless,
         ),
       ],
     );
   }
 
   /** Inserts or updates bets by (`coupon_code`, `uuid`) from applied snapshots. */
-  async upsertBets(tx: Tx, batchId: string, bets: BetRow[]): Promise<void> {
+  async upsertBets(tx: Tx, batchId: string, bets: BetRow[], lossless = true): Promise<void> {
     if (!bets.length) return;
     await tx.query(
       `INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id)
@@ -147,6 +148,7 @@ export class CouponRepository {
             status: b.status,
             payload: b.payload,
           })),
+          lossless,
         ),
       ],
     );
@@ -197,6 +199,6 @@ export class CouponRepository {
        FROM bets WHERE coupon_code = $1 ORDER BY created_at, uuid COLLATE "C"`,
       [couponCode],
     );
-    return rows.map((r) => parseExactJson(r.event) as Record<string, unknown>);
+    return rows.map((r) => parseExactJson(r.event).value as Record<string, unknown>);
   }
 }

@@ -563,3 +563,136 @@ describe('a concurrent duplicate waits past the lock timeout (§4 step 4)', () =
     }
   }, 20_000);
 });
+
+// Second adversarial round: deep nesting, unstorable text in parser messages, duplicate keys on
+// the partner API, the charset spelled utf8, and admission control under a burst of large bodies.
+describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ CALLBACK_MAX_INFLIGHT_BYTES: '4096' });
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  /** `reason:http_status` of the quarantine rows holding exactly these bytes. */
+  const quarantined = async (body: string) => {
+    const { rows } = await t.db.query(`SELECT reason, http_status FROM quarantined_bodies WHERE body = $1`, [
+      Buffer.from(body),
+    ]);
+    return rows.map((r) => `${r.reason}:${r.http_status}`);
+  };
+
+  it('an unknown field nested deeper than 32 levels → 400 malformed_json, quarantined (not 503 forever)', async () => {
+    const body = `{"batchId":"deep-1","couponCount":1,"coupons":[{"coupon_code":"DEEP1","status":1,"realWin":null,"x":${'['.repeat(3000)}1${']'.repeat(3000)},"events":[]}]}`;
+    const res = await deliver(t.app, body);
+    expectError(res, 400, 'malformed_json');
+    expect(await quarantined(body)).toEqual(['malformed_json:400']);
+    expect(await rowsOfBatch(t, 'deep-1')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+  });
+
+  it('32 levels of nesting are still accepted', async () => {
+    // batch object (1) > coupons array (2) > coupon (3) > x: 29 nested arrays → depth 32
+    const body = `{"batchId":"deep-2","couponCount":1,"coupons":[{"coupon_code":"DEEP2","status":1,"realWin":null,"x":${'['.repeat(29)}1${']'.repeat(29)},"events":[]}]}`;
+    expect((await deliver(t.app, body)).status).toBe(200);
+  });
+
+  it.each([
+    [
+      'a duplicate key named \\u0000',
+      '{"batchId":"nul-1","couponCount":1,"coupons":[{"coupon_code":"NUL1","status":1,"events":[],"\\u0000":1,"\\u0000":2}]}',
+    ],
+    [
+      'a duplicate key named \\ud800',
+      '{"batchId":"nul-2","couponCount":1,"coupons":[{"coupon_code":"NUL2","status":1,"events":[],"\\ud800":1,"\\ud800":2}]}',
+    ],
+  ])('%s → 400 and quarantined (the parser message is stored with U+FFFD)', async (_name, body) => {
+    const res = await deliver(t.app, body);
+    expectError(res, 400, 'malformed_json');
+    expect(await quarantined(body)).toEqual(['malformed_json:400']);
+  });
+
+  it('a raw NUL byte inside a string → 400 and quarantined', async () => {
+    const body = Buffer.concat([
+      Buffer.from('{"batchId":"b1'),
+      Buffer.from([0]),
+      Buffer.from('","couponCount":1,"coupons":[]}'),
+    ]);
+    const res = await request(t.app.getHttpServer())
+      .post('/sportapi/callback')
+      .set('content-type', 'application/json')
+      .set('x-signature', sign(body))
+      .serialize((b: unknown) => b as string)
+      .send(body as unknown as string);
+    expectError(res, 400, 'malformed_json');
+    const { rows } = await t.db.query(`SELECT count(*)::int AS n FROM quarantined_bodies WHERE body = $1`, [
+      body,
+    ]);
+    expect(rows[0].n).toBe(1);
+  });
+
+  it('partner API: duplicate keys → 400 (not last-wins), deep nesting → 400 (not 500)', async () => {
+    await deposit(t.app, 'pdup', '100.00');
+    const dup = await request(t.app.getHttpServer())
+      .post('/accounts/pdup/adjustments')
+      .set('authorization', 'Bearer test-ops-key')
+      .set('idempotency-key', 'dup-1')
+      .set('content-type', 'application/json')
+      .send('{"amount":"1.00","amount":"-90.00","currency":"EUR","reason":"r"}');
+    expectError(dup, 400, 'malformed_json');
+    expect(await balance(t.app, 'pdup')).toBe('100.00');
+    const deep = await request(t.app.getHttpServer())
+      .post('/coupons')
+      .set('authorization', 'Bearer test-ops-key')
+      .set('content-type', 'application/json')
+      .send(
+        `{"coupon_code":"D","accountId":"pdup","stake":"1.00","currency":"EUR","x":${'['.repeat(2000)}${']'.repeat(2000)}}`,
+      );
+    expectError(deep, 400, 'malformed_json');
+  });
+
+  it('partner API: an amount sent as a JSON number is refused as a decimal string (400)', async () => {
+    const res = await ops(t.app).post(
+      '/accounts/pnum/adjustments',
+      { amount: 10.5, currency: 'EUR', reason: 'r' },
+      { 'idempotency-key': 'num-1' },
+    );
+    expectError(res, 400, 'validation_failed');
+    expect(fieldPaths(res)).toEqual(['amount']);
+  });
+
+  it('Content-Type charset=utf8 (no hyphen) is accepted', async () => {
+    const body = JSON.stringify(batchOf('utf8-1', { code: 'UTF8', status: 1 }));
+    const res = await request(t.app.getHttpServer())
+      .post('/sportapi/callback')
+      .set('content-type', 'application/json; charset=utf8')
+      .set('x-signature', sign(body))
+      .send(body);
+    expect(res.status).toBe(200);
+  });
+
+  it('admission: bodies beyond CALLBACK_MAX_INFLIGHT_BYTES at once → 503 transient_failure at once, the rest 200', async () => {
+    // 4 KiB in flight at most: two ~3 KiB batches sent together → one is processed, one refused.
+    const big = (n: number) => ({
+      batchId: `adm-${n}`,
+      couponCount: 1,
+      coupons: [
+        {
+          coupon_code: `ADM${n}`,
+          status: 1,
+          realWin: null,
+          events: [{ uuid: 'e', status: 0 }],
+          pad: 'x'.repeat(3000),
+        },
+      ],
+    });
+    const answers = await Promise.all([deliver(t.app, big(1)), deliver(t.app, big(2))]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 503]);
+    const refused = answers.find((r) => r.status === 503) as request.Response;
+    expectError(refused, 503, 'transient_failure');
+    // Once the first is done, the refused one goes through on redelivery.
+    const again = refused === answers[0] ? big(1) : big(2);
+    expect((await deliver(t.app, again)).status).toBe(200);
+  });
+});
