@@ -1,0 +1,234 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { listBatchFiles } from './batch-files.js';
+import { runCheck } from './check.js';
+import { describeManifest, generate, Manifest } from './generate.js';
+import { PartnerApi, registerManifest } from './partner-api.js';
+import { MAX_SEED } from './random.js';
+import { DEFAULT_TIMEOUT_MS, sendBatches } from './send.js';
+import { RunningServe, startServe } from './serve.js';
+
+/**
+ * The `sportapi` command line (`npm run sportapi -- <command> ...`). `runCli` returns the exit
+ * code: 0 success, 1 a batch not delivered / a rule failed, 2 a usage error.
+ */
+
+export const USAGE = `usage: npm run sportapi -- <command> [options]
+
+  send FILE|DIR --url URL --secret S [--time-scale X] [--timeout-ms 10000]
+                [--signature-header X-Signature] [--register MANIFEST --ops-key K [--ops-url URL]]
+      Deliver batch files as SportAPI does (CONTRACT §2): exact bytes signed with HMAC-SHA256,
+      10 s per attempt, retries after timeouts, transport errors and 500/502/503/504 after
+      1 min, 5 min, 15 min, 1 h (times --time-scale). A DIR is sent in file-name order
+      (coupons.json skipped). --url is the callback URL (a bare origin gets /sportapi/callback).
+      --register first deposits and registers the manifest's accounts and coupons through the
+      partner API at --ops-url (default: the origin of --url).
+
+  generate --out DIR --seed N [--coupons 20] [--batches 10] [--prefix P] [--max-batch-size 100] [--force]
+      Write a seeded sequence of batch files (0001.json, ...) and the coupons.json manifest.
+
+  serve --port P [--host 127.0.0.1] [--data DIR] [--api-key K]
+        [--proxy-to URL [--drop-after-response RATE] [--seed N]]
+      A stand-in SportAPI: GET /coupons/{coupon_code} from DIR's latest states; POSTs forwarded
+      to --proxy-to, the connection dropped after the receiver answered with probability RATE.
+
+  check --url URL --secret S --ops-key K [--callback-path /sportapi/callback]
+      Conformance run against a receiver: each CONTRACT rule PASS/FAIL.
+`;
+
+export interface CliIo {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  /** Resolves when the process is asked to stop (serve runs until then). */
+  stopSignal?: () => Promise<void>;
+  /** Receives the running server of `serve` (tests). */
+  onServe?: (server: RunningServe) => void;
+}
+
+class UsageError extends Error {}
+
+function required(values: Record<string, unknown>, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function number(
+  values: Record<string, unknown>,
+  name: string,
+  fallback: number,
+  check: (n: number) => boolean,
+  what: string,
+): number {
+  const value = values[name];
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (value === '' || !Number.isFinite(n) || !check(n)) throw new UsageError(`--${name} must be ${what}`);
+  return n;
+}
+
+const integerFrom = (min: number, max: number) => (n: number) => Number.isInteger(n) && n >= min && n <= max;
+
+async function send(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      secret: { type: 'string' },
+      'time-scale': { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      'signature-header': { type: 'string' },
+      register: { type: 'string' },
+      'ops-key': { type: 'string' },
+      'ops-url': { type: 'string' },
+    },
+  });
+  if (positionals.length !== 1) throw new UsageError('send takes one FILE or DIR');
+  const url = required(values, 'url');
+  const secret = required(values, 'secret');
+  const timeScale = number(values, 'time-scale', 1, (n) => n >= 0, 'a number >= 0');
+  const timeoutMs = number(
+    values,
+    'timeout-ms',
+    DEFAULT_TIMEOUT_MS,
+    integerFrom(1, 3_600_000),
+    'an integer of ms',
+  );
+  const files = await listBatchFiles(positionals[0]);
+  if (files.length === 0) throw new UsageError(`no batch files in ${positionals[0]}`);
+  if (values.register !== undefined) {
+    const manifest = JSON.parse(await readFile(values.register, 'utf8')) as Manifest;
+    const api = new PartnerApi(values['ops-url'] ?? new URL(url).origin, required(values, 'ops-key'));
+    await registerManifest(manifest, api);
+    io.out(`registered ${manifest.coupons.length} coupons on ${manifest.accounts.length} accounts`);
+  }
+  const report = await sendBatches(positionals[0], {
+    url,
+    secret,
+    timeScale,
+    timeoutMs,
+    signatureHeader: values['signature-header'],
+    log: io.out,
+    warn: io.err,
+  });
+  return report.ok ? 0 : 1;
+}
+
+async function generateCommand(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      out: { type: 'string' },
+      seed: { type: 'string' },
+      coupons: { type: 'string' },
+      batches: { type: 'string' },
+      prefix: { type: 'string' },
+      'max-batch-size': { type: 'string' },
+      force: { type: 'boolean' },
+    },
+  });
+  const out = required(values, 'out');
+  const seed = number(values, 'seed', NaN, integerFrom(0, MAX_SEED), `an integer from 0 to ${MAX_SEED}`);
+  if (Number.isNaN(seed)) throw new UsageError('--seed is required');
+  const result = await generate({
+    out,
+    seed,
+    coupons: number(values, 'coupons', 20, integerFrom(1, 100_000), 'an integer from 1 to 100000'),
+    batches: number(values, 'batches', 10, integerFrom(1, 100_000), 'an integer from 1 to 100000'),
+    maxBatchSize: number(values, 'max-batch-size', 100, integerFrom(1, 100), 'an integer from 1 to 100'),
+    prefix: values.prefix,
+    force: values.force,
+  });
+  io.out(`wrote ${out}: ${describeManifest(result.manifest)}`);
+  return 0;
+}
+
+async function serve(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      'api-key': { type: 'string' },
+      'proxy-to': { type: 'string' },
+      'drop-after-response': { type: 'string' },
+      seed: { type: 'string' },
+    },
+  });
+  const port = number(values, 'port', NaN, integerFrom(0, 65_535), 'an integer from 0 to 65535');
+  if (Number.isNaN(port)) throw new UsageError('--port is required');
+  const server = await startServe({
+    port,
+    host: values.host,
+    data: values.data,
+    apiKey: values['api-key'],
+    proxyTo: values['proxy-to'],
+    dropAfterResponse: number(values, 'drop-after-response', 0, (n) => n >= 0 && n <= 1, 'between 0 and 1'),
+    seed: number(values, 'seed', 1, integerFrom(0, MAX_SEED), `an integer from 0 to ${MAX_SEED}`),
+    log: io.out,
+  });
+  io.out(
+    `sportapi stand-in listening on ${server.url}: ${server.coupons} coupons readable at GET /coupons/{coupon_code}` +
+      (values['proxy-to'] ? `; POSTs forwarded to ${values['proxy-to']}` : ''),
+  );
+  io.onServe?.(server);
+  if (io.stopSignal) {
+    await io.stopSignal();
+    await server.close();
+    io.out(`stopped: ${JSON.stringify(server.stats)}`);
+  }
+  return 0;
+}
+
+async function check(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      url: { type: 'string' },
+      secret: { type: 'string' },
+      'ops-key': { type: 'string' },
+      'callback-path': { type: 'string' },
+      'signature-header': { type: 'string' },
+    },
+  });
+  const report = await runCheck({
+    url: required(values, 'url'),
+    secret: required(values, 'secret'),
+    opsKey: required(values, 'ops-key'),
+    callbackPath: values['callback-path'],
+    signatureHeader: values['signature-header'],
+    log: io.out,
+  });
+  return report.ok ? 0 : 1;
+}
+
+const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
+  send,
+  generate: generateCommand,
+  serve,
+  check,
+};
+
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    (command === undefined ? io.err : io.out)(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    io.err(`unknown command: ${command}\n\n${USAGE}`);
+    return 2;
+  }
+  try {
+    return await run(args, io);
+  } catch (error) {
+    const usage =
+      error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') === true;
+    io.err(`sportapi ${command}: ${(error as Error).message}`);
+    if (usage) io.err(`\n${USAGE}`);
+    return usage ? 2 : 1;
+  }
+}
