@@ -7,7 +7,7 @@ import { TransactionRunner, Tx } from '../database/transaction.js';
 import { CouponRepository, BetRow, SnapshotRow } from '../coupons/coupon.repository.js';
 import { settlementPostOperations } from '../coupons/coupons.service.js';
 import { LedgerService, PostOperation } from '../ledger/ledger.service.js';
-import { decideSettlement } from '../settlement/decide-settlement.js';
+import { decideSettlement, sameSettlementState } from '../settlement/decide-settlement.js';
 import { CouponSettlementState } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
 import { BatchRepository } from './batch.repository.js';
@@ -74,18 +74,24 @@ export class CallbackService {
     const ordered = [...batch.coupons].sort((a, b) =>
       a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0,
     );
-    const locked = await this.coupons.lockForBatch(
-      tx,
-      ordered.map((c) => c.couponCode),
+    const locked = new Map(
+      (
+        await this.coupons.lockForBatch(
+          tx,
+          ordered.map((c) => c.couponCode),
+        )
+      ).map((row) => [row.couponCode, row]),
     );
     const states: (CouponSettlementState & { couponCode: string })[] = [];
     const snapshots: SnapshotRow[] = [];
     const bets: BetRow[] = [];
     const ops: PostOperation[] = [];
-    ordered.forEach((coupon, i) => {
-      const current = locked[i];
+    for (const coupon of ordered) {
+      const current = locked.get(coupon.couponCode);
+      if (!current) throw new Error(`coupon ${coupon.couponCode} was not locked`);
       const decision = decideSettlement(current, coupon, this.statusMap.kindOf(coupon.status));
-      states.push({ ...decision.state, couponCode: coupon.couponCode });
+      if (!sameSettlementState(current, decision.state))
+        states.push({ ...decision.state, couponCode: coupon.couponCode });
       snapshots.push({
         couponCode: coupon.couponCode,
         status: coupon.status,
@@ -111,7 +117,7 @@ export class CallbackService {
           ),
         );
       }
-    });
+    }
     await this.coupons.insertSnapshots(tx, batch.batchId, snapshots, batch.losslessNumbers);
     await this.coupons.saveStates(tx, batch.batchId, states);
     await this.coupons.upsertBets(tx, batch.batchId, bets, batch.losslessNumbers);

@@ -47,19 +47,24 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
 @Injectable()
 export class CouponRepository {
   /**
-   * Upserts and row-locks the coupons of a batch in ascending `coupon_code` order (bytewise), one
-   * statement: new codes are inserted, existing rows are locked by the no-op update.
-   * @returns the state of each coupon before this batch, in the same order.
+   * Creates the coupons of a batch that do not exist yet, then row-locks all of them `FOR UPDATE`
+   * in ascending `coupon_code` order (bytewise): the fixed lock order that keeps batches sharing
+   * coupons free of deadlocks. Locking does not rewrite the rows (unlike an upsert's no-op update).
+   * @returns the state of each coupon before this batch, in ascending `coupon_code` order.
    */
   async lockForBatch(tx: Tx, couponCodes: string[]): Promise<LockedCoupon[]> {
-    const { rows } = await tx.query<LockedCoupon>(
+    await tx.query(
       `INSERT INTO coupons (coupon_code)
        SELECT code FROM unnest($1::text[]) AS code ORDER BY code COLLATE "C"
-       ON CONFLICT (coupon_code) DO UPDATE SET updated_at = now()
-       RETURNING ${COUPON_COLUMNS}`,
+       ON CONFLICT (coupon_code) DO NOTHING`,
       [couponCodes],
     );
-    return rows.sort((a, b) => (a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0));
+    const { rows } = await tx.query<LockedCoupon>(
+      `SELECT ${COUPON_COLUMNS} FROM coupons
+       WHERE coupon_code = ANY($1::text[]) ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
+      [couponCodes],
+    );
+    return rows;
   }
 
   /** Locks one coupon for registration, creating its row if no callback has arrived yet. */
@@ -67,7 +72,7 @@ export class CouponRepository {
     return (await this.lockForBatch(tx, [couponCode]))[0];
   }
 
-  /** Writes the settlement state decided for each coupon of a batch. */
+  /** Writes the settlement state of the coupons a batch changed (`last_batch_id`: the batch that last changed it). */
   async saveStates(
     tx: Tx,
     batchId: string,
@@ -129,7 +134,10 @@ export class CouponRepository {
     );
   }
 
-  /** Inserts or updates bets by (`coupon_code`, `uuid`) from applied snapshots. */
+  /**
+   * Inserts or updates bets by (`coupon_code`, `uuid`) from applied snapshots; a bet whose status
+   * and payload are unchanged is not rewritten (`last_batch_id` is the batch that last changed it).
+   */
   async upsertBets(tx: Tx, batchId: string, bets: BetRow[], lossless = true): Promise<void> {
     if (!bets.length) return;
     await tx.query(
@@ -138,7 +146,8 @@ export class CouponRepository {
        FROM jsonb_to_recordset($2::jsonb) AS r(coupon_code text, uuid text, status int, payload jsonb)
        ORDER BY r.coupon_code COLLATE "C", r.uuid COLLATE "C"
        ON CONFLICT (coupon_code, uuid) DO UPDATE
-         SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()`,
+         SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()
+         WHERE (bets.status, bets.payload) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.payload)`,
       [
         batchId,
         stringifyExactJson(

@@ -168,3 +168,19 @@ export function decideSettlement(
       };
   }
 }
+
+/** Whether two settlement states are equal field by field (amounts compared as decimals). */
+export function sameSettlementState(a: CouponSettlementState, b: CouponSettlementState): boolean {
+  const amount = (x: string | null, y: string | null) =>
+    x === null || y === null ? x === y : sameAmount(x, y);
+  return (
+    a.status === b.status &&
+    amount(a.realWin, b.realWin) &&
+    a.generation === b.generation &&
+    a.generationSettled === b.generationSettled &&
+    amount(a.settledAmount, b.settledAmount) &&
+    a.recalculationOpen === b.recalculationOpen &&
+    a.needsReview === b.needsReview &&
+    a.reviewReason === b.reviewReason
+  );
+}

@@ -263,6 +263,31 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     expect(await balance(t.app, 'p11')).toBe('140.00');
   });
 
+  it('coupon codes outside the BMP are matched to their own state (JS and SQL orders differ)', async () => {
+    // UTF-16 puts the surrogate pair of U+1F600 before U+FF01; bytewise (COLLATE "C") it comes after.
+    await deposit(t.app, 'pu', '10.00');
+    await register(t.app, 'U\u{1F600}', 'pu', '1.00');
+    await register(t.app, 'U\uFF01', 'pu', '1.00');
+    const res = await deliver(t.app, {
+      batchId: 'b-unicode',
+      couponCount: 2,
+      coupons: [
+        { coupon_code: 'U\u{1F600}', status: 2, realWin: '7.00', events: [{ uuid: 'e', status: 2 }] },
+        { coupon_code: 'U\uFF01', status: 4, realWin: '0', events: [{ uuid: 'e', status: 4 }] },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect((await ops(t.app).get(`/coupons/${encodeURIComponent('U\u{1F600}')}`)).body).toMatchObject({
+      status: 2,
+      realWin: '7.00',
+    });
+    expect((await ops(t.app).get(`/coupons/${encodeURIComponent('U\uFF01')}`)).body).toMatchObject({
+      status: 4,
+      realWin: '0.00',
+    });
+    expect(await balance(t.app, 'pu')).toBe('15.00');
+  });
+
   it('the ledger balances: every operation sums to zero, balances equal their entries', async () => {
     const perOp = await t.db.query(
       `SELECT operation_id FROM ledger_entries GROUP BY operation_id HAVING sum(amount) <> 0 OR count(*) <> 2`,

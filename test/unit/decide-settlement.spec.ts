@@ -1,4 +1,8 @@
-import { decideSettlement, INITIAL_SETTLEMENT_STATE } from '../../src/settlement/decide-settlement.js';
+import {
+  decideSettlement,
+  INITIAL_SETTLEMENT_STATE,
+  sameSettlementState,
+} from '../../src/settlement/decide-settlement.js';
 import {
   CouponSettlementState,
   SettlementDecision,
@@ -397,5 +401,18 @@ describe('StatusMap', () => {
   it('takes a configured map', () => {
     const map = new StatusMap({ 10: 'WIN', 11: 'LOSS' });
     expect([10, 11, 2].map((c) => map.kindOf(c))).toEqual(['WIN', 'LOSS', 'UNKNOWN']);
+  });
+});
+
+describe('sameSettlementState', () => {
+  it('compares every field, amounts as decimals', () => {
+    expect(sameSettlementState(settled(0, '50.00'), settled(0, '50'))).toBe(true);
+    expect(sameSettlementState(settled(0, '50.00'), settled(0, '50.01'))).toBe(false);
+    expect(sameSettlementState(S(), S({ needsReview: true }))).toBe(false);
+    expect(sameSettlementState(S(), S({ status: 1 }))).toBe(false);
+    expect(sameSettlementState(S({ realWin: null }), S({ realWin: '0.00' }))).toBe(false);
+    expect(sameSettlementState(settled(1, '5.00'), settled(1, '5.00', { recalculationOpen: true }))).toBe(
+      false,
+    );
   });
 });
