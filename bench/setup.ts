@@ -1,0 +1,348 @@
+/**
+ * Databases of the throughput benchmark (bench/run.ts): a template migrated with the receiver's
+ * own migrations (optionally preloaded with 1 M coupons / 5 M bets), cloned into one database per
+ * side, the pool seeded for the baseline in bulk SQL and registered on the receiver through its
+ * partner API, exactly as an operator would.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { buildDataSourceOptions } from '../src/database/data-source-options.js';
+import { runMigrationsLocked } from '../src/database/migrator.js';
+import { PoolCoupon } from './load.js';
+
+/** Deposit of every pool player (enough for every stake of the pool). */
+export const DEPOSIT = '1000000.00';
+export const CURRENCY = 'EUR';
+
+/** Connection URL of database `name` on the server of `adminUrl`. */
+export function databaseUrl(adminUrl: string, name: string): string {
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs `work` on one connection to `url`, then closes it. */
+export async function withClient<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, application_name: 'bench-setup' });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** True when a PostgreSQL server answers at `url` within two seconds. */
+export async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Drops the databases (terminating their sessions). */
+export async function dropDatabases(adminUrl: string, names: string[]): Promise<void> {
+  await withClient(adminUrl, async (c) => {
+    const version = Number((await c.query('SHOW server_version_num')).rows[0].server_version_num);
+    for (const name of names) {
+      const id = c.escapeIdentifier(name);
+      if (version >= 130000) await c.query(`DROP DATABASE IF EXISTS ${id} WITH (FORCE)`);
+      else {
+        await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+        await c.query(`DROP DATABASE IF EXISTS ${id}`);
+      }
+    }
+  });
+}
+
+/** Creates `name` as a copy of `template` (file copy for big templates: no 2 GB of WAL). */
+export async function cloneDatabase(adminUrl: string, template: string, name: string, big: boolean) {
+  await withClient(adminUrl, async (c) => {
+    const version = Number((await c.query('SHOW server_version_num')).rows[0].server_version_num);
+    const strategy = big && version >= 150000 ? ' STRATEGY = FILE_COPY' : '';
+    await c.query(
+      `CREATE DATABASE ${c.escapeIdentifier(name)} TEMPLATE ${c.escapeIdentifier(template)}${strategy}`,
+    );
+  });
+}
+
+/** Creates `name` and applies the receiver's migrations to it (the same code as `npm start`). */
+export async function createMigratedDatabase(adminUrl: string, name: string): Promise<void> {
+  await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
+  const dataSource = await new DataSource(buildDataSourceOptions(databaseUrl(adminUrl, name))).initialize();
+  try {
+    await runMigrationsLocked(dataSource);
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/**
+ * Preloads a migrated database with a bookmaker's history: 10 000 players, 1 M registered coupons
+ * (40 % won, 50 % lost, 10 % still pending), 5 M bets, one snapshot per coupon in 10 000 old
+ * batches, the stake debits and win credits with their ledger entries, and consistent balances.
+ * Bulk `INSERT … SELECT generate_series`, foreign-key triggers off when the role may (superuser),
+ * then VACUUM ANALYZE so the clones start with the visibility map and statistics set.
+ * @returns seconds taken.
+ */
+export async function preload(url: string, coupons = 1_000_000, betsPerCoupon = 5): Promise<number> {
+  const t0 = performance.now();
+  const players = 10_000;
+  const batches = Math.ceil(coupons / 100);
+  await withClient(url, async (c) => {
+    await c.query("SET synchronous_commit = off; SET maintenance_work_mem = '512MB'; SET work_mem = '256MB'");
+    await c.query('SET statement_timeout = 0; SET lock_timeout = 0');
+    await c.query("SET session_replication_role = 'replica'").catch(() => undefined);
+    const code = (i: string) => `lpad(${i}::text, 12, '0')`;
+    const player = (i: string) => `'pre-p' || lpad((${i} % ${players})::text, 5, '0')`;
+    const batch = (i: string) => `'pre-' || lpad((${i} / 100)::text, 7, '0')`;
+    // status by i % 10: 0-3 won, 4-8 lost, 9 pending; a win pays 2.5 × the stake.
+    const status = (i: string) => `(CASE WHEN ${i} % 10 < 4 THEN 2 WHEN ${i} % 10 < 9 THEN 4 ELSE 1 END)`;
+    const stake = (i: string) => `((${i} % 20) + 1)::numeric`;
+    const win = (i: string) =>
+      `(CASE WHEN ${i} % 10 < 4 THEN ${stake(i)} * 2.5 WHEN ${i} % 10 < 9 THEN 0 ELSE NULL END)`;
+    await c.query(`
+      INSERT INTO accounts (id, kind, currency)
+      SELECT 'pre-p' || lpad(i::text, 5, '0'), 'player', '${CURRENCY}' FROM generate_series(0, ${players - 1}) i
+      UNION ALL SELECT 'house:${CURRENCY}', 'house', '${CURRENCY}'
+      ON CONFLICT (id) DO NOTHING`);
+    await c.query(`
+      INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at)
+      SELECT 'pre-' || lpad(i::text, 7, '0'), md5(i::text) || md5('b' || i), 100, convert_to('{}', 'UTF8'),
+             now() - interval '30 days'
+      FROM generate_series(0, ${batches - 1}) i`);
+    await c.query(`
+      INSERT INTO coupons (coupon_code, account_id, stake, currency, registration_hash, registered_at, status,
+        real_win, settlement_generation, generation_settled, settled_amount, last_batch_id, created_at, updated_at)
+      SELECT ${code('i')}, ${player('i')}, ${stake('i')}, '${CURRENCY}', md5(i::text) || md5('c' || i),
+             now() - interval '30 days', ${status('i')}, ${win('i')}, 0, ${win('i')} IS NOT NULL, ${win('i')},
+             ${batch('i')}, now() - interval '30 days', now() - interval '29 days'
+      FROM generate_series(0, ${coupons - 1}) i`);
+    await c.query(`
+      INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id, created_at, updated_at)
+      SELECT code, u, s, jsonb_build_object('uuid', u, 'status', s), b, now() - interval '30 days', now() - interval '29 days'
+      FROM (SELECT ${code('i')} AS code, md5(i || ':' || j)::uuid::text AS u,
+                   CASE WHEN i % 10 = 9 THEN 0 ELSE 1 + (i + j) % 2 END AS s, ${batch('i')} AS b
+            FROM generate_series(0, ${coupons - 1}) i, generate_series(0, ${betsPerCoupon - 1}) j) x`);
+    await c.query(`
+      INSERT INTO coupon_snapshots (coupon_code, batch_id, status, real_win, applied, transition, generation, operations, payload, received_at)
+      SELECT ${code('i')}, ${batch('i')}, ${status('i')}, ${win('i')}, true,
+             CASE WHEN ${status('i')} = 1 THEN 'pending_applied' ELSE 'settled' END, 0,
+             CASE WHEN i % 10 < 4 THEN jsonb_build_array(jsonb_build_object('type', 'final_credit', 'generation', 0,
+               'amount', (${win('i')})::text)) ELSE '[]'::jsonb END,
+             jsonb_build_object('coupon_code', ${code('i')}, 'status', ${status('i')}), now() - interval '29 days'
+      FROM generate_series(0, ${coupons - 1}) i`);
+    await c.query(`
+      INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id, created_at)
+      SELECT 'adjustment:pre-dep-' || i, 'deposit', NULL, NULL, 'pre-p' || lpad(i::text, 5, '0'), 100000, '${CURRENCY}', NULL,
+             now() - interval '31 days'
+      FROM generate_series(0, ${players - 1}) i
+      UNION ALL
+      SELECT ${code('i')} || ':0:stake_debit', 'stake_debit', ${code('i')}, 0, ${player('i')}, ${stake('i')},
+             '${CURRENCY}', NULL, now() - interval '30 days'
+      FROM generate_series(0, ${coupons - 1}) i
+      UNION ALL
+      SELECT ${code('i')} || ':0:final_credit', 'final_credit', ${code('i')}, 0, ${player('i')}, ${win('i')},
+             '${CURRENCY}', ${batch('i')}, now() - interval '29 days'
+      FROM generate_series(0, ${coupons - 1}) i WHERE i % 10 < 4`);
+    await c.query(`
+      INSERT INTO ledger_entries (operation_id, account_id, amount, created_at)
+      SELECT id, account_id, CASE WHEN type IN ('deposit', 'final_credit') THEN amount ELSE -amount END, created_at
+      FROM financial_operations
+      UNION ALL
+      SELECT id, 'house:' || currency, CASE WHEN type IN ('deposit', 'final_credit') THEN -amount ELSE amount END, created_at
+      FROM financial_operations`);
+    await c.query(`
+      UPDATE accounts a SET balance = x.total
+      FROM (SELECT account_id, sum(amount) AS total FROM ledger_entries GROUP BY account_id) x
+      WHERE a.id = x.account_id`);
+    await c.query(`
+      INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, coupon_count, duration_ms, payload_hash)
+      SELECT batch_id, md5(batch_id), received_at, 'processed', 200, 100, 12, payload_hash FROM callback_batches`);
+    await c.query('RESET session_replication_role').catch(() => undefined);
+    await c.query('VACUUM ANALYZE');
+  });
+  return (performance.now() - t0) / 1000;
+}
+
+/** SHA-256 of a registration, as the receiver computes it (coupons.service). */
+function registrationHash(c: PoolCoupon): string {
+  return createHash('sha256')
+    .update(JSON.stringify([c.code, c.accountId, c.stake, CURRENCY]))
+    .digest('hex');
+}
+
+/**
+ * The baseline's equivalent of the partner API calls: the players with their deposits (operation,
+ * adjustment, two entries), the coupons registered with their stake debits, balances from entries.
+ */
+export async function seedBaseline(url: string, players: string[], coupons: PoolCoupon[]): Promise<void> {
+  await withClient(url, async (c) => {
+    await c.query('BEGIN');
+    await c.query(
+      `INSERT INTO accounts (id, kind, currency)
+       SELECT p, 'player', $2 FROM unnest($1::text[]) p UNION ALL SELECT 'house:' || $2, 'house', $2
+       ON CONFLICT (id) DO NOTHING`,
+      [players, CURRENCY],
+    );
+    await c.query(
+      `WITH ops AS (
+         INSERT INTO financial_operations (operation_key, type, account_id, amount, currency)
+         SELECT 'adjustment:bench-dep-' || p, 'deposit', p, $2::numeric, $3 FROM unnest($1::text[]) p
+         RETURNING id, account_id, amount, operation_key
+       ), adj AS (
+         INSERT INTO account_adjustments (idempotency_key, account_id, request_hash, amount, currency, reason, operation_id, balance_after)
+         SELECT substr(operation_key, 12), account_id, md5(account_id) || md5(operation_key), amount, $3,
+                'benchmark deposit', id, amount FROM ops
+       )
+       INSERT INTO ledger_entries (operation_id, account_id, amount)
+       SELECT id, account_id, amount FROM ops UNION ALL SELECT id, 'house:' || $3, -amount FROM ops`,
+      [players, DEPOSIT, CURRENCY],
+    );
+    await c.query(
+      `INSERT INTO coupons (coupon_code, account_id, stake, currency, registration_hash, registered_at)
+       SELECT code, account, stake, $5, hash, now() FROM unnest($1::text[], $2::text[], $3::numeric[], $4::text[])
+         AS x(code, account, stake, hash)`,
+      [
+        coupons.map((x) => x.code),
+        coupons.map((x) => x.accountId),
+        coupons.map((x) => x.stake),
+        coupons.map(registrationHash),
+        CURRENCY,
+      ],
+    );
+    await c.query(
+      `WITH ops AS (
+         INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+         SELECT code || ':0:stake_debit', 'stake_debit', code, 0, account, stake, $4
+         FROM unnest($1::text[], $2::text[], $3::numeric[]) AS x(code, account, stake)
+         RETURNING id, account_id, amount
+       )
+       INSERT INTO ledger_entries (operation_id, account_id, amount)
+       SELECT id, account_id, -amount FROM ops UNION ALL SELECT id, 'house:' || $4, amount FROM ops`,
+      [coupons.map((x) => x.code), coupons.map((x) => x.accountId), coupons.map((x) => x.stake), CURRENCY],
+    );
+    await c.query(
+      `UPDATE accounts a SET balance = a.balance + x.total
+       FROM (SELECT e.account_id, sum(e.amount) AS total FROM ledger_entries e
+             JOIN financial_operations o ON o.id = e.operation_id
+             WHERE o.operation_key LIKE 'adjustment:bench-dep-%' OR o.coupon_code LIKE '2%'
+             GROUP BY e.account_id) x
+       WHERE a.id = x.account_id`,
+    );
+    await c.query('COMMIT');
+  });
+}
+
+/** Runs `task` over `items` with `concurrency` workers; the first failure stops the rest. */
+async function eachLimited<T>(items: T[], concurrency: number, task: (item: T) => Promise<void>) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < items.length) await task(items[next++]);
+    }),
+  );
+}
+
+/** The players' deposits and the coupons' registrations through the receiver's partner API. */
+export async function registerOnReceiver(
+  baseUrl: string,
+  opsKey: string,
+  players: string[],
+  coupons: PoolCoupon[],
+): Promise<void> {
+  const headers = { authorization: `Bearer ${opsKey}`, 'content-type': 'application/json' };
+  const post = async (path: string, body: unknown, extra: Record<string, string> = {}) => {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method: 'POST',
+      headers: { ...headers, ...extra },
+      body: JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status !== 200 && res.status !== 201) throw new Error(`POST ${path}: HTTP ${res.status} ${text}`);
+  };
+  await eachLimited(players, 8, (p) =>
+    post(
+      `/accounts/${encodeURIComponent(p)}/adjustments`,
+      { amount: DEPOSIT, currency: CURRENCY, reason: 'benchmark deposit' },
+      { 'idempotency-key': `bench-dep-${p}` },
+    ),
+  );
+  await eachLimited(coupons, 8, (c) =>
+    post('/coupons', { coupon_code: c.code, accountId: c.accountId, stake: c.stake, currency: CURRENCY }),
+  );
+}
+
+/** Player balance total and registered coupons of a side's database (both sides must agree). */
+export async function seededTotals(url: string): Promise<{ coupons: number; balance: string }> {
+  return withClient(url, async (c) => {
+    const { rows } = await c.query<{ coupons: string; balance: string }>(
+      `SELECT (SELECT count(*) FROM coupons WHERE coupon_code LIKE '2%' AND account_id IS NOT NULL) AS coupons,
+              (SELECT coalesce(sum(balance), 0)::text FROM accounts WHERE id LIKE 'bench-p%') AS balance`,
+    );
+    return { coupons: Number(rows[0].coupons), balance: rows[0].balance };
+  });
+}
+
+/** Rows the load wrote for the batches of `prefix` up to `lastBatchId` (not the seed or the preload). */
+export interface TableCounts {
+  batches: number;
+  snapshots: number;
+  operations: number;
+  entries: number;
+  transitions: Record<string, number>;
+}
+
+/** The id of the last new batch a side committed, or undefined. */
+export async function lastBatchId(url: string, prefix: string): Promise<string | undefined> {
+  return withClient(url, async (c) => {
+    const { rows } = await c.query<{ id: string | null }>(
+      'SELECT max(batch_id) AS id FROM callback_batches WHERE batch_id LIKE $1',
+      [`${prefix}-%`],
+    );
+    return rows[0].id ?? undefined;
+  });
+}
+
+/**
+ * Counts of the rows written for the batches `<prefix>-…` up to `lastBatchId`: given the same
+ * sequence, both sides must write the same rows for the same batches.
+ */
+export async function tableCounts(url: string, prefix: string, lastBatchId: string): Promise<TableCounts> {
+  return withClient(url, async (c) => {
+    const params = [`${prefix}-%`, lastBatchId];
+    const one = async (sql: string) => Number((await c.query(sql, params)).rows[0].n);
+    const transitions: Record<string, number> = {};
+    for (const r of (
+      await c.query<{ transition: string; n: string }>(
+        `SELECT transition, count(*) AS n FROM coupon_snapshots WHERE batch_id LIKE $1 AND batch_id <= $2
+         GROUP BY 1 ORDER BY 2 DESC, 1`,
+        params,
+      )
+    ).rows)
+      transitions[r.transition] = Number(r.n);
+    return {
+      batches: await one(
+        'SELECT count(*) AS n FROM callback_batches WHERE batch_id LIKE $1 AND batch_id <= $2',
+      ),
+      snapshots: await one(
+        'SELECT count(*) AS n FROM coupon_snapshots WHERE batch_id LIKE $1 AND batch_id <= $2',
+      ),
+      operations: await one(
+        'SELECT count(*) AS n FROM financial_operations WHERE batch_id LIKE $1 AND batch_id <= $2',
+      ),
+      entries: await one(
+        `SELECT count(*) AS n FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
+         WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
+      ),
+      transitions,
+    };
+  });
+}
