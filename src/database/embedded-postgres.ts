@@ -199,8 +199,3 @@ export class EmbeddedPostgresServer {
     for (let i = 0; i < 100 && pidIsAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   }
 }
-
-/** Creates the parent folder of a data directory (used by tests and the CLI). */
-export function ensureDir(dir: string): void {
-  mkdirSync(dir, { recursive: true });
-}
