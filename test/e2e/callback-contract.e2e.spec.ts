@@ -14,6 +14,7 @@ import {
   SECRET,
   sign,
   TestContext,
+  expectError,
 } from '../support/test-app.js';
 
 // The callback's HTTP contract and failure handling (CONTRACT §3, §4, §5, §8): signatures,
@@ -23,8 +24,6 @@ import {
 const CALLBACK = '/sportapi/callback';
 
 /** Text that must never appear in an error answer: SQL, driver internals, stack frames, secrets. */
-const LEAK =
-  /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
 
 const TABLES = [
   'callback_batches',
@@ -100,17 +99,6 @@ async function send(t: TestContext, body: unknown, opts: SendOptions = {}): Prom
   const raw = (b: unknown) => b as string;
   const res = await req.serialize(raw).send(opts.encoding ? opts.encoding.encode(bytes) : bytes);
   return { res, bytes, requestId };
-}
-
-/** Asserts an error answer: exact status, `{success:false, error:{code, message[, fields]}}`, no internals. */
-function expectError(res: request.Response, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.headers['content-type']).toMatch(/^application\/json/);
-  expect(Object.keys(res.body).sort()).toEqual(['error', 'success']);
-  expect(res.body.success).toBe(false);
-  expect(typeof res.body.error.message).toBe('string');
-  expect(Object.keys(res.body.error).filter((k) => !['code', 'message', 'fields'].includes(k))).toEqual([]);
-  expect(res.text).not.toMatch(LEAK);
 }
 
 /** Distinct `error.fields[].path` of a 400. */

@@ -12,6 +12,7 @@ import {
   register,
   sign,
   TestContext,
+  expectError,
 } from '../support/test-app.js';
 
 // Regression tests for the fixes of "Fixes from adversarial testing…" (CONTRACT §3–§8, §10):
@@ -19,13 +20,6 @@ import {
 // that cannot be written, concurrent duplicates past the lock timeout, strict partner input,
 // the callback path's spelling, numbers that never pass through floating point, and results
 // whose status contradicts their amount. Each test fails when its fix is reverted.
-
-/** Asserts an error answer: exact status and `{success:false, error:{code, message[, fields]}}`. */
-function expectError(res: request.Response, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-  expect(res.body.success).toBe(false);
-  expect(typeof res.body.error.message).toBe('string');
-}
 
 /** Distinct `error.fields[].path` of a 400, sorted. */
 function fieldPaths(res: request.Response): string[] {

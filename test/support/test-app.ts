@@ -146,3 +146,18 @@ export function batchOf(
     ],
   };
 }
+
+/** What no response body may contain: SQL, driver errors, stack frames, secrets, table names. */
+export const LEAK =
+  /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
+
+/** Asserts an error answer: exact status, `{success:false, error:{code, message[, fields]}}`, no internals (CONTRACT §5). */
+export function expectError(res: request.Response, status: number, code: string): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(Object.keys(res.body).sort()).toEqual(['error', 'success']);
+  expect(res.body.success).toBe(false);
+  expect(typeof res.body.error.message).toBe('string');
+  expect(Object.keys(res.body.error).filter((k) => !['code', 'message', 'fields'].includes(k))).toEqual([]);
+  expect(res.text).not.toMatch(LEAK);
+}
