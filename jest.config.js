@@ -15,5 +15,8 @@ export default {
   projects: [
     { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
     { ...esm, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+    // Races, crashes, outages, property-based sequences, hostile input: spawns built receivers
+    // (`npm run test:reliability` builds first), so it is not part of `npm test`.
+    { ...esm, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.spec.ts'] },
   ],
 };

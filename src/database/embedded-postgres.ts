@@ -93,6 +93,16 @@ export class EmbeddedPostgresServer {
     return `postgres://${USER}:${PASSWORD}@127.0.0.1:${this.options.port}/${this.options.database}`;
   }
 
+  /** True when the data folder (after the root fallback of {@link start}) holds an initialised cluster. */
+  hasCluster(): boolean {
+    return existsSync(resolve(this.dataDirFor(resolve(this.options.dataDir)), 'PG_VERSION'));
+  }
+
+  /** True when something (e.g. a running receiver's embedded server) listens on the port. */
+  isPortInUse(): Promise<boolean> {
+    return portInUse(this.options.port);
+  }
+
   /** Initialises (first time), starts the server and creates the database. */
   async start(): Promise<string> {
     const dataDir = this.dataDirFor(resolve(this.options.dataDir));

@@ -1,0 +1,282 @@
+/** Anything that runs SQL with positional parameters: a `pg.Client`, a `pg.Pool`, a pool client. */
+export interface SqlQueryable {
+  query<R extends Record<string, unknown> = Record<string, unknown>>(
+    sql: string,
+    params?: unknown[],
+  ): Promise<{ rows: R[] }>;
+}
+
+/** Names of the checks {@link LedgerVerifier} runs (CONTRACT §7, §4, §8). */
+export enum LedgerCheck {
+  /** An operation's entries do not sum to zero, are not exactly one player and one house entry, or move another amount. */
+  OPERATION_UNBALANCED = 'operation_unbalanced',
+  /** The sum of all ledger entries is not zero. */
+  LEDGER_UNBALANCED = 'ledger_unbalanced',
+  /** An account's materialised balance differs from the sum of its entries. */
+  BALANCE_MISMATCH = 'balance_mismatch',
+  /** An operation key that is not `<coupon_code>:<generation>:<type>` or `adjustment:<key>` for its row. */
+  OPERATION_KEY_MALFORMED = 'operation_key_malformed',
+  /** The same operation key twice (the unique constraint forbids it; checked anyway). */
+  OPERATION_KEY_DUPLICATE = 'operation_key_duplicate',
+  /** A coupon operation on another account than the coupon's, or on an unregistered coupon. */
+  OPERATION_ACCOUNT_MISMATCH = 'operation_account_mismatch',
+  /** A registered coupon without exactly one `:0:stake_debit` of its stake. */
+  STAKE_MISMATCH = 'stake_mismatch',
+  /** Callback credits minus debits of a registered coupon differ from its latest settled generation's `realWin`. */
+  COUPON_SETTLEMENT_MISMATCH = 'coupon_settlement_mismatch',
+  /** A settlement operation decided by a stored snapshot is missing from the ledger, or differs. */
+  DECIDED_OPERATION_MISSING = 'decided_operation_missing',
+  /** A settlement operation in the ledger that no stored snapshot decided. */
+  UNDECIDED_OPERATION = 'undecided_operation',
+  /** A committed batch without its `processed` delivery attempt (CONTRACT §8). */
+  BATCH_WITHOUT_DELIVERY = 'batch_without_delivery',
+}
+
+/** One broken invariant: which check, which row (operation key, account id, coupon code, batch id), what. */
+export interface LedgerViolation {
+  check: LedgerCheck;
+  subject: string;
+  detail: string;
+}
+
+/** Row counts and totals of the verified database; amounts are decimal strings. */
+export interface LedgerSummary {
+  accounts: number;
+  operations: number;
+  entries: number;
+  coupons: number;
+  registeredCoupons: number;
+  needsReviewCoupons: number;
+  batches: number;
+  deliveryAttempts: number;
+  /** Sum of every ledger entry (must be "0.00"). */
+  entriesTotal: string;
+  /** Sum of the player accounts' balances. */
+  playerBalances: string;
+}
+
+/** Outcome of {@link LedgerVerifier.verify}. */
+export interface LedgerReport {
+  ok: boolean;
+  summary: LedgerSummary;
+  violations: LedgerViolation[];
+}
+
+/** Signed effect of an operation on the player's account, in SQL (CONTRACT §7). */
+const PLAYER_SIGN = `CASE o.type WHEN 'final_credit' THEN 1 WHEN 'deposit' THEN 1 ELSE -1 END`;
+
+/**
+ * Each check is one SQL statement returning `(subject, detail)` rows, one per violation; an
+ * empty result means the invariant holds. They read committed data only and lock nothing.
+ */
+const CHECKS: { check: LedgerCheck; sql: string }[] = [
+  {
+    check: LedgerCheck.OPERATION_UNBALANCED,
+    sql: `
+      SELECT o.operation_key AS subject,
+             format('%s entries summing to %s; player entries %s on %s (expected %s), house entries %s on %s (expected %s)',
+                    count(e.id), coalesce(sum(e.amount), 0),
+                    coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0), o.account_id,
+                    o.amount * ${PLAYER_SIGN},
+                    coalesce(sum(e.amount) FILTER (WHERE e.account_id = 'house:' || o.currency), 0), 'house:' || o.currency,
+                    -o.amount * ${PLAYER_SIGN}) AS detail
+      FROM financial_operations o
+      LEFT JOIN ledger_entries e ON e.operation_id = o.id
+      GROUP BY o.id
+      HAVING count(e.id) <> 2
+          OR coalesce(sum(e.amount), 0) <> 0
+          OR count(e.id) FILTER (WHERE e.account_id = o.account_id) <> 1
+          OR coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0) <> o.amount * ${PLAYER_SIGN}
+          OR count(e.id) FILTER (WHERE e.account_id = 'house:' || o.currency) <> 1
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.LEDGER_UNBALANCED,
+    sql: `
+      SELECT 'ledger_entries' AS subject, format('all entries sum to %s, not 0', sum(amount)) AS detail
+      FROM ledger_entries HAVING coalesce(sum(amount), 0) <> 0`,
+  },
+  {
+    check: LedgerCheck.BALANCE_MISMATCH,
+    sql: `
+      SELECT a.id AS subject, format('balance %s, entries sum to %s', a.balance, coalesce(e.total, 0)) AS detail
+      FROM accounts a
+      LEFT JOIN (SELECT account_id, sum(amount) AS total FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.id
+      WHERE a.balance <> coalesce(e.total, 0)
+      ORDER BY a.id`,
+  },
+  {
+    check: LedgerCheck.OPERATION_KEY_MALFORMED,
+    sql: `
+      SELECT o.operation_key AS subject,
+             format('type %s, coupon %s, generation %s', o.type, coalesce(o.coupon_code, '-'), coalesce(o.generation::text, '-')) AS detail
+      FROM financial_operations o
+      WHERE CASE
+              WHEN o.type IN ('stake_debit', 'final_credit', 'recalculation_debit') THEN
+                o.coupon_code IS NULL OR o.generation IS NULL
+                OR o.operation_key <> o.coupon_code || ':' || o.generation || ':' || o.type
+                OR (o.type = 'stake_debit' AND o.generation <> 0)
+                OR (o.type = 'recalculation_debit' AND o.generation = 0)
+              ELSE
+                o.coupon_code IS NOT NULL OR o.operation_key NOT LIKE 'adjustment:_%'
+                OR NOT EXISTS (SELECT 1 FROM account_adjustments j WHERE j.operation_id = o.id
+                               AND 'adjustment:' || j.idempotency_key = o.operation_key)
+            END
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.OPERATION_KEY_DUPLICATE,
+    sql: `
+      SELECT operation_key AS subject, format('%s operations with this key', count(*)) AS detail
+      FROM financial_operations GROUP BY operation_key HAVING count(*) > 1 ORDER BY operation_key`,
+  },
+  {
+    check: LedgerCheck.OPERATION_ACCOUNT_MISMATCH,
+    sql: `
+      SELECT o.operation_key AS subject,
+             CASE WHEN c.coupon_code IS NULL THEN 'no such coupon'
+                  WHEN c.account_id IS NULL THEN 'the coupon is not registered'
+                  ELSE format('on %s %s, the coupon belongs to %s %s', o.account_id, o.currency, c.account_id, c.currency) END AS detail
+      FROM financial_operations o
+      LEFT JOIN coupons c ON c.coupon_code = o.coupon_code
+      WHERE o.coupon_code IS NOT NULL
+        AND (c.account_id IS NULL OR c.account_id <> o.account_id OR c.currency <> o.currency)
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.STAKE_MISMATCH,
+    sql: `
+      SELECT c.coupon_code AS subject,
+             format('stake %s, %s stake debits summing to %s', c.stake, count(o.id), coalesce(sum(o.amount), 0)) AS detail
+      FROM coupons c
+      LEFT JOIN financial_operations o ON o.coupon_code = c.coupon_code AND o.type = 'stake_debit'
+      WHERE c.account_id IS NOT NULL
+      GROUP BY c.coupon_code, c.stake
+      HAVING count(o.id) <> 1 OR sum(o.amount) <> c.stake
+      ORDER BY c.coupon_code`,
+  },
+  {
+    // CONTRACT §6/§7 as decide-settlement.ts implements them: a settled generation credited
+    // exactly its settled amount (the debit of a recalculation cancels the previous generation's
+    // credit); an open recalculation not yet settled nets to 0. History-only snapshots
+    // (conflicting results, needs_review) move nothing, so the rule holds for flagged coupons too.
+    check: LedgerCheck.COUPON_SETTLEMENT_MISMATCH,
+    sql: `
+      SELECT c.coupon_code AS subject,
+             format('callback credits minus debits %s, expected %s (generation %s, %s%s)',
+                    coalesce(n.net, 0), CASE WHEN c.generation_settled THEN c.settled_amount ELSE 0 END,
+                    c.settlement_generation,
+                    CASE WHEN c.generation_settled THEN 'settled for ' || c.settled_amount ELSE 'not settled' END,
+                    CASE WHEN c.needs_review THEN ', needs review' ELSE '' END) AS detail
+      FROM coupons c
+      LEFT JOIN (SELECT coupon_code,
+                        sum(CASE type WHEN 'final_credit' THEN amount ELSE -amount END) AS net,
+                        max(generation) AS top
+                 FROM financial_operations WHERE type IN ('final_credit', 'recalculation_debit')
+                 GROUP BY coupon_code) n ON n.coupon_code = c.coupon_code
+      WHERE c.account_id IS NOT NULL
+        AND (coalesce(n.net, 0) <> CASE WHEN c.generation_settled THEN c.settled_amount ELSE 0 END
+             OR coalesce(n.top, 0) > c.settlement_generation)
+      ORDER BY c.coupon_code`,
+  },
+  {
+    check: LedgerCheck.DECIDED_OPERATION_MISSING,
+    sql: `
+      SELECT d.key AS subject,
+             CASE WHEN o.id IS NULL THEN format('decided by batch %s for %s, not in the ledger', d.batch_id, d.amount)
+                  ELSE format('decided by batch %s for %s, the ledger has %s', d.batch_id, d.amount, o.amount) END AS detail
+      FROM (SELECT DISTINCT ON (s.coupon_code || ':' || (op->>'generation') || ':' || (op->>'type'))
+                   s.coupon_code || ':' || (op->>'generation') || ':' || (op->>'type') AS key,
+                   (op->>'amount')::numeric AS amount, s.batch_id, s.id
+            FROM coupon_snapshots s
+            JOIN coupons c ON c.coupon_code = s.coupon_code AND c.account_id IS NOT NULL
+            CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
+            ORDER BY 1, s.id) d
+      LEFT JOIN financial_operations o ON o.operation_key = d.key
+      WHERE o.id IS NULL OR o.amount <> d.amount
+      ORDER BY d.id`,
+  },
+  {
+    check: LedgerCheck.UNDECIDED_OPERATION,
+    sql: `
+      SELECT o.operation_key AS subject, format('%s of %s that no stored snapshot decided', o.type, o.amount) AS detail
+      FROM financial_operations o
+      WHERE o.type IN ('final_credit', 'recalculation_debit')
+        AND NOT EXISTS (SELECT 1 FROM coupon_snapshots s CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
+                        WHERE s.coupon_code = o.coupon_code
+                          AND (op->>'generation')::int = o.generation AND op->>'type' = o.type)
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.BATCH_WITHOUT_DELIVERY,
+    sql: `
+      SELECT b.batch_id AS subject, format('committed %s with payload %s, no processed delivery attempt', b.received_at, b.payload_hash) AS detail
+      FROM callback_batches b
+      WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts d
+                        WHERE d.batch_id = b.batch_id AND d.outcome = 'processed' AND d.payload_hash = b.payload_hash)
+      ORDER BY b.received_at, b.batch_id`,
+  },
+];
+
+const SUMMARY_SQL = `
+  SELECT (SELECT count(*) FROM accounts)::int AS accounts,
+         (SELECT count(*) FROM financial_operations)::int AS operations,
+         (SELECT count(*) FROM ledger_entries)::int AS entries,
+         (SELECT count(*) FROM coupons)::int AS coupons,
+         (SELECT count(*) FROM coupons WHERE account_id IS NOT NULL)::int AS "registeredCoupons",
+         (SELECT count(*) FROM coupons WHERE needs_review)::int AS "needsReviewCoupons",
+         (SELECT count(*) FROM callback_batches)::int AS batches,
+         (SELECT count(*) FROM delivery_attempts)::int AS "deliveryAttempts",
+         (SELECT coalesce(sum(amount), 0)::numeric(20,2)::text FROM ledger_entries) AS "entriesTotal",
+         (SELECT coalesce(sum(balance), 0)::numeric(20,2)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
+
+/**
+ * Checks a whole database against the ledger invariants of CONTRACT §7 (and the delivery record
+ * of §8): balanced operations and ledger, balances equal to their entries, unique well-formed
+ * operation keys, stakes, every registered coupon's callback money equal to its latest settled
+ * generation, the ledger equal to what the stored snapshots decided, a delivery attempt for every
+ * committed batch. Used by `npm run ledger:verify` and by the reliability tests.
+ *
+ * All statements run in one REPEATABLE READ READ ONLY transaction on `db`, so the report is one
+ * consistent snapshot even while the receiver writes. `db` must be a single connection (a
+ * `pg.Client` or a checked-out pool client) for that; a pool works but each check then sees its
+ * own snapshot.
+ */
+export class LedgerVerifier {
+  constructor(private readonly db: SqlQueryable) {}
+
+  /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
+  async verify(): Promise<LedgerReport> {
+    await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    try {
+      const violations: LedgerViolation[] = [];
+      for (const { check, sql } of CHECKS) {
+        const { rows } = await this.db.query<{ subject: string; detail: string }>(sql);
+        for (const r of rows) violations.push({ check, subject: r.subject, detail: r.detail });
+      }
+      const { rows } = await this.db.query<LedgerSummary & Record<string, unknown>>(SUMMARY_SQL);
+      await this.db.query('COMMIT');
+      return { ok: violations.length === 0, summary: rows[0], violations };
+    } catch (err) {
+      await this.db.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+}
+
+/** A report as the CLI prints it: the summary, then one line per violation. */
+export function formatLedgerReport(report: LedgerReport): string {
+  const s = report.summary;
+  const lines = [
+    `accounts ${s.accounts}, financial operations ${s.operations}, ledger entries ${s.entries} (sum ${s.entriesTotal})`,
+    `coupons ${s.coupons} (${s.registeredCoupons} registered, ${s.needsReviewCoupons} needs review), batches ${s.batches}, delivery attempts ${s.deliveryAttempts}`,
+    `player balances total ${s.playerBalances}`,
+  ];
+  if (report.ok) {
+    lines.push(`ledger OK: ${CHECKS.length} checks, no violation`);
+  } else {
+    lines.push(`ledger VIOLATIONS: ${report.violations.length}`);
+    for (const v of report.violations) lines.push(`  ${v.check}  ${v.subject}: ${v.detail}`);
+  }
+  return lines.join('\n');
+}

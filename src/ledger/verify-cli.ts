@@ -1,0 +1,60 @@
+import { existsSync } from 'node:fs';
+import pg from 'pg';
+import { EmbeddedPostgresServer } from '../database/embedded-postgres.js';
+import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
+
+/**
+ * `npm run ledger:verify`: checks the whole database against CONTRACT §7 with
+ * {@link LedgerVerifier} and prints a summary. Exit code 0 when every invariant holds, 1 with
+ * the list of violations otherwise, 2 when the database cannot be checked.
+ *
+ * Database: `DATABASE_URL`; when unset, the embedded PostgreSQL `npm start` uses
+ * (`EMBEDDED_PG_DATA_DIR`, `EMBEDDED_PG_PORT`, `.env` read as at start-up): a running receiver's
+ * server is used as it is; otherwise the server is started on its data folder, checked and
+ * stopped again.
+ */
+async function main(): Promise<number> {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  let url = process.env.DATABASE_URL || undefined;
+  let embedded: EmbeddedPostgresServer | undefined;
+  if (!url) {
+    const server = new EmbeddedPostgresServer(
+      {
+        dataDir: process.env.EMBEDDED_PG_DATA_DIR || '.data/postgres',
+        port: Number(process.env.EMBEDDED_PG_PORT || 54329),
+        database: 'settlement',
+      },
+      { log: () => undefined, warn: (m) => console.warn(m) },
+    );
+    if (await server.isPortInUse()) {
+      url = server.url;
+      console.warn(`using the running embedded PostgreSQL at ${new URL(url).host}`);
+    } else if (!server.hasCluster()) {
+      console.error(
+        'no database to verify: DATABASE_URL is unset and the embedded data folder is empty (run npm start once)',
+      );
+      return 2;
+    } else {
+      embedded = server;
+      url = await server.start();
+    }
+  }
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    const report = await new LedgerVerifier(client).verify();
+    console.log(formatLedgerReport(report));
+    return report.ok ? 0 : 1;
+  } finally {
+    await client.end().catch(() => undefined);
+    await embedded?.stop();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error('ledger verification failed:', err instanceof Error ? err.message : err);
+    process.exit(2);
+  },
+);

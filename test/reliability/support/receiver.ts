@@ -1,0 +1,176 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import pg from 'pg';
+import { LedgerReport, LedgerVerifier } from '../../../src/ledger/ledger-verifier.js';
+import { OPS_KEY, SECRET, sign } from '../../support/test-app.js';
+
+/** The built receiver (`npm run test:reliability` builds first). */
+export const MAIN_JS = resolve(process.cwd(), 'dist/src/main.js');
+
+/** Ports of this suite: 5300-5399 (one range per test file, see {@link portRange}). */
+const PORT_BASE = Number(process.env.RELIABILITY_PORT_BASE || 5300);
+
+/** `count` ports of the suite, at `offset` inside its range; test files use disjoint offsets. */
+export function portRange(offset: number, count = 1): number[] {
+  return Array.from({ length: count }, (_, i) => PORT_BASE + offset + i);
+}
+
+/** Fails the file early with a clear message when the build is missing. */
+export function requireBuild(): void {
+  if (!existsSync(MAIN_JS))
+    throw new Error(`${MAIN_JS} missing: run npm run build (npm run test:reliability does)`);
+}
+
+/** A receiver running as its own process (`node dist/src/main.js`), its output captured. */
+export interface Receiver {
+  port: number;
+  url: string;
+  proc: ChildProcess;
+  /** Everything the process wrote to stdout and stderr so far. */
+  output: () => string;
+  /** Resolves with the exit code/signal once the process has ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends a signal (no-op when already ended). */
+  kill: (signal: NodeJS.Signals) => void;
+}
+
+/**
+ * Spawns `node dist/src/main.js` on `port` against `databaseUrl` with the test secrets, and
+ * waits until it answers HTTP (`/docs-json`). `env` adds or overrides variables.
+ * @throws when it exits or does not answer within `timeoutMs`.
+ */
+export async function startReceiver(
+  port: number,
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<Receiver> {
+  requireBuild();
+  let out = '';
+  const proc = spawn(process.execPath, [MAIN_JS], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: 'production',
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SPORTAPI_WEBHOOK_SECRETS: SECRET,
+      OPS_API_KEYS: OPS_KEY,
+      DB_POOL_SIZE: '8',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    proc.once('exit', (code, signal) => done({ code, signal })),
+  );
+  let ended = false;
+  void exited.then(() => (ended = true));
+  const receiver: Receiver = {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    proc,
+    output: () => out,
+    exited,
+    kill: (signal) => {
+      if (!ended) proc.kill(signal);
+    },
+  };
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (ended) throw new Error(`receiver on ${port} exited during start-up:\n${out}`);
+    try {
+      const res = await fetch(`${receiver.url}/docs-json`);
+      if (res.ok) return receiver;
+    } catch {
+      // not listening yet
+    }
+    await sleep(200);
+  }
+  receiver.kill('SIGKILL');
+  throw new Error(`receiver on ${port} did not answer within ${timeoutMs} ms:\n${out}`);
+}
+
+/** Stops a receiver: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopReceiver(r: Receiver | undefined, graceMs = 10_000): Promise<void> {
+  if (!r) return;
+  r.kill('SIGTERM');
+  const timer = setTimeout(() => r.kill('SIGKILL'), graceMs);
+  await r.exited;
+  clearTimeout(timer);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Answer of one delivery: HTTP status (0 = transport error, e.g. connection refused/reset) and body. */
+export interface DeliveryAnswer {
+  status: number;
+  body: unknown;
+  text: string;
+}
+
+/** POSTs a signed batch to a running receiver with `fetch`; a transport error is status 0. */
+export async function post(
+  baseUrl: string,
+  batch: unknown,
+  opts: { timeoutMs?: number; headers?: Record<string, string> } = {},
+): Promise<DeliveryAnswer> {
+  const body = typeof batch === 'string' ? batch : JSON.stringify(batch);
+  try {
+    const res = await fetch(`${baseUrl}/sportapi/callback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-signature': sign(body), ...opts.headers },
+      body,
+      signal: AbortSignal.timeout(opts.timeoutMs ?? 15_000),
+    });
+    const text = await res.text();
+    let parsed: unknown = undefined;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, body: parsed, text };
+  } catch (err) {
+    return { status: 0, body: undefined, text: String((err as Error).message) };
+  }
+}
+
+/** Partner API call with the test bearer key; returns status and parsed body. */
+export async function partner(
+  baseUrl: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${OPS_KEY}`, 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** Runs {@link LedgerVerifier} on a fresh connection to `url`. */
+export async function verifyLedger(url: string): Promise<LedgerReport> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await new LedgerVerifier(client).verify();
+  } finally {
+    await client.end();
+  }
+}
+
+/** `check subject` of every violation, for readable assertions. */
+export function violationsOf(report: LedgerReport): string[] {
+  return report.violations.map((v) => `${v.check} ${v.subject}`);
+}
