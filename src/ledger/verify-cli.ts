@@ -43,7 +43,7 @@ async function main(): Promise<number> {
   try {
     await client.connect();
     const report = await new LedgerVerifier(client).verify();
-    console.log(formatLedgerReport(report));
+    process.stdout.write(`${formatLedgerReport(report)}\n`);
     return report.ok ? 0 : 1;
   } finally {
     await client.end().catch(() => undefined);
