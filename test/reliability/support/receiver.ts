@@ -22,6 +22,12 @@ export function requireBuild(): void {
     throw new Error(`${MAIN_JS} missing: run npm run build (npm run test:reliability does)`);
 }
 
+/** Every receiver process this test file spawned, killed when the Jest worker exits. */
+const spawned = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of spawned) p.kill('SIGKILL');
+});
+
 /** A receiver running as its own process (`node dist/src/main.js`), its output captured. */
 export interface Receiver {
   port: number;
@@ -63,6 +69,8 @@ export async function startReceiver(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  spawned.add(proc);
+  proc.once('exit', () => spawned.delete(proc));
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
