@@ -1,0 +1,180 @@
+import pg from 'pg';
+import { createTestDatabase } from '../support/database.js';
+import {
+  partner,
+  portRange,
+  post,
+  Receiver,
+  requireBuild,
+  sleep,
+  startReceiver,
+  stopReceiver,
+  verifyLedger,
+} from './support/receiver.js';
+
+// CONTRACT §4 (batch registration, coupon, bet and ledger writes are ONE transaction; never the
+// batch id alone) and §1 (never lose an acknowledged batch): the receiver is killed with SIGKILL
+// while a batch transaction is open and blocked on a row lock held by a second connection.
+
+const [PORT] = portRange(10);
+/** Long enough that the blocked batch waits for the kill instead of timing out. */
+const SLOW_ENV = {
+  DB_LOCK_TIMEOUT_MS: '7000',
+  DB_STATEMENT_TIMEOUT_MS: '7000',
+  CALLBACK_DEADLINE_MS: '9500',
+};
+
+describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let pool: pg.Pool;
+  let receiver: Receiver | undefined;
+
+  /** Rows of every table a batch writes, for `batchId` and `couponCode`. */
+  async function rowsOf(batchId: string, couponCode: string) {
+    const { rows } = await pool.query(
+      `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = $1) AS batches,
+              (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = $1) AS snapshots,
+              (SELECT count(*)::int FROM bets WHERE coupon_code = $2) AS bets,
+              (SELECT count(*)::int FROM financial_operations WHERE coupon_code = $2 AND type <> 'stake_debit') AS operations,
+              (SELECT count(*)::int FROM delivery_attempts WHERE batch_id = $1) AS attempts,
+              (SELECT status FROM coupons WHERE coupon_code = $2) AS status`,
+      [batchId, couponCode],
+    );
+    return rows[0] as Record<string, number | null>;
+  }
+
+  /** Waits until a receiver backend is blocked on a lock inside a transaction that has written rows. */
+  async function blockedWriter(): Promise<{ pid: number; query: string }> {
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await pool.query(
+        `SELECT pid, query FROM pg_stat_activity
+         WHERE datname = current_database() AND application_name = 'settlement-receiver'
+           AND state = 'active' AND wait_event_type = 'Lock' AND backend_xid IS NOT NULL`,
+      );
+      if (rows.length) return rows[0] as { pid: number; query: string };
+      await sleep(50);
+    }
+    throw new Error('no receiver transaction blocked on the lock');
+  }
+
+  async function backendGone(pid: number): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      const { rowCount } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid]);
+      if (!rowCount) return;
+      await sleep(50);
+    }
+    throw new Error(`backend ${pid} of the killed receiver is still there`);
+  }
+
+  beforeAll(async () => {
+    requireBuild();
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    receiver = await startReceiver(PORT, db.url, SLOW_ENV);
+    const dep = await partner(
+      receiver.url,
+      'POST',
+      '/accounts/p-crash/adjustments',
+      { amount: '100.00', currency: 'EUR', reason: 'crash' },
+      { 'idempotency-key': 'crash-dep' },
+    );
+    expect(dep.status).toBe(201);
+    for (const code of ['K1', 'K2']) {
+      const res = await partner(receiver.url, 'POST', '/coupons', {
+        coupon_code: code,
+        accountId: 'p-crash',
+        stake: '10.00',
+        currency: 'EUR',
+      });
+      expect(res.status).toBe(201);
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    await stopReceiver(receiver);
+    await pool?.end();
+    await db?.drop();
+  });
+
+  it.each([
+    {
+      name: 'blocked on the house account (ledger posting, after the batch id, snapshot and coupon writes)',
+      lockSql: `SELECT 1 FROM accounts WHERE id = 'house:EUR' FOR UPDATE`,
+      code: 'K1',
+      batchId: 'crash-1',
+    },
+    {
+      name: 'blocked on the coupon row (after the batch id was inserted)',
+      lockSql: `SELECT 1 FROM coupons WHERE coupon_code = 'K2' FOR UPDATE`,
+      code: 'K2',
+      batchId: 'crash-2',
+    },
+  ])(
+    '$name: nothing of the first attempt persists, the redelivery is applied once',
+    async ({ lockSql, code, batchId }) => {
+      const body = {
+        batchId,
+        couponCount: 1,
+        coupons: [
+          { coupon_code: code, status: 2, realWin: '30.00', events: [{ uuid: `${code}-e1`, status: 2 }] },
+        ],
+      };
+      const holder = await pool.connect();
+      let killedPid = 0;
+      try {
+        await holder.query('BEGIN');
+        await holder.query(lockSql);
+        const first = post(receiver!.url, body, { timeoutMs: 20_000 });
+        const blocked = await blockedWriter();
+        killedPid = blocked.pid;
+        receiver!.kill('SIGKILL');
+        const { signal } = await receiver!.exited;
+        expect(signal).toBe('SIGKILL');
+        expect((await first).status).toBe(0); // the connection died with the process: no answer
+      } finally {
+        await holder.query('ROLLBACK');
+        holder.release();
+      }
+      // The orphaned backend notices the closed socket and rolls back.
+      await backendGone(killedPid);
+      expect(await rowsOf(batchId, code)).toEqual({
+        batches: 0,
+        snapshots: 0,
+        bets: 0,
+        operations: 0,
+        attempts: 0,
+        status: null,
+      });
+
+      receiver = await startReceiver(PORT, db.url, SLOW_ENV);
+      const again = await post(receiver.url, body);
+      expect(again.status).toBe(200);
+      expect(again.body).toEqual({ success: true, processed: 1 });
+      const dup = await post(receiver.url, body);
+      expect(dup.body).toEqual({ success: true, processed: 1, duplicate: true });
+      expect(await rowsOf(batchId, code)).toEqual({
+        batches: 1,
+        snapshots: 1,
+        bets: 1,
+        operations: 1,
+        attempts: 2,
+        status: 2,
+      });
+      const { rows } = await pool.query(
+        `SELECT operation_key, amount::text FROM financial_operations WHERE coupon_code = $1 ORDER BY id`,
+        [code],
+      );
+      expect(rows).toEqual([
+        { operation_key: `${code}:0:stake_debit`, amount: '10.00' },
+        { operation_key: `${code}:0:final_credit`, amount: '30.00' },
+      ]);
+      expect((await verifyLedger(db.url)).violations).toEqual([]);
+    },
+    60_000,
+  );
+
+  it('after both crashes the player balance is exact: 100 - 2 × 10 + 2 × 30', async () => {
+    const res = await partner(receiver!.url, 'GET', '/accounts/p-crash');
+    expect(res.body).toEqual({ id: 'p-crash', currency: 'EUR', balance: '140.00' });
+  });
+});
