@@ -38,6 +38,10 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
   server.keepAliveTimeout = 5_000;
+  // Node enforces requestTimeout/headersTimeout only when it sweeps its connections, every
+  // connectionsCheckingInterval (default 30 s): a stalled client was cut off after ~30 s, not
+  // 10 s. Read when the server starts listening, so it must be set before app.listen().
+  server.connectionsCheckingInterval = 1_000;
   if (config.swaggerEnabled) setupSwagger(app, config);
 }
 

@@ -47,12 +47,23 @@ export function stringifyExactJson(value: unknown, lossless = true): string {
   return lossless ? (stringify(value) as string) : JSON.stringify(value);
 }
 
-/** The value with every `LosslessNumber` replaced by its digits as a string (for class-transformer). */
+/**
+ * The value prepared for class-transformer: every `LosslessNumber` replaced by its digits as a
+ * string, and every `constructor` key dropped. class-transformer takes `value.constructor` for the
+ * class of a nested object, so `{"batchId": {"constructor": 1}}` threw a TypeError ("targetType is
+ * not a constructor"), answered 503 on the callback (retried forever) and 500 on the partner API
+ * instead of 400. No DTO field is named `constructor`; the callback stores the parsed body, not
+ * this copy, so an unknown `constructor` field is still kept in the stored payload.
+ */
 export function losslessToText(value: unknown): unknown {
   if (isLosslessNumber(value)) return value.toString();
   if (Array.isArray(value)) return value.map(losslessToText);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, losslessToText(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([k]) => k !== 'constructor')
+        .map(([k, v]) => [k, losslessToText(v)]),
+    );
   }
   return value;
 }

@@ -120,7 +120,7 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
         ],
       };
       const holder = await pool.connect();
-      let killedPid = 0;
+      let killedPid: number;
       try {
         await holder.query('BEGIN');
         await holder.query(lockSql);
