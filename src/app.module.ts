@@ -7,10 +7,12 @@ import { AppConfig } from './config/configuration.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
+import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, and the one exception filter.
+ * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), and the one
+ * exception filter.
  */
 @Module({})
 export class AppModule {
@@ -23,6 +25,7 @@ export class AppModule {
         LedgerModule,
         CouponsModule,
         CallbacksModule,
+        ReconciliationModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
