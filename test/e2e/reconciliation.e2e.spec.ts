@@ -317,6 +317,43 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expectError(res2, 401, 'unauthorized');
   });
 
+  it('Swagger documents reconcile and resolution with their answers and examples', async () => {
+    const res = await request(t.app.getHttpServer()).get('/docs-json');
+    expect(res.status).toBe(200);
+    type Response = { content?: Record<string, { example?: unknown; schema?: { $ref?: string } }> };
+    const doc = res.body as {
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, Response>; parameters?: { name: string }[] }>
+      >;
+      components: { schemas: Record<string, { properties: Record<string, { example?: unknown }> }> };
+    };
+    const reconcileOp = doc.paths['/coupons/{coupon_code}/reconcile'].post;
+    expect(Object.keys(reconcileOp.responses).sort()).toEqual(['200', '401', '404', '501', '502', '503']);
+    const resolutionOp = doc.paths['/coupons/{coupon_code}/resolution'].post;
+    expect(Object.keys(resolutionOp.responses).sort()).toEqual(['201', '400', '401', '404', '409', '503']);
+    expect(resolutionOp.parameters?.map((p) => p.name)).toContain('Idempotency-Key');
+    for (const op of [reconcileOp, resolutionOp]) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        const content = response.content?.['application/json'];
+        if (Number(status) >= 400) expect(content?.example).toMatchObject({ success: false });
+        else expect(content?.schema?.$ref).toMatch(/CouponView|ResolutionResultView/);
+      }
+    }
+    expect(reconcileOp.responses['502'].content?.['application/json'].example).toMatchObject({
+      error: { code: 'sportapi_bad_response' },
+    });
+    for (const schema of ['ResolutionDto', 'ResolutionView']) {
+      for (const [name, property] of Object.entries(doc.components.schemas[schema].properties)) {
+        expect({ schema, name, example: property.example !== undefined }).toEqual({
+          schema,
+          name,
+          example: true,
+        });
+      }
+    }
+  });
+
   describe('operator resolution', () => {
     const resolve = (code: string, key: string | undefined, body: unknown) =>
       ops(t.app).post(
