@@ -222,6 +222,23 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(await ledgerSum(t)).toBe('0.00');
   });
 
+  it('ten concurrent reconciles of one coupon: one applies, the others find the batch (200 unchanged)', async () => {
+    await deposit(t.app, 'pr4', '10.00');
+    await register(t.app, 'REC-4', 'pr4', '10.00');
+    api.serve(coupon('REC-4', 2, '15.00'));
+    const all = await Promise.all(Array.from({ length: 10 }, () => reconcile('REC-4')));
+    expect(all.map((r) => r.status)).toEqual(Array(10).fill(200));
+    expect(all.map((r) => r.headers['reconciliation-outcome']).sort()).toEqual([
+      'applied',
+      ...Array(9).fill('unchanged'),
+    ]);
+    expect(await operations(t.app, 'REC-4')).toEqual([
+      'REC-4:0:final_credit=15.00',
+      'REC-4:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'pr4')).toBe('15.00');
+  });
+
   it('a coupon unknown locally is stored unallocated and paid once at registration', async () => {
     api.serve(coupon('REC-3', 3, '10.00'));
     const res = await reconcile('REC-3');
