@@ -500,6 +500,8 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
       expectError(await resolve('RES-1', undefined, body), 400, 'idempotency_key_required');
       expectError(await resolve('RES-1', 'bad key!', body), 400, 'idempotency_key_required');
       expectError(await resolve('NOPE', 'res-nope', body), 404, 'not_found');
+      // A key used for one coupon cannot resolve another.
+      expectError(await resolve('RES-2', 'res-1', body), 409, 'idempotency_conflict');
       expectError(await resolve('RES-1', 'res-v1', { ...body, realWin: '1.001' }), 400, 'validation_failed');
       expectError(
         await resolve('RES-1', 'res-v2', { reason: 'r', resolvedBy: 'x' }),
