@@ -172,6 +172,34 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     ).toBe(1);
   });
 
+  it('the batch id hashes the coupon JSON, not its layout: the same coupon pretty-printed is unchanged', async () => {
+    await deposit(t.app, 'pr5', '10.00');
+    await register(t.app, 'REC-5', 'pr5', '10.00');
+    const read = coupon('REC-5', 2, '12.00', { big: 12345678901234567890 });
+    const text = JSON.stringify(read).replace('12345678901234567000', '12345678901234567890');
+    api.answers.set('REC-5', { status: 200, body: text });
+    const first = await reconcile('REC-5');
+    expect(first.headers['reconciliation-outcome']).toBe('applied');
+    expect(first.headers['reconciliation-batch-id']).toBe(
+      `poll:REC-5:${createHash('sha256').update(text).digest('hex')}`,
+    );
+    // Stored with every digit (lossless), as a callback's payload is.
+    const stored = await t.db.query(
+      `SELECT payload->>'big' AS big FROM coupon_snapshots WHERE coupon_code = 'REC-5'`,
+    );
+    expect(stored.rows).toEqual([{ big: '12345678901234567890' }]);
+    api.answers.set('REC-5', {
+      status: 200,
+      body: JSON.stringify(JSON.parse(text), null, 2).replace('12345678901234567000', '12345678901234567890'),
+    });
+    const second = await reconcile('REC-5');
+    expect(second.headers['reconciliation-outcome']).toBe('unchanged');
+    expect(await operations(t.app, 'REC-5')).toEqual([
+      'REC-5:0:final_credit=12.00',
+      'REC-5:0:stake_debit=10.00',
+    ]);
+  });
+
   it('a needs_review coupon is re-settled from the read result as generation 1, once', async () => {
     await deposit(t.app, 'pr2', '100.00');
     await register(t.app, 'REC-2', 'pr2', '10.00');
