@@ -175,8 +175,11 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   it('the batch id hashes the coupon JSON, not its layout: the same coupon pretty-printed is unchanged', async () => {
     await deposit(t.app, 'pr5', '10.00');
     await register(t.app, 'REC-5', 'pr5', '10.00');
-    const read = coupon('REC-5', 2, '12.00', { big: 12345678901234567890 });
-    const text = JSON.stringify(read).replace('12345678901234567000', '12345678901234567890');
+    // A number no double holds exactly: it must be stored with its digits.
+    const text = JSON.stringify(coupon('REC-5', 2, '12.00', { big: 0 })).replace(
+      '"big":0',
+      '"big":12345678901234567890',
+    );
     api.answers.set('REC-5', { status: 200, body: text });
     const first = await reconcile('REC-5');
     expect(first.headers['reconciliation-outcome']).toBe('applied');
@@ -190,7 +193,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(stored.rows).toEqual([{ big: '12345678901234567890' }]);
     api.answers.set('REC-5', {
       status: 200,
-      body: JSON.stringify(JSON.parse(text), null, 2).replace('12345678901234567000', '12345678901234567890'),
+      body: text.replaceAll(',', ',\n  ').replace('{', '{\n  '),
     });
     const second = await reconcile('REC-5');
     expect(second.headers['reconciliation-outcome']).toBe('unchanged');
@@ -312,7 +315,8 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   });
 
   it('a slow SportAPI (over SPORTAPI_TIMEOUT_MS) → 503 sportapi_unavailable', async () => {
-    api.serve(coupon('REC-SLOW', 2, '1.00'), 1500);
+    // undici's timers are coarse (a timeout fires up to ~0.5 s late): answer well after it.
+    api.serve(coupon('REC-SLOW', 2, '1.00'), 4000);
     const res = await reconcile('REC-SLOW');
     expectError(res, 503, 'sportapi_unavailable');
   }, 20_000);
