@@ -1,6 +1,7 @@
 import { Agent, get } from 'node:http';
 import pg from 'pg';
 import request from 'supertest';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { ShutdownState } from '../../src/health/shutdown-state.js';
 import { withClient } from '../support/database.js';
 import {
@@ -47,13 +48,13 @@ describe('health probes', () => {
       info: {
         shutdown: { status: 'up' },
         database: { status: 'up', responseTime: expect.any(Number) },
-        migrations: { status: 'up', applied: 1, responseTime: expect.any(Number) },
+        migrations: { status: 'up', applied: MIGRATIONS.length, responseTime: expect.any(Number) },
       },
       error: {},
       details: {
         shutdown: { status: 'up' },
         database: { status: 'up', responseTime: expect.any(Number) },
-        migrations: { status: 'up', applied: 1, responseTime: expect.any(Number) },
+        migrations: { status: 'up', applied: MIGRATIONS.length, responseTime: expect.any(Number) },
       },
     });
   });
