@@ -6,11 +6,15 @@ import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { HealthModule } from './health/health.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
+import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, and the one exception filter.
+ * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), health probes
+ * with the graceful-shutdown state, and the one
+ * exception filter.
  */
 @Module({})
 export class AppModule {
@@ -20,9 +24,11 @@ export class AppModule {
       imports: [
         AppConfigModule.forRoot(config),
         DatabaseModule,
+        HealthModule,
         LedgerModule,
         CouponsModule,
         CallbacksModule,
+        ReconciliationModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

@@ -7,13 +7,16 @@ import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
 import { DomainException, ErrorCode } from './common/domain.exception.js';
 import { flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
+import { ShutdownState } from './health/shutdown-state.js';
 
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
  * the app exactly as users start it: body readers (raw bytes on the callback path, JSON
- * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients.
+ * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients. The first
+ * middleware counts requests in flight and answers new ones 503 once a shutdown has begun.
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
+  app.use(app.get(ShutdownState).middleware());
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
   const partnerReader = partnerJsonMiddleware();

@@ -5,11 +5,14 @@ import { AppModule } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { loadConfig } from './config/configuration.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
+import { ShutdownState } from './health/shutdown-state.js';
 
 /**
  * Starts the receiver: validated configuration (a bad variable stops the start with its name),
  * an embedded PostgreSQL under `./.data/` when `DATABASE_URL` is unset, migrations under an
- * advisory lock, then HTTP. SIGTERM/SIGINT close HTTP and the pool, then the embedded server.
+ * advisory lock, then HTTP. SIGTERM/SIGINT: readiness and new requests 503 at once, requests in
+ * flight finish (commit and answer, or roll back at their deadline), then HTTP (keep-alive
+ * connections included), the pool and the embedded server close; the process exits within 10 s.
  */
 async function bootstrap(): Promise<void> {
   const logger = new Logger('Bootstrap');
@@ -35,11 +38,17 @@ async function bootstrap(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    logger.log(`${signal}: closing`);
-    const force = setTimeout(() => process.exit(1), 10_000);
+    app.get(ShutdownState).begin(signal);
+    const force = setTimeout(() => {
+      logger.error('shutdown took over 10 s: exiting now');
+      process.exit(1);
+    }, 10_000);
     force.unref();
+    // Nest's lifecycle: ShutdownState drains requests in flight (beforeApplicationShutdown), then
+    // HTTP closes and TypeORM ends the pool (onApplicationShutdown).
     await app.close().catch((e: unknown) => logger.error(String(e)));
     await embedded?.stop().catch((e: unknown) => logger.error(String(e)));
+    logger.log(`${signal}: stopped`);
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

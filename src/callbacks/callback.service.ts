@@ -8,9 +8,9 @@ import { CouponRepository, BetRow, SnapshotRow } from '../coupons/coupon.reposit
 import { settlementPostOperations } from '../coupons/coupons.service.js';
 import { LedgerService, PostOperation } from '../ledger/ledger.service.js';
 import { decideSettlement, sameSettlementState } from '../settlement/decide-settlement.js';
-import { CouponSettlementState } from '../settlement/settlement.types.js';
+import { CouponSettlementState, SnapshotSource, TransitionName } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
-import { BatchRepository } from './batch.repository.js';
+import { BatchClaim, BatchRepository } from './batch.repository.js';
 import { DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
 import { ParsedBatch } from './parsed-batch.js';
@@ -70,7 +70,36 @@ export class CallbackService {
     );
   }
 
-  private async applyCoupons(tx: Tx, batch: ParsedBatch): Promise<void> {
+  /**
+   * Applies a synthetic batch (a coupon read from SportAPI, `poll:<coupon_code>:<sha256>`, or an
+   * operator's resolution; CONTRACT §9) inside the caller's transaction `tx`, with the same steps
+   * as a callback (claim the batch id, lock, decide, store, post) but the settlement rules of an
+   * authoritative `source`. No delivery attempt is recorded: nothing was delivered.
+   * @returns the claim (`duplicate`: the same batch was applied before, nothing was done) and the
+   *   transition of each coupon (empty unless claimed).
+   * @throws DomainException BATCH_CONFLICT when the batch id exists with another payload hash.
+   */
+  async applySyntheticBatch(
+    tx: Tx,
+    batch: ParsedBatch,
+    source: SnapshotSource,
+  ): Promise<{ claim: Exclude<BatchClaim, 'conflict'>; transitions: Map<string, TransitionName> }> {
+    const claim = await this.batches.claim(tx, batch);
+    if (claim === 'conflict') {
+      throw new DomainException(
+        ErrorCode.BATCH_CONFLICT,
+        `batch ${batch.batchId} was applied before with a different body`,
+      );
+    }
+    const transitions = claim === 'claimed' ? await this.applyCoupons(tx, batch, source) : new Map();
+    return { claim, transitions };
+  }
+
+  private async applyCoupons(
+    tx: Tx,
+    batch: ParsedBatch,
+    source: SnapshotSource = SnapshotSource.CALLBACK,
+  ): Promise<Map<string, TransitionName>> {
     const ordered = [...batch.coupons].sort((a, b) =>
       a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0,
     );
@@ -86,10 +115,12 @@ export class CallbackService {
     const snapshots: SnapshotRow[] = [];
     const bets: BetRow[] = [];
     const ops: PostOperation[] = [];
+    const transitions = new Map<string, TransitionName>();
     for (const coupon of ordered) {
       const current = locked.get(coupon.couponCode);
       if (!current) throw new Error(`coupon ${coupon.couponCode} was not locked`);
-      const decision = decideSettlement(current, coupon, this.statusMap.kindOf(coupon.status));
+      const decision = decideSettlement(current, coupon, this.statusMap.kindOf(coupon.status), source);
+      transitions.set(coupon.couponCode, decision.transition);
       if (!sameSettlementState(current, decision.state))
         states.push({ ...decision.state, couponCode: coupon.couponCode });
       snapshots.push({
@@ -122,6 +153,7 @@ export class CallbackService {
     await this.coupons.saveStates(tx, batch.batchId, states);
     await this.coupons.upsertBets(tx, batch.batchId, bets, batch.losslessNumbers);
     await this.ledger.post(tx, ops);
+    return transitions;
   }
 
   private async recordAttempt(

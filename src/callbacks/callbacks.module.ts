@@ -12,6 +12,6 @@ import { DeliveryAuditService } from './delivery-audit.service.js';
   imports: [CouponsModule, LedgerModule],
   controllers: [CallbackController],
   providers: [CallbackService, BatchRepository, DeliveryAuditRepository, DeliveryAuditService],
-  exports: [DeliveryAuditService],
+  exports: [DeliveryAuditService, CallbackService],
 })
 export class CallbacksModule {}

@@ -55,7 +55,10 @@ export class AllExceptionsFilter implements ExceptionFilter {
       this.logger.error(
         `${req.method} ${req.path} → ${status} ${domain.code}` +
           `${req.callback ? ` (request ${req.callback.requestId}, batch ${req.callback.batchId ?? '-'})` : ''}: ${err?.message ?? String(exception)}`,
-        status === 500 || !isTransient(exception) ? err?.stack : undefined,
+        // A DomainException's message says it all (e.g. SportAPI unavailable, CONTRACT §9): no stack.
+        exception instanceof DomainException || (status !== 500 && isTransient(exception))
+          ? undefined
+          : err?.stack,
       );
     }
     if (!res.headersSent) res.status(status).json(body);

@@ -20,6 +20,12 @@ export enum ErrorCode {
   IDEMPOTENCY_KEY_REQUIRED = 'idempotency_key_required',
   INSUFFICIENT_FUNDS = 'insufficient_funds',
   CURRENCY_MISMATCH = 'currency_mismatch',
+  // polling fallback and reconciliation (CONTRACT §9)
+  POLLING_DISABLED = 'polling_disabled',
+  SPORTAPI_UNAVAILABLE = 'sportapi_unavailable',
+  SPORTAPI_COUPON_NOT_FOUND = 'sportapi_coupon_not_found',
+  SPORTAPI_BAD_RESPONSE = 'sportapi_bad_response',
+  COUPON_NOT_FLAGGED = 'coupon_not_flagged',
   INTERNAL = 'internal_error',
 }
 
@@ -39,6 +45,11 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.IDEMPOTENCY_KEY_REQUIRED]: 400,
   [ErrorCode.INSUFFICIENT_FUNDS]: 422,
   [ErrorCode.CURRENCY_MISMATCH]: 422,
+  [ErrorCode.POLLING_DISABLED]: 501,
+  [ErrorCode.SPORTAPI_UNAVAILABLE]: 503,
+  [ErrorCode.SPORTAPI_COUPON_NOT_FOUND]: 404,
+  [ErrorCode.SPORTAPI_BAD_RESPONSE]: 502,
+  [ErrorCode.COUPON_NOT_FLAGGED]: 409,
   [ErrorCode.INTERNAL]: 500,
 };
 

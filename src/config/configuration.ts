@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import ms from 'ms';
 
 /**
  * Typed configuration of the receiver, read once from the environment at start-up.
@@ -34,6 +35,53 @@ export interface AppConfig {
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
   runMigrationsOnStart: boolean;
+  /** SportAPI's coupon read method (CONTRACT §9); polling is disabled when `baseUrl` is unset. */
+  sportApi: SportApiConfig;
+  /** The scheduled reconciliation (CONTRACT §9). */
+  reconciliation: ReconciliationConfig;
+}
+
+/** Where and how to read a coupon from SportAPI (CONTRACT §9). */
+export interface SportApiConfig {
+  /** e.g. `https://api.sportapi.example`; undefined: polling is disabled. */
+  baseUrl: string | undefined;
+  /** Path template with `{coupon_code}` (URL-encoded in), appended to `baseUrl`. */
+  couponPath: string;
+  /** Credential sent with every read; undefined: none. */
+  apiKey: string | undefined;
+  /** Lower-case header name; `authorization` sends `Bearer <apiKey>`, any other the bare key. */
+  authHeader: string;
+  /** Milliseconds for connecting, for the response headers and for the body, each. */
+  timeoutMs: number;
+  /** Retries of one read after a transport error, a timeout or 429/500/502/503/504. */
+  retries: number;
+}
+
+/** The scheduled reconciliation (CONTRACT §9); durations in milliseconds. */
+export interface ReconciliationConfig {
+  /** Milliseconds between runs; 0: no scheduled runs (manual reconcile still works). */
+  intervalMs: number;
+  /** An unsettled coupon is read once it has not changed for this long; also the re-read spacing. */
+  afterMs: number;
+  /** Coupons read per run at most. */
+  batchSize: number;
+}
+
+/**
+ * A duration: milliseconds as a bare integer (`5400000`) or a number with a unit that the `ms`
+ * package reads (`90m`, `1.5h`, `30s`, `2 days`). `allowOff` also accepts `off`/`false`/`0` as 0.
+ */
+function duration(allowOff = false) {
+  return Joi.string().custom((v: string, helpers) => {
+    const text = v.trim();
+    if (allowOff && /^(off|false|0)$/i.test(text)) return 0;
+    const value = /^\d+$/.test(text) ? Number(text) : ms(text as ms.StringValue);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || !Number.isInteger(value))
+      return helpers.message({
+        custom: `{{#label}} must be milliseconds or a duration like "90m", "30s", "2h"${allowOff ? ', or "off"' : ''}`,
+      });
+    return value;
+  });
 }
 
 const csv = (v: string | undefined): string[] =>
@@ -94,6 +142,22 @@ export const envSchema = Joi.object({
     }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
   RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
+  SPORTAPI_BASE_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .optional(),
+  SPORTAPI_COUPON_PATH: Joi.string()
+    .pattern(/^\/.*\{coupon_code\}/)
+    .default('/coupons/{coupon_code}')
+    .messages({ 'string.pattern.base': 'SPORTAPI_COUPON_PATH must start with / and contain {coupon_code}' }),
+  SPORTAPI_API_KEY: Joi.string().optional(),
+  SPORTAPI_AUTH_HEADER: Joi.string()
+    .pattern(/^[A-Za-z0-9-]+$/)
+    .default('Authorization'),
+  SPORTAPI_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5000),
+  SPORTAPI_RETRIES: Joi.number().integer().min(0).max(10).default(2),
+  RECONCILE_INTERVAL: duration(true).default(5 * 60_000),
+  RECONCILE_AFTER: duration().default(90 * 60_000),
+  RECONCILE_BATCH_SIZE: Joi.number().integer().min(1).max(10_000).default(100),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
@@ -145,6 +209,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
+    sportApi: {
+      baseUrl: (v.SPORTAPI_BASE_URL as string | undefined)?.replace(/\/+$/, ''),
+      couponPath: v.SPORTAPI_COUPON_PATH as string,
+      apiKey: v.SPORTAPI_API_KEY as string | undefined,
+      authHeader: (v.SPORTAPI_AUTH_HEADER as string).toLowerCase(),
+      timeoutMs: v.SPORTAPI_TIMEOUT_MS as number,
+      retries: v.SPORTAPI_RETRIES as number,
+    },
+    reconciliation: {
+      intervalMs: v.RECONCILE_INTERVAL as number,
+      afterMs: v.RECONCILE_AFTER as number,
+      batchSize: v.RECONCILE_BATCH_SIZE as number,
+    },
   };
 }
 

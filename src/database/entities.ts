@@ -8,6 +8,7 @@ import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity
 import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
 import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
+import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
 
 /** Every entity of the schema (the tables themselves come only from `migrations/`). */
 export const ENTITIES = [
@@ -21,4 +22,5 @@ export const ENTITIES = [
   CallbackBatchEntity,
   DeliveryAttemptEntity,
   QuarantinedBodyEntity,
+  CouponResolutionEntity,
 ];

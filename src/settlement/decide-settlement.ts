@@ -5,6 +5,7 @@ import {
   SettlementOperation,
   SettlementOperationType,
   SettlementSnapshot,
+  SnapshotSource,
   StatusKind,
   TransitionName,
 } from './settlement.types.js';
@@ -29,6 +30,26 @@ function flagged(state: CouponSettlementState, reason: string): CouponSettlement
   return { ...state, needsReview: true, reviewReason: reason };
 }
 
+/** An authoritative result resolves the review: the flag and its reason are cleared. */
+const RESOLVED: Partial<CouponSettlementState> = { needsReview: false, reviewReason: null };
+
+/**
+ * Re-settles settled generation `g` as `g+1` (CONTRACT §9): `recalculation_debit` for `g+1` of
+ * what `g` credited, `final_credit` for `g+1` of the authoritative amount (no row for 0).
+ */
+function resettle(
+  state: CouponSettlementState,
+  amount: string,
+): { generation: number; operations: SettlementOperation[] } {
+  const generation = state.generation + 1;
+  const credited = state.settledAmount ?? '0.00';
+  const operations: SettlementOperation[] = isPositive(credited)
+    ? [{ type: SettlementOperationType.RECALCULATION_DEBIT, generation, amount: credited }]
+    : [];
+  operations.push(...credit(generation, amount));
+  return { generation, operations };
+}
+
 /**
  * The settlement rules of CONTRACT §6, as one pure function: from a coupon's current state, one
  * snapshot and the snapshot's status kind, decide whether the snapshot is applied or history only,
@@ -38,12 +59,23 @@ function flagged(state: CouponSettlementState, reason: string): CouponSettlement
  * A WIN or REFUND without `realWin` cannot be paid: history only and `needs_review`; so is a WIN
  * of 0 or a LOSS above 0 (status and amount contradict each other). A LOSS without `realWin` is
  * settled for 0.
+ *
+ * `source` other than `callback` (a coupon read from SportAPI, an operator's resolution) is
+ * authoritative (CONTRACT §9): a final result (or a recalculation result while one is open) that
+ * differs from the amount the current generation was settled for is not flagged but applied as
+ * a new generation `g+1` (`resettled`: debit what `g` credited, credit the new amount); an
+ * authoritative result that settles or confirms the current generation clears `needs_review`.
+ * Operation keys stay `<coupon_code>:<generation>:<type>`, so the same result read again (in a
+ * new synthetic batch) finds the generation settled for that amount and moves no money.
  */
 export function decideSettlement(
   state: CouponSettlementState,
   snapshot: SettlementSnapshot,
   kind: StatusKind,
+  source: SnapshotSource = SnapshotSource.CALLBACK,
 ): SettlementDecision {
+  const authoritative = source !== SnapshotSource.CALLBACK;
+  const resolved = authoritative ? RESOLVED : {};
   const applyTo = (next: Partial<CouponSettlementState>): CouponSettlementState => ({
     ...state,
     status: snapshot.status,
@@ -101,6 +133,7 @@ export function decideSettlement(
             generationSettled: true,
             settledAmount: amount,
             recalculationOpen: false,
+            ...resolved,
           }),
           operations: credit(state.generation, amount),
         };
@@ -109,8 +142,24 @@ export function decideSettlement(
         return {
           transition: TransitionName.SAME_RESULT,
           applied: true,
-          state: applyTo({ realWin: amount, recalculationOpen: false }),
+          state: applyTo({ realWin: amount, recalculationOpen: false, ...resolved }),
           operations: [],
+        };
+      }
+      if (authoritative) {
+        const { generation, operations } = resettle(state, amount);
+        return {
+          transition: TransitionName.RESETTLED,
+          applied: true,
+          state: applyTo({
+            realWin: amount,
+            generation,
+            generationSettled: true,
+            settledAmount: amount,
+            recalculationOpen: false,
+            ...RESOLVED,
+          }),
+          operations,
         };
       }
       return historyOnly(
@@ -137,6 +186,7 @@ export function decideSettlement(
             generationSettled: settledNow,
             settledAmount: settledNow ? snapshot.realWin : null,
             recalculationOpen: true,
+            ...(settledNow ? resolved : {}),
           }),
           operations,
         };
@@ -146,12 +196,36 @@ export function decideSettlement(
         return {
           transition: TransitionName.RECALCULATION_SETTLED,
           applied: true,
-          state: applyTo({ generationSettled: true, settledAmount: snapshot.realWin }),
+          state: applyTo({ generationSettled: true, settledAmount: snapshot.realWin, ...resolved }),
           operations: credit(state.generation, snapshot.realWin),
         };
       }
       if (state.settledAmount !== null && sameAmount(state.settledAmount, snapshot.realWin)) {
+        if (authoritative && state.needsReview) {
+          // The authoritative read confirms what was paid: nothing moves, the review is resolved.
+          return {
+            transition: TransitionName.RECALCULATION_REPEATED,
+            applied: true,
+            state: applyTo(RESOLVED),
+            operations: [],
+          };
+        }
         return historyOnly(TransitionName.RECALCULATION_REPEATED);
+      }
+      if (authoritative) {
+        // The recalculation stays open: a redelivered RECALCULATION snapshot is then a repeat.
+        const { generation, operations } = resettle(state, snapshot.realWin);
+        return {
+          transition: TransitionName.RESETTLED,
+          applied: true,
+          state: applyTo({
+            generation,
+            generationSettled: true,
+            settledAmount: snapshot.realWin,
+            ...RESOLVED,
+          }),
+          operations,
+        };
       }
       return historyOnly(
         TransitionName.RECALCULATION_CONFLICT,

@@ -10,6 +10,18 @@ export enum StatusKind {
   UNKNOWN = 'UNKNOWN',
 }
 
+/**
+ * Where a snapshot comes from. A callback snapshot never pays a conflicting result automatically;
+ * a coupon read from SportAPI (`poll`, CONTRACT §9) and an operator's resolution (`resolution`)
+ * are authoritative: they may re-settle a settled generation as a new one and clear
+ * `needs_review` (§6, §9).
+ */
+export enum SnapshotSource {
+  CALLBACK = 'callback',
+  POLL = 'poll',
+  RESOLUTION = 'resolution',
+}
+
 /** Types of financial operation a settlement transition can create (CONTRACT §7). */
 export enum SettlementOperationType {
   FINAL_CREDIT = 'final_credit',
@@ -60,6 +72,8 @@ export enum TransitionName {
   RECALCULATION_SETTLED = 'recalculation_settled',
   RECALCULATION_REPEATED = 'recalculation_repeated',
   RECALCULATION_CONFLICT = 'recalculation_conflict',
+  /** An authoritative result (poll or resolution) that differs from the settled amount: new generation. */
+  RESETTLED = 'resettled',
   UNKNOWN_STATUS = 'unknown_status',
 }
 

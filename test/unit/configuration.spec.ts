@@ -37,6 +37,14 @@ describe('loadConfig (validated at start-up)', () => {
     [{ ...base, STATUS_MAP: '1=WIN' }, 'STATUS_MAP'],
     [{ ...base, AMOUNT_SCALE: '3' }, 'AMOUNT_SCALE'],
     [{ ...base, SPORTAPI_WEBHOOK_SECRETS: ' , ' }, 'SPORTAPI_WEBHOOK_SECRETS'],
+    [{ ...base, SPORTAPI_BASE_URL: 'ftp://sportapi' }, 'SPORTAPI_BASE_URL'],
+    [{ ...base, SPORTAPI_COUPON_PATH: '/coupons/:code' }, 'SPORTAPI_COUPON_PATH'],
+    [{ ...base, SPORTAPI_TIMEOUT_MS: '10' }, 'SPORTAPI_TIMEOUT_MS'],
+    [{ ...base, RECONCILE_AFTER: 'soon' }, 'RECONCILE_AFTER'],
+    [{ ...base, RECONCILE_AFTER: '-5m' }, 'RECONCILE_AFTER'],
+    [{ ...base, RECONCILE_AFTER: 'off' }, 'RECONCILE_AFTER'],
+    [{ ...base, RECONCILE_INTERVAL: '1.5' }, 'RECONCILE_INTERVAL'],
+    [{ ...base, RECONCILE_BATCH_SIZE: '0' }, 'RECONCILE_BATCH_SIZE'],
   ])('a wrong or missing variable stops with its name (%#)', (env, name) => {
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(name);
   });
@@ -46,6 +54,52 @@ describe('loadConfig (validated at start-up)', () => {
       1: 'PENDING',
       7: 'WIN',
       15: 'RECALCULATION',
+    });
+  });
+
+  it('polling is off without SPORTAPI_BASE_URL; reconciliation defaults of CONTRACT §2/§9', () => {
+    const c = loadConfig(base);
+    expect(c.sportApi).toEqual({
+      baseUrl: undefined,
+      couponPath: '/coupons/{coupon_code}',
+      apiKey: undefined,
+      authHeader: 'authorization',
+      timeoutMs: 5000,
+      retries: 2,
+    });
+    // 90 min: after the sender's last retry (1 + 5 + 15 + 60 min after the first attempt).
+    expect(c.reconciliation).toEqual({ intervalMs: 300_000, afterMs: 5_400_000, batchSize: 100 });
+  });
+
+  it.each([
+    ['90m', 5_400_000],
+    ['1.5h', 5_400_000],
+    ['30s', 30_000],
+    ['5400000', 5_400_000],
+    ['0', 0],
+  ])('reads RECONCILE_AFTER=%s as %d ms', (value, expected) => {
+    expect(loadConfig({ ...base, RECONCILE_AFTER: value }).reconciliation.afterMs).toBe(expected);
+  });
+
+  it.each(['off', 'OFF', 'false', '0'])('RECONCILE_INTERVAL=%s disables the scheduled runs', (value) => {
+    expect(loadConfig({ ...base, RECONCILE_INTERVAL: value }).reconciliation.intervalMs).toBe(0);
+  });
+
+  it('reads the SportAPI client settings', () => {
+    const c = loadConfig({
+      ...base,
+      SPORTAPI_BASE_URL: 'https://api.sportapi.example/v2/',
+      SPORTAPI_COUPON_PATH: '/partner/coupon/{coupon_code}',
+      SPORTAPI_API_KEY: 'key',
+      SPORTAPI_AUTH_HEADER: 'X-Api-Key',
+      SPORTAPI_RETRIES: '0',
+    });
+    expect(c.sportApi).toMatchObject({
+      baseUrl: 'https://api.sportapi.example/v2',
+      couponPath: '/partner/coupon/{coupon_code}',
+      apiKey: 'key',
+      authHeader: 'x-api-key',
+      retries: 0,
     });
   });
 });

@@ -6,6 +6,7 @@ import {
 import {
   CouponSettlementState,
   SettlementDecision,
+  SnapshotSource,
   StatusKind,
   TransitionName as T,
 } from '../../src/settlement/settlement.types.js';
@@ -30,6 +31,8 @@ interface Row {
   applied: boolean;
   ops: string[];
   next: Partial<CouponSettlementState>;
+  /** Default: a callback snapshot. */
+  source?: SnapshotSource;
 }
 
 // One row per rule of CONTRACT §6. `ops` are `type:generation:amount`.
@@ -329,12 +332,196 @@ const table: Row[] = [
   },
 ];
 
+const P = SnapshotSource.POLL;
+const flaggedSettled = (generation: number, amount: string, reason = T.CONFLICTING_RESULT) =>
+  settled(generation, amount, { needsReview: true, reviewReason: reason });
+
+// Authoritative sources (CONTRACT §9): a coupon read from SportAPI, an operator's resolution.
+const authoritativeTable: Row[] = [
+  {
+    rule: 'poll: WIN with another amount than the settled one: re-settled as generation g+1',
+    source: P,
+    state: flaggedSettled(0, '50.00'),
+    status: 2,
+    kind: K.WIN,
+    realWin: '80.00',
+    transition: T.RESETTLED,
+    applied: true,
+    ops: ['recalculation_debit:1:50.00', 'final_credit:1:80.00'],
+    next: {
+      status: 2,
+      realWin: '80.00',
+      generation: 1,
+      generationSettled: true,
+      settledAmount: '80.00',
+      recalculationOpen: false,
+      needsReview: false,
+      reviewReason: null,
+    },
+  },
+  {
+    rule: 'the same conflicting WIN from a callback: still history only and needs_review',
+    state: flaggedSettled(0, '50.00'),
+    status: 2,
+    kind: K.WIN,
+    realWin: '80.00',
+    transition: T.CONFLICTING_RESULT,
+    applied: false,
+    ops: [],
+    next: { generation: 0, settledAmount: '50.00', needsReview: true },
+  },
+  {
+    rule: 'poll: LOSS on a generation settled as a win: g+1 debits the win, credits nothing',
+    source: P,
+    state: flaggedSettled(0, '50.00'),
+    status: 4,
+    kind: K.LOSS,
+    realWin: null,
+    transition: T.RESETTLED,
+    applied: true,
+    ops: ['recalculation_debit:1:50.00'],
+    next: { status: 4, realWin: '0.00', generation: 1, settledAmount: '0.00', needsReview: false },
+  },
+  {
+    rule: 'poll: WIN after a settled LOSS: g+1 has no debit (nothing was credited), credits the win',
+    source: P,
+    state: flaggedSettled(2, '0.00'),
+    status: 2,
+    kind: K.WIN,
+    realWin: '12.50',
+    transition: T.RESETTLED,
+    applied: true,
+    ops: ['final_credit:3:12.50'],
+    next: { generation: 3, settledAmount: '12.50', needsReview: false },
+  },
+  {
+    rule: 'poll: the amount already paid: no money, the review is cleared',
+    source: P,
+    state: flaggedSettled(0, '50.00'),
+    status: 2,
+    kind: K.WIN,
+    realWin: '50.0',
+    transition: T.SAME_RESULT,
+    applied: true,
+    ops: [],
+    next: { generation: 0, settledAmount: '50.00', needsReview: false, reviewReason: null },
+  },
+  {
+    rule: 'poll: a final result on an unsettled flagged generation settles it and clears the review',
+    source: P,
+    state: S({ status: 2, needsReview: true, reviewReason: T.FINAL_WITHOUT_AMOUNT }),
+    status: 2,
+    kind: K.WIN,
+    realWin: '20.00',
+    transition: T.SETTLED,
+    applied: true,
+    ops: ['final_credit:0:20.00'],
+    next: { generationSettled: true, settledAmount: '20.00', needsReview: false, reviewReason: null },
+  },
+  {
+    rule: 'poll: PENDING on a settled flagged coupon: history only, still flagged',
+    source: P,
+    state: flaggedSettled(0, '50.00'),
+    status: 1,
+    kind: K.PENDING,
+    realWin: null,
+    transition: T.PENDING_STALE,
+    applied: false,
+    ops: [],
+    next: { status: 2, needsReview: true },
+  },
+  {
+    rule: 'poll: a WIN without realWin is not paid, even from SportAPI',
+    source: P,
+    state: S(),
+    status: 2,
+    kind: K.WIN,
+    realWin: null,
+    transition: T.FINAL_WITHOUT_AMOUNT,
+    applied: false,
+    ops: [],
+    next: { needsReview: true, reviewReason: T.FINAL_WITHOUT_AMOUNT },
+  },
+  {
+    rule: 'poll: RECALCULATION with another amount while open and settled: g+1, the recalculation stays open',
+    source: P,
+    state: settled(1, '30.00', {
+      status: 15,
+      recalculationOpen: true,
+      needsReview: true,
+      reviewReason: T.RECALCULATION_CONFLICT,
+    }),
+    status: 15,
+    kind: K.RECALCULATION,
+    realWin: '40.00',
+    transition: T.RESETTLED,
+    applied: true,
+    ops: ['recalculation_debit:2:30.00', 'final_credit:2:40.00'],
+    next: { generation: 2, settledAmount: '40.00', recalculationOpen: true, needsReview: false },
+  },
+  {
+    rule: 'poll: RECALCULATION confirming the open recalculation on a flagged coupon: no money, review cleared',
+    source: P,
+    state: settled(1, '30.00', {
+      status: 15,
+      recalculationOpen: true,
+      needsReview: true,
+      reviewReason: T.RECALCULATION_CONFLICT,
+    }),
+    status: 15,
+    kind: K.RECALCULATION,
+    realWin: '30.00',
+    transition: T.RECALCULATION_REPEATED,
+    applied: true,
+    ops: [],
+    next: { generation: 1, recalculationOpen: true, needsReview: false, reviewReason: null },
+  },
+  {
+    rule: 'poll: RECALCULATION the receiver missed: a new generation as from a callback',
+    source: P,
+    state: settled(0, '50.00'),
+    status: 15,
+    kind: K.RECALCULATION,
+    realWin: '10.00',
+    transition: T.RECALCULATION_SETTLED,
+    applied: true,
+    ops: ['recalculation_debit:1:50.00', 'final_credit:1:10.00'],
+    next: { generation: 1, settledAmount: '10.00', recalculationOpen: true },
+  },
+  {
+    rule: 'poll: UNKNOWN status: applied and flagged, no money',
+    source: P,
+    state: settled(0, '50.00'),
+    status: 9,
+    kind: K.UNKNOWN,
+    realWin: null,
+    transition: T.UNKNOWN_STATUS,
+    applied: true,
+    ops: [],
+    next: { status: 9, needsReview: true },
+  },
+  {
+    rule: 'resolution: an operator amount different from the settled one: generation g+1',
+    source: SnapshotSource.RESOLUTION,
+    state: flaggedSettled(1, '25.00'),
+    status: 2,
+    kind: K.WIN,
+    realWin: '12.50',
+    transition: T.RESETTLED,
+    applied: true,
+    ops: ['recalculation_debit:2:25.00', 'final_credit:2:12.50'],
+    next: { generation: 2, settledAmount: '12.50', needsReview: false },
+  },
+];
+table.push(...authoritativeTable);
+
 describe('decideSettlement: CONTRACT §6 as a table', () => {
   it.each(table)('$rule', (row) => {
     const d: SettlementDecision = decideSettlement(
       row.state,
       { status: row.status, realWin: row.realWin },
       row.kind,
+      row.source,
     );
     expect(d.transition).toBe(row.transition);
     expect(d.applied).toBe(row.applied);
@@ -344,7 +531,12 @@ describe('decideSettlement: CONTRACT §6 as a table', () => {
 
   it('never creates two operations of one type in one transition', () => {
     for (const row of table) {
-      const d = decideSettlement(row.state, { status: row.status, realWin: row.realWin }, row.kind);
+      const d = decideSettlement(
+        row.state,
+        { status: row.status, realWin: row.realWin },
+        row.kind,
+        row.source,
+      );
       const types = d.operations.map((o) => o.type);
       expect(new Set(types).size).toBe(types.length);
     }
@@ -379,6 +571,30 @@ describe('decideSettlement: CONTRACT §6 as a table', () => {
       recalculationOpen: false,
       needsReview: false,
     });
+  });
+});
+
+describe('decideSettlement: authoritative reads are idempotent (CONTRACT §9)', () => {
+  it('conflicting callback, then the read result twice: one new generation, money moved once', () => {
+    const steps: [SnapshotSource, number, StatusKind, string | null][] = [
+      [SnapshotSource.CALLBACK, 2, K.WIN, '50.00'],
+      [SnapshotSource.CALLBACK, 2, K.WIN, '70.00'],
+      [P, 2, K.WIN, '70.00'],
+      [P, 2, K.WIN, '70.00'],
+      [SnapshotSource.CALLBACK, 2, K.WIN, '70.00'],
+    ];
+    let state = S();
+    const ops: string[] = [];
+    const transitions: string[] = [];
+    for (const [source, status, kind, realWin] of steps) {
+      const d = decideSettlement(state, { status, realWin }, kind, source);
+      state = d.state;
+      transitions.push(d.transition);
+      ops.push(...d.operations.map((o) => `${o.type}:${o.generation}:${o.amount}`));
+    }
+    expect(transitions).toEqual([T.SETTLED, T.CONFLICTING_RESULT, T.RESETTLED, T.SAME_RESULT, T.SAME_RESULT]);
+    expect(ops).toEqual(['final_credit:0:50.00', 'recalculation_debit:1:50.00', 'final_credit:1:70.00']);
+    expect(state).toMatchObject({ generation: 1, settledAmount: '70.00', needsReview: false });
   });
 });
 

@@ -24,6 +24,8 @@ export class CouponEntity {
   @Column('boolean', { name: 'needs_review' }) needsReview: boolean;
   @Column('text', { name: 'review_reason', nullable: true }) reviewReason: string | null;
   @Column('text', { name: 'last_batch_id', nullable: true }) lastBatchId: string | null;
+  /** When the reconciliation last read this coupon from SportAPI (CONTRACT §9). */
+  @Column('timestamptz', { name: 'last_reconciled_at', nullable: true }) lastReconciledAt: Date | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

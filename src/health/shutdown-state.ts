@@ -1,0 +1,106 @@
+import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/common';
+import { HttpAdapterHost } from '@nestjs/core';
+import type { Server } from 'node:http';
+import type { NextFunction, Request, Response } from 'express';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { ErrorCode } from '../common/domain.exception.js';
+
+/** Paths still served while shutting down: probes and scrapes must see the real state. */
+const SERVED_WHILE_CLOSING = /^\/(health|metrics)(\/|$)/i;
+
+/**
+ * The graceful-shutdown state of the process (CONTRACT §5: "shutting down" is a 503).
+ *
+ * On SIGTERM/SIGINT (`main.ts` calls {@link begin} at once, Nest calls
+ * {@link beforeApplicationShutdown} from `app.close()`):
+ * 1. readiness turns 503 and every NEW request is answered 503 `transient_failure` with
+ *    `Connection: close` (SportAPI retries the delivery elsewhere or later);
+ * 2. requests already in flight (batch transactions) finish: they commit and are answered, or roll
+ *    back at their own deadline; this waits at most the callback deadline plus 300 ms;
+ * 3. every remaining (idle keep-alive) connection is closed, so Nest's HTTP close does not wait for
+ *    clients; Nest then closes the pool (and `main.ts` the embedded PostgreSQL).
+ */
+@Injectable()
+export class ShutdownState implements BeforeApplicationShutdown {
+  private readonly logger = new Logger('Shutdown');
+  private closing = false;
+  private inflight = 0;
+  private idle: (() => void)[] = [];
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  /** True from the first termination signal (or `app.close()`) on. */
+  get shuttingDown(): boolean {
+    return this.closing;
+  }
+
+  /** Requests being answered now (those that arrived before the shutdown began; probes excluded). */
+  get inflightRequests(): number {
+    return this.inflight;
+  }
+
+  /** Starts the shutdown: readiness 503, new requests 503. Idempotent. */
+  begin(reason = 'shutdown'): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.logger.log(`${reason}: readiness 503, new requests answered 503, ${this.inflight} in flight`);
+  }
+
+  /**
+   * Express middleware, installed before any other: counts requests in flight, and once shutting
+   * down answers new ones 503 in the error shape of CONTRACT §5 (health and metrics excepted).
+   */
+  middleware(): (req: Request, res: Response, next: NextFunction) => void {
+    return (req, res, next) => {
+      const probe = SERVED_WHILE_CLOSING.test(req.path);
+      if (this.closing) {
+        res.setHeader('Connection', 'close');
+        if (!probe) {
+          req.resume();
+          res
+            .status(503)
+            .setHeader('Retry-After', '1')
+            .json({
+              success: false,
+              error: { code: ErrorCode.TRANSIENT_FAILURE, message: 'shutting down, retry later' },
+            });
+          return;
+        }
+      }
+      if (probe) return next(); // answered at once, nothing to drain
+      this.inflight++;
+      res.once('close', () => {
+        this.inflight--;
+        if (this.inflight === 0) for (const wake of this.idle.splice(0)) wake();
+      });
+      next();
+    };
+  }
+
+  /** Resolves when no request is in flight, or after `timeoutMs` (false then). */
+  drained(timeoutMs: number): Promise<boolean> {
+    if (this.inflight === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      timer.unref();
+      this.idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Nest lifecycle (from `app.close()`): steps 1–3 of the class description. */
+  async beforeApplicationShutdown(signal?: string): Promise<void> {
+    this.begin(signal ?? 'close');
+    const waitMs = this.config.callbackDeadlineMs + 300;
+    if (!(await this.drained(waitMs)))
+      this.logger.warn(`${this.inflight} request(s) still in flight after ${waitMs} ms; closing anyway`);
+    const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;
+    server?.closeAllConnections?.();
+  }
+}

@@ -1,0 +1,136 @@
+import {
+  Body,
+  Controller,
+  Headers,
+  HttpCode,
+  Param,
+  Post,
+  Res,
+  UseGuards,
+  UseInterceptors,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
+import { CouponView } from '../coupons/dto/coupon-view.dto.js';
+import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
+import { ReconciliationService } from './reconciliation.service.js';
+
+const err = (status: number, description: string, code: string) => ({
+  status,
+  description,
+  type: ErrorResponseDto,
+  example: { success: false, error: { code, message: description } },
+});
+
+/** Idempotency-Key format, the same as for adjustments (CONTRACT §10). */
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~+/=@-]{1,128}$/;
+
+/** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
+@ApiTags('reconciliation')
+@ApiBearerAuth()
+@UseGuards(BearerKeyGuard)
+@UseInterceptors(LosslessJsonInterceptor)
+@Controller('coupons')
+export class ReconciliationController {
+  constructor(private readonly reconciliation: ReconciliationService) {}
+
+  @Post(':coupon_code/reconcile')
+  @HttpCode(200)
+  @ApiOperation({
+    summary:
+      'Read the coupon from SportAPI now and apply it as the synthetic batch poll:<coupon_code>:<sha256>',
+    description:
+      'Same validation and transaction as a callback coupon; a SportAPI read is authoritative (CONTRACT §9): it may ' +
+      're-settle a needs_review coupon as a new generation. Reading the same coupon JSON again changes nothing.',
+  })
+  @ApiResponse({
+    status: 200,
+    type: CouponView,
+    description: 'the coupon after applying the read (as GET /coupons/{coupon_code})',
+    headers: {
+      'Reconciliation-Outcome': {
+        description: '"applied" (a new snapshot went through the pipeline) or "unchanged" (read before)',
+        schema: { type: 'string' },
+      },
+      'Reconciliation-Batch-Id': {
+        description: 'poll:<coupon_code>:<sha256 of the coupon JSON>',
+        schema: { type: 'string' },
+      },
+    },
+  })
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(404, 'SportAPI does not know the coupon', 'sportapi_coupon_not_found'))
+  @ApiResponse(err(501, 'polling is disabled: SPORTAPI_BASE_URL is not configured', 'polling_disabled'))
+  @ApiResponse(
+    err(
+      502,
+      'SportAPI answered something that is not a valid coupon (nothing written)',
+      'sportapi_bad_response',
+    ),
+  )
+  @ApiResponse(err(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
+  async reconcile(
+    @Param('coupon_code') couponCode: string,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<CouponView> {
+    const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode);
+    res.setHeader('Reconciliation-Outcome', outcome);
+    res.setHeader('Reconciliation-Batch-Id', batchId);
+    return view;
+  }
+
+  @Post(':coupon_code/resolution')
+  @ApiOperation({
+    summary: 'Resolve a needs_review coupon by hand (recorded with who and why, applied once)',
+    description:
+      'A settled generation with another amount becomes a new generation: recalculation_debit of what it credited, ' +
+      'final_credit of realWin (keys <coupon_code>:<generation>:<type>). The same Idempotency-Key and body return the ' +
+      'first result.',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: true,
+    description: '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (as for adjustments)',
+  })
+  @ApiResponse({
+    status: 201,
+    type: ResolutionResultView,
+    description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)',
+    headers: {
+      'Idempotent-Replayed': {
+        description: '"true" when this is the stored first result',
+        schema: { type: 'string' },
+      },
+    },
+  })
+  @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(404, 'coupon not found', 'not_found'))
+  @ApiResponse(err(409, 'the coupon is not flagged needs_review', 'coupon_not_flagged'))
+  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  async resolve(
+    @Param('coupon_code') couponCode: string,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Body() dto: ResolutionDto,
+    @Res({ passthrough: true }) res: Response,
+  ): Promise<ResolutionResultView> {
+    if (!idempotencyKey || !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new DomainException(
+        ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
+        'an Idempotency-Key header of 1..128 characters from A-Z a-z 0-9 . _ ~ + / = @ - is required',
+      );
+    }
+    const { resolution, coupon, replayed } = await this.reconciliation.resolve(
+      couponCode,
+      idempotencyKey,
+      dto,
+    );
+    res.status(201);
+    if (replayed) res.setHeader('Idempotent-Replayed', 'true');
+    return { resolution, coupon };
+  }
+}

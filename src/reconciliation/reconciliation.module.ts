@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
+import { CallbacksModule } from '../callbacks/callbacks.module.js';
+import { CouponsModule } from '../coupons/coupons.module.js';
+import { ReconciliationController } from './reconciliation.controller.js';
+import { ReconciliationRepository } from './reconciliation.repository.js';
+import { ReconciliationService } from './reconciliation.service.js';
+import { SportApiClient } from './sportapi.client.js';
+
+/**
+ * Polling fallback and reconciliation (CONTRACT §9): the SportAPI coupon read client, manual
+ * reconcile, the scheduled reconciliation and operators' resolutions of flagged coupons.
+ */
+@Module({
+  imports: [ScheduleModule.forRoot(), CallbacksModule, CouponsModule],
+  controllers: [ReconciliationController],
+  providers: [SportApiClient, ReconciliationRepository, ReconciliationService],
+  exports: [ReconciliationService],
+})
+export class ReconciliationModule {}

@@ -1,0 +1,488 @@
+import { createHash } from 'node:crypto';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { CallbackService } from '../callbacks/callback.service.js';
+import { parseBatch } from '../callbacks/callback-body.pipe.js';
+import { ParsedBatch } from '../callbacks/parsed-batch.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { parseExactJson, stringifyExactJson } from '../common/exact-json.js';
+import { formatAmount, isPositive, parseAmount } from '../common/money.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { CouponRepository } from '../coupons/coupon.repository.js';
+import { CouponsService } from '../coupons/coupons.service.js';
+import { CouponView } from '../coupons/dto/coupon-view.dto.js';
+import { TransactionRunner, Tx } from '../database/transaction.js';
+import { couponOperationKey } from '../ledger/ledger.service.js';
+import { OperationType } from '../ledger/entities/financial-operation.entity.js';
+import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
+import { StatusMap } from '../settlement/status-map.js';
+import { ResolutionDto, ResolutionView } from './dto/resolution.dto.js';
+import { ReconciliationRepository, ResolutionRow } from './reconciliation.repository.js';
+import { SportApiClient } from './sportapi.client.js';
+
+/**
+ * Session-level advisory lock key held by the replica running a scheduled reconciliation
+ * (the migrator uses 727_001).
+ */
+export const RECONCILIATION_LOCK_KEY = 727_002;
+
+/** Name of the interval in the SchedulerRegistry. */
+const INTERVAL_NAME = 'reconciliation';
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** What reading and applying one coupon did. */
+export type ReconcileOutcome =
+  /** The read was a new snapshot and went through the pipeline (transition says what it did). */
+  | 'applied'
+  /** The same coupon JSON was applied before (the synthetic batch id exists): nothing changed. */
+  | 'unchanged';
+
+/** Result of {@link ReconciliationService.reconcile}. */
+export interface ReconcileResult {
+  outcome: ReconcileOutcome;
+  batchId: string;
+  /** Settlement transition of the read snapshot; null when unchanged. */
+  transition: TransitionName | null;
+  view: CouponView;
+}
+
+/** Counts of one scheduled run (also logged as one line). */
+export interface ReconciliationRunSummary {
+  /** true: another replica (or run) held the advisory lock; nothing was read. */
+  skipped: boolean;
+  candidates: number;
+  /** New snapshots applied, of which `settled` settled or re-settled a generation. */
+  applied: number;
+  settled: number;
+  unchanged: number;
+  notFound: number;
+  invalid: number;
+  failed: number;
+  durationMs: number;
+}
+
+/** Transitions after which the coupon's current generation is settled by the read result. */
+const SETTLING = new Set<TransitionName>([
+  TransitionName.SETTLED,
+  TransitionName.RESETTLED,
+  TransitionName.RECALCULATION_SETTLED,
+]);
+
+/**
+ * The polling fallback and reconciliation (CONTRACT §9).
+ *
+ * - {@link reconcile}: reads a coupon from SportAPI and applies it through the callback pipeline
+ *   (same validation as a callback coupon, the same transaction logic in {@link CallbackService})
+ *   as the synthetic batch `poll:<coupon_code>:<sha256 of the coupon JSON>`; reading the same
+ *   coupon JSON again finds the batch id and changes nothing.
+ * - {@link runOnce}: one scheduled run under a PostgreSQL advisory lock (one replica at a time):
+ *   up to `RECONCILE_BATCH_SIZE` coupons flagged `needs_review` or unsettled for `RECONCILE_AFTER`
+ *   are reconciled; one log line with the counts. Scheduled every `RECONCILE_INTERVAL` when
+ *   polling is configured and the interval is not 0.
+ * - {@link resolve}: an operator's resolution of a flagged coupon, under an Idempotency-Key,
+ *   recorded with who and why and applied once as a synthetic batch `resolution:<coupon_code>:
+ *   <sha256 of the key>`.
+ *
+ * Reads from SportAPI and resolutions are authoritative (`SnapshotSource.POLL`/`RESOLUTION`): a
+ * result that differs from what the coupon's generation paid re-settles it as a new generation.
+ */
+@Injectable()
+export class ReconciliationService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('Reconciliation');
+  private readonly statusMap: StatusMap;
+  private currentRun: Promise<ReconciliationRunSummary> | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: TransactionRunner,
+    private readonly sportApi: SportApiClient,
+    private readonly callbacks: CallbackService,
+    private readonly coupons: CouponRepository,
+    private readonly couponsService: CouponsService,
+    private readonly repository: ReconciliationRepository,
+    private readonly scheduler: SchedulerRegistry,
+  ) {
+    this.statusMap = new StatusMap(config.statusMap);
+  }
+
+  onApplicationBootstrap(): void {
+    const { intervalMs, afterMs, batchSize } = this.config.reconciliation;
+    if (!this.sportApi.enabled || intervalMs === 0) {
+      this.logger.log(
+        this.sportApi.enabled
+          ? 'scheduled reconciliation is off (RECONCILE_INTERVAL=0)'
+          : 'polling SportAPI is disabled (SPORTAPI_BASE_URL unset): no scheduled reconciliation',
+      );
+      return;
+    }
+    const timer = setInterval(() => {
+      if (this.currentRun) return; // the previous run of this replica is still going
+      this.runOnce().catch((err: unknown) =>
+        this.logger.error(`reconciliation run failed: ${(err as Error).message}`),
+      );
+    }, intervalMs);
+    this.scheduler.addInterval(INTERVAL_NAME, timer);
+    this.logger.log(
+      `scheduled reconciliation every ${intervalMs} ms (coupons unsettled for ${afterMs} ms or flagged, ${batchSize} per run)`,
+    );
+  }
+
+  /** Lets a run in progress finish (the interval itself is cleared by @nestjs/schedule). */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
+    await this.currentRun?.catch(() => undefined);
+  }
+
+  /**
+   * One scheduled reconciliation run (what the interval calls; tests call it directly). Takes the
+   * session advisory lock {@link RECONCILIATION_LOCK_KEY} on a dedicated connection with
+   * `pg_try_advisory_lock`: when another replica holds it the run is skipped. Otherwise reads and
+   * applies up to `RECONCILE_BATCH_SIZE` candidates one by one (one transaction each, a failure is
+   * counted and the run goes on), stamps each coupon read (not after a transient failure, so it is
+   * tried again next run) and logs one line with the counts.
+   * @throws DomainException POLLING_DISABLED when SPORTAPI_BASE_URL is unset.
+   */
+  async runOnce(): Promise<ReconciliationRunSummary> {
+    if (!this.sportApi.enabled) {
+      throw new DomainException(
+        ErrorCode.POLLING_DISABLED,
+        'polling SportAPI is disabled: SPORTAPI_BASE_URL is not configured',
+      );
+    }
+    const run = this.lockedRun();
+    this.currentRun = run;
+    try {
+      return await run;
+    } finally {
+      if (this.currentRun === run) this.currentRun = undefined;
+    }
+  }
+
+  private async lockedRun(): Promise<ReconciliationRunSummary> {
+    const started = Date.now();
+    const summary: ReconciliationRunSummary = {
+      skipped: false,
+      candidates: 0,
+      applied: 0,
+      settled: 0,
+      unchanged: 0,
+      notFound: 0,
+      invalid: 0,
+      failed: 0,
+      durationMs: 0,
+    };
+    const lockConnection = this.dataSource.createQueryRunner();
+    try {
+      await lockConnection.connect();
+      const [{ locked }] = (await lockConnection.query('SELECT pg_try_advisory_lock($1) AS locked', [
+        RECONCILIATION_LOCK_KEY,
+      ])) as { locked: boolean }[];
+      if (!locked) {
+        summary.skipped = true;
+        summary.durationMs = Date.now() - started;
+        this.logger.log('reconciliation run skipped: another replica holds the lock');
+        return summary;
+      }
+      try {
+        await this.work(summary);
+      } finally {
+        await lockConnection.query('SELECT pg_advisory_unlock($1)', [RECONCILIATION_LOCK_KEY]);
+      }
+    } finally {
+      await lockConnection.release();
+    }
+    summary.durationMs = Date.now() - started;
+    this.logger.log(
+      `reconciliation run: ${summary.candidates} candidates, ${summary.applied} applied ` +
+        `(${summary.settled} settled), ${summary.unchanged} unchanged, ${summary.notFound} not found at SportAPI, ` +
+        `${summary.invalid} invalid, ${summary.failed} failed, ${summary.durationMs} ms`,
+    );
+    return summary;
+  }
+
+  private async work(summary: ReconciliationRunSummary): Promise<void> {
+    const { afterMs, batchSize } = this.config.reconciliation;
+    const codes = await this.transactions.run((tx) => this.repository.candidates(tx, afterMs, batchSize));
+    summary.candidates = codes.length;
+    for (const code of codes) {
+      try {
+        const result = await this.readAndApply(code);
+        if (result.outcome === 'unchanged') summary.unchanged++;
+        else {
+          summary.applied++;
+          if (result.transition !== null && SETTLING.has(result.transition)) summary.settled++;
+        }
+      } catch (err) {
+        const code_ = err instanceof DomainException ? err.code : undefined;
+        if (code_ === ErrorCode.SPORTAPI_COUPON_NOT_FOUND) summary.notFound++;
+        else if (code_ === ErrorCode.SPORTAPI_BAD_RESPONSE) summary.invalid++;
+        else summary.failed++;
+        if (code_ !== ErrorCode.SPORTAPI_UNAVAILABLE && code_ !== undefined) {
+          // A definite answer: read this coupon again only after RECONCILE_AFTER.
+          await this.transactions
+            .run((tx) => this.repository.markReconciled(tx, code))
+            .catch(() => undefined);
+        }
+        if (!(err instanceof DomainException))
+          this.logger.warn(`reconciliation of coupon ${code} failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  /**
+   * `POST /coupons/{coupon_code}/reconcile`: reads the coupon from SportAPI now and applies it.
+   * @returns the outcome and the coupon view (as `GET /coupons/{coupon_code}`).
+   * @throws DomainException POLLING_DISABLED (501), SPORTAPI_COUPON_NOT_FOUND (404),
+   *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written).
+   */
+  async reconcile(couponCode: string): Promise<ReconcileResult> {
+    const { outcome, batchId, transition } = await this.readAndApply(couponCode);
+    return { outcome, batchId, transition, view: await this.couponsService.get(couponCode) };
+  }
+
+  private async readAndApply(
+    couponCode: string,
+  ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
+    const read = await this.sportApi.readCoupon(couponCode);
+    const batch = this.pollBatch(couponCode, read.body);
+    return this.transactions.run(async (tx) => {
+      const { claim, transitions } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.POLL);
+      await this.repository.markReconciled(tx, couponCode);
+      return {
+        outcome: claim === 'claimed' ? 'applied' : 'unchanged',
+        batchId: batch.batchId,
+        transition: transitions.get(couponCode) ?? null,
+      };
+    });
+  }
+
+  /**
+   * The synthetic batch of one coupon read (CONTRACT §9): the body parsed exactly (numbers keep
+   * their digits), written back as compact JSON (the coupon JSON, whose SHA-256 names the batch),
+   * then validated as the one coupon of a callback batch.
+   * @throws DomainException SPORTAPI_BAD_RESPONSE naming what is wrong.
+   */
+  private pollBatch(couponCode: string, body: Buffer): ParsedBatch {
+    let couponJson: string;
+    try {
+      const { value, lossless } = parseExactJson(utf8.decode(body), new Set(['realWin']));
+      if (typeof value !== 'object' || value === null || Array.isArray(value))
+        throw new SyntaxError('not a JSON object');
+      couponJson = stringifyExactJson(value, lossless);
+    } catch (err) {
+      throw new DomainException(
+        ErrorCode.SPORTAPI_BAD_RESPONSE,
+        `SportAPI's coupon read is not a JSON object (${err instanceof SyntaxError ? err.message.slice(0, 200) : 'not UTF-8'})`,
+      );
+    }
+    const hash = createHash('sha256').update(couponJson).digest('hex');
+    const batchId = `poll:${couponCode}:${hash}`;
+    let parsed: ParsedBatch;
+    try {
+      // Validated as a callback batch; the real batch id (longer than a callback's 64) is set after.
+      parsed = parseBatch(
+        Buffer.from(`{"batchId":"poll","couponCount":1,"coupons":[${couponJson}]}`),
+        this.config.amountScale,
+      );
+    } catch (err) {
+      if (!(err instanceof DomainException)) throw err;
+      throw new DomainException(
+        ErrorCode.SPORTAPI_BAD_RESPONSE,
+        `SportAPI's coupon read is not a valid coupon: ${err.message}`,
+        err.fields?.map((f) => ({ path: f.path.replace(/^coupons\[0\]\.?/, ''), message: f.message })),
+      );
+    }
+    if (parsed.coupons[0].couponCode !== couponCode) {
+      throw new DomainException(
+        ErrorCode.SPORTAPI_BAD_RESPONSE,
+        `SportAPI answered the read of coupon ${couponCode} with another coupon_code`,
+        [{ path: 'coupon_code', message: `must be ${couponCode}` }],
+      );
+    }
+    const rawBody = Buffer.from(
+      `{"batchId":${JSON.stringify(batchId)},"couponCount":1,"coupons":[${couponJson}]}`,
+    );
+    return {
+      ...parsed,
+      batchId,
+      rawBody,
+      payloadHash: createHash('sha256').update(rawBody).digest('hex'),
+    };
+  }
+
+  /**
+   * `POST /coupons/{coupon_code}/resolution`: an operator's result for a `needs_review` coupon,
+   * in one transaction: the same key and body again return the stored resolution (`replayed`);
+   * otherwise the coupon is locked, must be flagged, and the result is applied as the synthetic
+   * batch `resolution:<coupon_code>:<sha256 of the key>` with the authoritative rules (a settled
+   * generation with another amount becomes generation g+1: `recalculation_debit` of what it
+   * credited, `final_credit` of `realWin`), and recorded with who, why and what it did.
+   * @throws DomainException IDEMPOTENCY_CONFLICT (the key with another body or coupon),
+   *   NOT_FOUND, COUPON_NOT_FLAGGED, VALIDATION_FAILED (status/amount inconsistent).
+   */
+  async resolve(
+    couponCode: string,
+    idempotencyKey: string,
+    dto: ResolutionDto,
+  ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
+    const realWin =
+      dto.realWin === null
+        ? formatAmount('0', this.config.amountScale)
+        : parseAmount(dto.realWin, this.config.amountScale);
+    if (realWin === null) {
+      throw new DomainException(ErrorCode.VALIDATION_FAILED, 'realWin is not a valid amount', [
+        { path: 'realWin', message: `must have at most ${this.config.amountScale} fraction digits` },
+      ]);
+    }
+    const status = this.resolutionStatus(dto.status, realWin);
+    const requestHash = createHash('sha256')
+      .update(JSON.stringify([couponCode, status, realWin, dto.reason, dto.resolvedBy]))
+      .digest('hex');
+    const { row, replayed } = await this.transactions.run(async (tx) => {
+      const earlier = await this.replayResolution(tx, idempotencyKey, requestHash);
+      if (earlier) return { row: earlier, replayed: true };
+      if (!(await this.coupons.find(tx, couponCode)))
+        throw new DomainException(ErrorCode.NOT_FOUND, `coupon ${couponCode} not found`);
+      const coupon = await this.coupons.lockOne(tx, couponCode);
+      // A concurrent request with the same key held the lock first: answer as it did.
+      const meanwhile = await this.replayResolution(tx, idempotencyKey, requestHash);
+      if (meanwhile) return { row: meanwhile, replayed: true };
+      if (!coupon.needsReview) {
+        throw new DomainException(
+          ErrorCode.COUPON_NOT_FLAGGED,
+          `coupon ${couponCode} is not flagged needs_review; there is nothing to resolve`,
+        );
+      }
+      const batch = this.resolutionBatch(couponCode, idempotencyKey, status, realWin, dto);
+      const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION);
+      const outcome =
+        claim === 'claimed' ? await this.repository.outcome(tx, batch.batchId, couponCode) : undefined;
+      if (!outcome)
+        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
+      const row: Omit<ResolutionRow, 'resolvedAt'> = {
+        idempotencyKey,
+        couponCode,
+        requestHash,
+        status,
+        realWin,
+        reason: dto.reason,
+        resolvedBy: dto.resolvedBy,
+        batchId: batch.batchId,
+        transition: outcome.transition,
+        generation: outcome.generation,
+        operations: outcome.operations,
+      };
+      if (!(await this.repository.insertResolution(tx, row)))
+        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
+      this.logger.log(
+        `coupon ${couponCode} resolved by ${dto.resolvedBy} (key ${idempotencyKey}): ${outcome.transition}, generation ${outcome.generation}`,
+      );
+      return {
+        row: (await this.repository.findResolution(tx, idempotencyKey)) as ResolutionRow,
+        replayed: false,
+      };
+    });
+    return { resolution: toResolutionView(row), coupon: await this.couponsService.get(couponCode), replayed };
+  }
+
+  private async replayResolution(
+    tx: Tx,
+    idempotencyKey: string,
+    requestHash: string,
+  ): Promise<ResolutionRow | undefined> {
+    const earlier = await this.repository.findResolution(tx, idempotencyKey);
+    if (!earlier) return undefined;
+    if (earlier.requestHash !== requestHash) {
+      throw new DomainException(
+        ErrorCode.IDEMPOTENCY_CONFLICT,
+        'this Idempotency-Key was used with a different request',
+      );
+    }
+    return earlier;
+  }
+
+  /** The status code a resolution records: the given one (checked) or the configured WIN/LOSS code. */
+  private resolutionStatus(given: number | undefined, realWin: string): number {
+    const kinds = [StatusKind.WIN, StatusKind.REFUND, StatusKind.LOSS];
+    if (given !== undefined) {
+      const kind = this.statusMap.kindOf(given);
+      const consistent =
+        kinds.includes(kind) &&
+        !(kind === StatusKind.WIN && !isPositive(realWin)) &&
+        !(kind === StatusKind.LOSS && isPositive(realWin));
+      if (!consistent) {
+        throw new DomainException(ErrorCode.VALIDATION_FAILED, 'status does not fit realWin', [
+          {
+            path: 'status',
+            message: 'must map to WIN (realWin > 0), REFUND, or LOSS (realWin null or 0)',
+          },
+        ]);
+      }
+      return given;
+    }
+    const wanted = isPositive(realWin) ? StatusKind.WIN : StatusKind.LOSS;
+    const code = Object.entries(this.config.statusMap).find(([, kind]) => kind === wanted)?.[0];
+    if (code === undefined) {
+      throw new DomainException(ErrorCode.VALIDATION_FAILED, `no status code maps to ${wanted}`, [
+        { path: 'status', message: 'required: STATUS_MAP has no code for this result' },
+      ]);
+    }
+    return Number(code);
+  }
+
+  private resolutionBatch(
+    couponCode: string,
+    idempotencyKey: string,
+    status: number,
+    realWin: string,
+    dto: ResolutionDto,
+  ): ParsedBatch {
+    const batchId = `resolution:${couponCode}:${createHash('sha256').update(idempotencyKey).digest('hex')}`;
+    const payload = {
+      coupon_code: couponCode,
+      status,
+      realWin,
+      events: [],
+      resolution: { idempotencyKey, reason: dto.reason, resolvedBy: dto.resolvedBy },
+    };
+    const rawBody = Buffer.from(JSON.stringify({ batchId, couponCount: 1, coupons: [payload] }));
+    return {
+      batchId,
+      couponCount: 1,
+      coupons: [{ couponCode, status, realWin, events: [], payload }],
+      rawBody,
+      payloadHash: createHash('sha256').update(rawBody).digest('hex'),
+      losslessNumbers: false,
+    };
+  }
+}
+
+function toResolutionView(row: ResolutionRow): ResolutionView {
+  return {
+    idempotencyKey: row.idempotencyKey,
+    coupon_code: row.couponCode,
+    status: row.status,
+    realWin: formatAmount(row.realWin),
+    reason: row.reason,
+    resolvedBy: row.resolvedBy,
+    batchId: row.batchId,
+    transition: row.transition,
+    generation: row.generation,
+    operations: row.operations.map(
+      (o) =>
+        `${couponOperationKey(row.couponCode, o.generation, o.type as unknown as OperationType)}=${formatAmount(o.amount)}`,
+    ),
+    resolvedAt: new Date(row.resolvedAt).toISOString(),
+  };
+}
