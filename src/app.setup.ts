@@ -44,7 +44,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   // Node enforces requestTimeout/headersTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a stalled client was cut off after ~30 s, not
   // 10 s. Read when the server starts listening, so it must be set before app.listen().
-  server.connectionsCheckingInterval = 1_000;
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
   if (config.swaggerEnabled) setupSwagger(app, config);
 }
 

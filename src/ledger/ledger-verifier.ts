@@ -28,7 +28,7 @@ export enum LedgerCheck {
   DECIDED_OPERATION_MISSING = 'decided_operation_missing',
   /** A settlement operation in the ledger that no stored snapshot decided. */
   UNDECIDED_OPERATION = 'undecided_operation',
-  /** A committed batch without its `processed` delivery attempt (CONTRACT §8). */
+  /** A committed callback batch without its `processed` delivery attempt (CONTRACT §8); synthetic §9 batches excepted. */
   BATCH_WITHOUT_DELIVERY = 'batch_without_delivery',
 }
 
@@ -214,6 +214,11 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
       FROM callback_batches b
       WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts d
                         WHERE d.batch_id = b.batch_id AND d.outcome = 'processed' AND d.payload_hash = b.payload_hash)
+        -- Synthetic batches of CONTRACT §9 were not delivered: a coupon read from SportAPI
+        -- (poll:<coupon_code>:<sha256>, longer than any callback batchId) and an operator's
+        -- resolution (recorded in coupon_resolutions).
+        AND NOT (b.batch_id ~ '^poll:.+:[0-9a-f]{64}$' AND length(b.batch_id) > 64)
+        AND NOT EXISTS (SELECT 1 FROM coupon_resolutions r WHERE r.batch_id = b.batch_id)
       ORDER BY b.received_at, b.batch_id`,
   },
 ];
