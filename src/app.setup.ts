@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { INestApplication, ValidationPipe } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
+import helmet from 'helmet';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
 import { DomainException, ErrorCode } from './common/domain.exception.js';
@@ -17,6 +18,14 @@ import { ShutdownState } from './health/shutdown-state.js';
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
   app.use(app.get(ShutdownState).middleware());
+  // Security headers (helmet defaults: CSP, HSTS, nosniff, frame and referrer policies, no
+  // X-Powered-By) on every answer; Swagger UI at /docs keeps them but without the CSP, which would
+  // block its inline style and script.
+  const secureHeaders = helmet();
+  const docsHeaders = helmet({ contentSecurityPolicy: false });
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    (/^\/docs(\/|$|-json)/i.test(req.path) ? docsHeaders : secureHeaders)(req, res, next),
+  );
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
   const partnerReader = partnerJsonMiddleware();

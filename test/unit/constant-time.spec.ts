@@ -1,0 +1,59 @@
+import { jest } from '@jest/globals';
+import type { ExecutionContext } from '@nestjs/common';
+
+// CONTRACT §4 step 1 (signature compared in constant time) and §10 (bearer keys): every
+// comparison of a secret goes through crypto.timingSafeEqual on buffers of equal length, for
+// every configured secret/key (no early exit that would tell which one matched, or how long
+// the expected value is).
+
+const calls: [Buffer, Buffer][] = [];
+jest.unstable_mockModule('node:crypto', () => {
+  const real = jest.requireActual<typeof import('node:crypto')>('node:crypto');
+  const timingSafeEqual = (a: NodeJS.ArrayBufferView, b: NodeJS.ArrayBufferView) => {
+    calls.push([a as Buffer, b as Buffer]);
+    return real.timingSafeEqual(a, b);
+  };
+  return { ...real, default: { ...real, timingSafeEqual }, timingSafeEqual };
+});
+
+const { createHmac } = await import('node:crypto');
+const { secureEquals } = await import('../../src/common/secure-compare.js');
+const { verifySignature } = await import('../../src/callbacks/signature.guard.js');
+const { BearerKeyGuard } = await import('../../src/auth/bearer-key.guard.js');
+
+const lengths = () => calls.map(([a, b]) => `${a.length}/${b.length}`);
+
+describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
+  beforeEach(() => calls.splice(0));
+
+  it('secureEquals compares 32-byte digests with timingSafeEqual, whatever the input lengths', () => {
+    expect(secureEquals('a', 'a much longer value')).toBe(false);
+    expect(secureEquals('same', 'same')).toBe(true);
+    expect(secureEquals(Buffer.alloc(0), Buffer.alloc(1000, 1))).toBe(false);
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
+  });
+
+  it('verifySignature compares against every secret, each with timingSafeEqual (no early exit)', () => {
+    const body = Buffer.from('{"batchId":"x"}');
+    const secrets = ['first-secret', 'second-secret', 'third-secret'];
+    const good = createHmac('sha256', 'first-secret').update(body).digest('hex');
+    expect(verifySignature(body, `sha256=${good}`, secrets)).toBe(true);
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
+    calls.splice(0);
+    expect(verifySignature(body, `sha256=${'0'.repeat(64)}`, secrets)).toBe(false);
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
+  });
+
+  it('BearerKeyGuard compares against every key with timingSafeEqual on equal lengths', () => {
+    const guard = new BearerKeyGuard({ opsApiKeys: ['key-one', 'a-much-longer-key-two'] } as never);
+    const ctx = (authorization: string) =>
+      ({
+        switchToHttp: () => ({ getRequest: () => ({ headers: { authorization } }) }),
+      }) as unknown as ExecutionContext;
+    expect(guard.canActivate(ctx('Bearer key-one'))).toBe(true);
+    expect(lengths()).toEqual(['32/32', '32/32']);
+    calls.splice(0);
+    expect(() => guard.canActivate(ctx('Bearer k'))).toThrow('a valid bearer key is required');
+    expect(lengths()).toEqual(['32/32', '32/32']);
+  });
+});
