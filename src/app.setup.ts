@@ -8,15 +8,20 @@ import { DomainException, ErrorCode } from './common/domain.exception.js';
 import { flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
+import { logContextMiddleware } from './observability/log-context.js';
 
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
  * the app exactly as users start it: body readers (raw bytes on the callback path, JSON
  * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients. The first
- * middleware counts requests in flight and answers new ones 503 once a shutdown has begun.
+ * middleware counts requests in flight and answers new ones 503 once a shutdown has begun; logs
+ * are JSON lines through nestjs-pino, each carrying its request id (and the callback's batchId).
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
+  app.useLogger(app.get(PinoNestLogger));
   app.use(app.get(ShutdownState).middleware());
+  app.use(logContextMiddleware);
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
   const partnerReader = partnerJsonMiddleware();

@@ -32,7 +32,11 @@ async function bootstrap(): Promise<void> {
     );
     config = { ...config, databaseUrl: await embedded.start() };
   }
-  const app = await NestFactory.create(AppModule.forRoot(config), { bodyParser: false, abortOnError: false });
+  const app = await NestFactory.create(AppModule.forRoot(config), {
+    bodyParser: false,
+    abortOnError: false,
+    bufferLogs: true,
+  });
   configureApp(app, config);
   let closing = false;
   const shutdown = async (signal: string) => {

@@ -34,6 +34,10 @@ export interface AppConfig {
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
   runMigrationsOnStart: boolean;
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+  /** IP addresses and CIDR blocks allowed to read `GET /metrics` without a bearer key. */
+  metricsAllowedNetworks: string[];
 }
 
 const csv = (v: string | undefined): string[] =>
@@ -94,6 +98,18 @@ export const envSchema = Joi.object({
     }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
   RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  METRICS_ALLOWED_NETWORKS: Joi.string()
+    .custom((v: string, helpers) => {
+      const ip = Joi.string().ip({ cidr: 'optional' });
+      const bad = csv(v).filter((entry) => ip.validate(entry).error);
+      return bad.length
+        ? helpers.message({
+            custom: `METRICS_ALLOWED_NETWORKS: not an IP address or CIDR block: ${bad.join(', ')}`,
+          })
+        : v;
+    })
+    .optional(),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
@@ -145,6 +161,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
+    logLevel: v.LOG_LEVEL as string,
+    metricsAllowedNetworks: csv(v.METRICS_ALLOWED_NETWORKS as string | undefined),
   };
 }
 
