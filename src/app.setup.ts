@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { INestApplication, ValidationPipe } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
@@ -49,16 +49,20 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   if (config.swaggerEnabled) setupSwagger(app, config);
 }
 
-/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
-export function setupSwagger(app: INestApplication, config: AppConfig): void {
-  const document = SwaggerModule.createDocument(
+/**
+ * The OpenAPI document of the app: every controller with the signature and bearer schemes. The
+ * same function writes `openapi.json` (`npm run openapi`), so the file and `/docs-json` agree.
+ */
+export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
+  return SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
       .setTitle('SportAPI settlement receiver')
       .setDescription(
         'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
           `The callback is POST ${config.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
-          'The partner API (coupons, accounts) needs a bearer key from OPS_API_KEYS. Amounts are decimal strings.',
+          'The partner API (coupons, accounts) and the delivery audit need a bearer key from OPS_API_KEYS. ' +
+          'Amounts are decimal strings. Probes: /health/live, /health/ready; Prometheus metrics: /metrics.',
       )
       .setVersion('1.0')
       .addBearerAuth({
@@ -78,5 +82,9 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       )
       .build(),
   );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+}
+
+/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
+export function setupSwagger(app: INestApplication, config: AppConfig): void {
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app, config), { jsonDocumentUrl: 'docs-json' });
 }
