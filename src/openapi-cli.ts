@@ -25,7 +25,7 @@ async function main(): Promise<void> {
   new RouterModule(app.get(ModulesContainer), [{ path: config.callbackPath, module: CallbacksModule }]);
   const target = resolve(process.argv[2] ?? 'openapi.json');
   writeFileSync(target, `${JSON.stringify(buildOpenApiDocument(app, config), null, 2)}\n`);
-  console.log(`wrote ${target}`);
+  process.stdout.write(`wrote ${target}\n`);
   await app.close();
 }
 
