@@ -41,7 +41,7 @@ export class AuditController {
           status: 2,
           realWin: '185.50',
           applied: true,
-          transition: 'settle',
+          transition: 'settled',
           generation: 0,
         },
       ],

@@ -6,6 +6,9 @@ import type { AppConfig } from '../config/configuration.js';
 import type { CallbackRequest } from '../common/request-context.js';
 import { logContextMixin } from './log-context.js';
 
+/** Probe and scrape paths: answered often, not worth a line each. */
+const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
+
 /** `X-Request-Id` as sent when it is a sane token (the callback middleware's rule), else a new UUID. */
 function requestIdOf(req: CallbackRequest): string {
   if (req.callback?.requestId) return req.callback.requestId;
@@ -21,7 +24,8 @@ function requestIdOf(req: CallbackRequest): string {
  *   `Authorization`), no bodies. The secret-bearing headers are also redacted by path, in case a
  *   line ever carries them.
  * - The callback is not auto-logged: {@link DeliveryObserver} writes one summary line per delivery;
- *   other requests get pino-http's "request completed" line (4xx warn, 5xx error).
+ *   other requests (probes and scrapes excepted) get pino-http's "request completed" line
+ *   (4xx warn, 5xx error).
  */
 export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
@@ -40,7 +44,7 @@ export function loggerParams(config: AppConfig, destination?: DestinationStream)
       if (!res.headersSent) res.setHeader('X-Request-Id', id);
       return id;
     },
-    autoLogging: { ignore: isCallback },
+    autoLogging: { ignore: (req: IncomingMessage) => isCallback(req) || PROBES.test(req.url ?? '') },
     customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
       err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
     serializers: {

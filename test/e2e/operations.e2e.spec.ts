@@ -221,7 +221,16 @@ describe('operations: metrics, logs, delivery audit', () => {
       batchId: 'm-batch-1',
       committed: true,
       couponCount: 1,
-      coupons: [{ coupon_code: 'M-1', status: 2, realWin: '30.00', applied: true, generation: 0 }],
+      coupons: [
+        {
+          coupon_code: 'M-1',
+          status: 2,
+          realWin: '30.00',
+          applied: true,
+          transition: 'settled',
+          generation: 0,
+        },
+      ],
       operations: [
         {
           key: 'M-1:0:final_credit',

@@ -29,7 +29,7 @@ export class BatchCouponView {
   @ApiProperty({ example: 2 }) status: number;
   @ApiProperty({ example: '185.50', type: String, nullable: true }) realWin: string | null;
   @ApiProperty({ example: true }) applied: boolean;
-  @ApiProperty({ example: 'settle' }) transition: string;
+  @ApiProperty({ example: 'settled' }) transition: string;
   @ApiProperty({ example: 0 }) generation: number;
 }
 
