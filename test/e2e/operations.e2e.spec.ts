@@ -13,6 +13,7 @@ import {
   SECRET,
   TestContext,
 } from '../support/test-app.js';
+import { withClient } from '../support/database.js';
 
 // Operations (issue 6): Prometheus metrics, JSON logs with request id and batchId and without
 // secrets, and the delivery audit endpoints showing that a redelivery moved no money (CONTRACT §8).
@@ -211,6 +212,47 @@ describe('operations: metrics, logs, delivery audit', () => {
     ])
       expect(text).not.toContain(secret);
   });
+
+  it('logs of a delivery failing on a database outage: every line (errors included) carries its request id and batchId, one failed summary', async () => {
+    lines.length = 0;
+    const admin = process.env.TEST_ADMIN_URL as string;
+    const name = decodeURIComponent(new URL(t.config.databaseUrl as string).pathname.slice(1));
+    await withClient(admin, async (c) => {
+      await c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
+      await c.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+        [name],
+      );
+    });
+    let res;
+    try {
+      res = await deliver(t.app, batchOf('log-batch-503', { code: 'LOG-503', status: 1 }), {
+        headers: { 'x-request-id': 'log-req-503' },
+      });
+    } finally {
+      await withClient(admin, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
+    }
+    expectError(res, 503, 'transient_failure');
+    const mine = logs().filter((l) => l.requestId === 'log-req-503');
+    expect(mine.length).toBeGreaterThanOrEqual(3); // exception, audit write failure, summary
+    for (const line of mine) expect(line.batchId).toBe('log-batch-503');
+    expect(
+      mine
+        .filter((l) => l.outcome !== undefined)
+        .map(({ outcome, status, level }) => ({ outcome, status, level })),
+    ).toEqual([{ outcome: 'failed', status: 503, level: 50 }]);
+    // Lines outside any request: only the pool noticing its idle connections were terminated.
+    expect(
+      new Set(
+        logs()
+          .filter((l) => l.requestId === undefined)
+          .map((l) => l.context),
+      ),
+    ).toEqual(new Set(['Database']));
+    const text = lines.join('\n');
+    for (const secret of [SECRET, OTHER_SECRET, OPS_KEY, 'LOG-503', '"events"'])
+      expect(text).not.toContain(secret);
+  }, 15_000);
 
   it('GET /callbacks/batches/{batchId}: a redelivered batch shows both deliveries answered 200 (same payload hash) and its operation once', async () => {
     const res = await ops(t.app).get('/callbacks/batches/m-batch-1');
