@@ -35,6 +35,10 @@ export interface AppConfig {
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
   runMigrationsOnStart: boolean;
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+  /** IP addresses and CIDR blocks allowed to read `GET /metrics` without a bearer key. */
+  metricsAllowedNetworks: string[];
   /** SportAPI's coupon read method (CONTRACT §9); polling is disabled when `baseUrl` is unset. */
   sportApi: SportApiConfig;
   /** The scheduled reconciliation (CONTRACT §9). */
@@ -158,6 +162,18 @@ export const envSchema = Joi.object({
   RECONCILE_INTERVAL: duration(true).default(5 * 60_000),
   RECONCILE_AFTER: duration().default(90 * 60_000),
   RECONCILE_BATCH_SIZE: Joi.number().integer().min(1).max(10_000).default(100),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  METRICS_ALLOWED_NETWORKS: Joi.string()
+    .custom((v: string, helpers) => {
+      const ip = Joi.string().ip({ cidr: 'optional' });
+      const bad = csv(v).filter((entry) => ip.validate(entry).error);
+      return bad.length
+        ? helpers.message({
+            custom: `METRICS_ALLOWED_NETWORKS: not an IP address or CIDR block: ${bad.join(', ')}`,
+          })
+        : v;
+    })
+    .optional(),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
@@ -222,6 +238,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       afterMs: v.RECONCILE_AFTER as number,
       batchSize: v.RECONCILE_BATCH_SIZE as number,
     },
+    logLevel: v.LOG_LEVEL as string,
+    metricsAllowedNetworks: csv(v.METRICS_ALLOWED_NETWORKS as string | undefined),
   };
 }
 
