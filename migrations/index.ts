@@ -1,4 +1,5 @@
 import { InitialSchema1764490000000 } from './1764490000000-InitialSchema.js';
+import { CallbackInbox1764510000000 } from './1764510000000-CallbackInbox.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
-export const MIGRATIONS = [InitialSchema1764490000000];
+export const MIGRATIONS = [InitialSchema1764490000000, CallbackInbox1764510000000];

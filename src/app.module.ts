@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, RouterModule } from '@nestjs/core';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { QuarantineModule } from './callbacks/quarantine/quarantine.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
@@ -10,7 +11,7 @@ import { LedgerModule } from './ledger/ledger.module.js';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, and the one exception filter.
+ * the ledger of the partner API, the quarantine endpoints, and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -23,6 +24,7 @@ export class AppModule {
         LedgerModule,
         CouponsModule,
         CallbacksModule,
+        QuarantineModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

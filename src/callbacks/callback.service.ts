@@ -54,20 +54,32 @@ export class CallbackService {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
-        const claim = await this.batches.claim(tx, batch);
-        if (claim === 'conflict') {
-          throw new DomainException(
-            ErrorCode.BATCH_CONFLICT,
-            `batch ${batch.batchId} was delivered before with a different body`,
-          );
-        }
-        if (claim === 'claimed') await this.applyCoupons(tx, batch);
+        const claim = await this.applyClaimed(tx, batch);
         const outcome = claim === 'duplicate' ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
         await this.recordAttempt(tx, batch, request, outcome);
         return { processed: batch.couponCount, duplicate: claim === 'duplicate' };
       },
       { deadline },
     );
+  }
+
+  /**
+   * The apply step of {@link process} inside the caller's transaction `tx` (also used by the
+   * inbox workers and the quarantine replay): claims the batch id with its payload hash and, when
+   * new, applies every coupon (CONTRACT §4 steps 4–5). Records no delivery attempt.
+   * @returns `claimed` (applied now) or `duplicate` (the same body was applied before: nothing done).
+   * @throws DomainException BATCH_CONFLICT when the batch id was applied with another body.
+   */
+  async applyClaimed(tx: Tx, batch: ParsedBatch): Promise<'claimed' | 'duplicate'> {
+    const claim = await this.batches.claim(tx, batch);
+    if (claim === 'conflict') {
+      throw new DomainException(
+        ErrorCode.BATCH_CONFLICT,
+        `batch ${batch.batchId} was delivered before with a different body`,
+      );
+    }
+    if (claim === 'claimed') await this.applyCoupons(tx, batch);
+    return claim;
   }
 
   private async applyCoupons(tx: Tx, batch: ParsedBatch): Promise<void> {

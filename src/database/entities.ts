@@ -7,6 +7,7 @@ import { CouponEntity } from '../coupons/entities/coupon.entity.js';
 import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
 import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
 import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
+import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
 
 /** Every entity of the schema (the tables themselves come only from `migrations/`). */
@@ -21,4 +22,5 @@ export const ENTITIES = [
   CallbackBatchEntity,
   DeliveryAttemptEntity,
   QuarantinedBodyEntity,
+  InboxEntryEntity,
 ];

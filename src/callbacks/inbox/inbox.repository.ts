@@ -1,0 +1,200 @@
+import { Injectable } from '@nestjs/common';
+import { Tx } from '../../database/transaction.js';
+import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+
+/**
+ * Transaction-level advisory lock held from the inbox INSERT to COMMIT, so inbox ids are
+ * allocated and committed in the same order: every snapshot sees a prefix of the arrival order,
+ * and a worker can never see row N+1 without row N (see {@link InboxRepository.claimNext}).
+ */
+export const INBOX_APPEND_LOCK_KEY = 727_002;
+
+/** A batch to append to the inbox: raw bytes, their SHA-256 and the coupon codes it touches. */
+export interface InboxAppend {
+  batchId: string;
+  payloadHash: string;
+  couponCount: number;
+  couponCodes: string[];
+  payload: Buffer;
+  requestId: string | null;
+}
+
+/** Result of an append: a new row, the same body seen before (inbox or applied), or another body. */
+export type InboxAppendResult = 'accepted' | 'duplicate' | 'conflict';
+
+/** An inbox row claimed by a worker (locked `FOR UPDATE` until its transaction ends). */
+export interface ClaimedInboxRow {
+  id: string;
+  batchId: string;
+  payloadHash: string;
+  payload: Buffer;
+  /** Failed applications so far (this claim not counted). */
+  attempts: number;
+  requestId: string | null;
+}
+
+/** What is known about a batch id in the inbox. */
+export interface InboxEntryState {
+  id: string;
+  payloadHash: string;
+  status: InboxStatus;
+}
+
+/** How an inbox row was finished: applied now, or found applied before (same body). */
+export type InboxOutcome = 'processed' | 'duplicate' | 'conflict' | 'failed';
+
+/** SQL of `callback_inbox` (inbox mode, CONTRACT §4, §5) and the quarantine of inbox rows (§8). */
+@Injectable()
+export class InboxRepository {
+  /**
+   * Appends a verified, validated batch unless its id is known. A batch id already applied
+   * (`callback_batches`, e.g. before a switch from inline mode) or already in the inbox (pending,
+   * done or quarantined) is a duplicate when the hash matches, else a conflict; nothing is
+   * inserted then. Takes {@link INBOX_APPEND_LOCK_KEY} (waiting up to the deadline) and keeps it
+   * to COMMIT: the caller must commit promptly after this.
+   */
+  async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
+    await tx.queryWaitingUntilDeadline('SELECT pg_advisory_xact_lock($1)', [INBOX_APPEND_LOCK_KEY]);
+    const applied = await tx.query<{ payload_hash: string }>(
+      'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
+      [entry.batchId],
+    );
+    if (applied.rows.length)
+      return applied.rows[0].payload_hash === entry.payloadHash ? 'duplicate' : 'conflict';
+    const inserted = await tx.query(
+      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (batch_id) DO NOTHING RETURNING id`,
+      [
+        entry.batchId,
+        entry.payloadHash,
+        entry.couponCount,
+        entry.couponCodes,
+        entry.payload,
+        entry.requestId,
+      ],
+    );
+    if (inserted.rowCount === 1) return 'accepted';
+    const existing = await this.findByBatchId(tx, entry.batchId);
+    return existing?.payloadHash === entry.payloadHash ? 'duplicate' : 'conflict';
+  }
+
+  /** The inbox row of `batchId`, if any. */
+  async findByBatchId(tx: Tx, batchId: string): Promise<InboxEntryState | undefined> {
+    const { rows } = await tx.query<{ id: string; payload_hash: string; status: InboxStatus }>(
+      'SELECT id, payload_hash, status FROM callback_inbox WHERE batch_id = $1',
+      [batchId],
+    );
+    return rows[0] && { id: rows[0].id, payloadHash: rows[0].payload_hash, status: rows[0].status };
+  }
+
+  /**
+   * Claims the oldest pending row that is due and that no earlier pending row shares a coupon
+   * with, locking it `FOR UPDATE SKIP LOCKED` (other workers skip it; the lock lasts until the
+   * caller's transaction ends). An earlier pending row (being applied by another worker, or
+   * waiting for its retry) holds back every later row touching one of its coupons, so two
+   * batches touching one coupon are never applied concurrently nor out of arrival order; batches
+   * on disjoint coupons are applied in parallel.
+   */
+  async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
+    const { rows } = await tx.query<{
+      id: string;
+      batch_id: string;
+      payload_hash: string;
+      payload: Buffer;
+      attempts: number;
+      request_id: string | null;
+    }>(
+      `SELECT i.id, i.batch_id, i.payload_hash, i.payload, i.attempts, i.request_id
+         FROM callback_inbox i
+        WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
+          AND NOT EXISTS (
+                SELECT 1 FROM callback_inbox e
+                 WHERE e.status = 'pending' AND e.id < i.id AND e.coupon_codes && i.coupon_codes)
+        ORDER BY i.id
+        LIMIT 1
+        FOR UPDATE OF i SKIP LOCKED`,
+    );
+    const r = rows[0];
+    return (
+      r && {
+        id: r.id,
+        batchId: r.batch_id,
+        payloadHash: r.payload_hash,
+        payload: r.payload,
+        attempts: r.attempts,
+        requestId: r.request_id,
+      }
+    );
+  }
+
+  /** Marks a claimed row applied (in the transaction that applied it). */
+  async markDone(tx: Tx, id: string, outcome: InboxOutcome): Promise<void> {
+    await tx.query(
+      `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
+      [id, outcome],
+    );
+  }
+
+  /**
+   * Counts one failed application of row `id` and schedules the next after `delayMs`, only when
+   * it is still pending with `attemptsSeen` failures (so one failure is counted once even if
+   * two workers raced for the row).
+   * @returns false when the row had moved on (applied or counted by someone else).
+   */
+  async recordFailure(
+    tx: Tx,
+    id: string,
+    attemptsSeen: number,
+    error: string,
+    delayMs: number,
+  ): Promise<boolean> {
+    const res = await tx.query(
+      `UPDATE callback_inbox
+          SET attempts = attempts + 1, last_error = $3,
+              next_attempt_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000)
+        WHERE id = $1 AND status = 'pending' AND attempts = $2
+        RETURNING id`,
+      [id, attemptsSeen, error, delayMs],
+    );
+    return res.rowCount === 1;
+  }
+
+  /**
+   * Moves row `id` (still pending with `attemptsSeen` failures) to the quarantine with `reason`
+   * and `details`: a `quarantined_bodies` row with the exact bytes, linked by `inbox_id`;
+   * `http_status` is 200, what the sender was answered when the batch was accepted.
+   * @returns the quarantine id, or undefined when the row had moved on.
+   */
+  async quarantine(
+    tx: Tx,
+    id: string,
+    attemptsSeen: number,
+    q: { reason: string; error: string; details: unknown; outcome: InboxOutcome },
+  ): Promise<string | undefined> {
+    const { reason, error, details, outcome } = q;
+    const moved = await tx.query<{ id: string }>(
+      `UPDATE callback_inbox
+          SET status = 'quarantined', attempts = attempts + 1, outcome = $3, finished_at = now(),
+              last_error = $4
+        WHERE id = $1 AND status = 'pending' AND attempts = $2
+        RETURNING id`,
+      [id, attemptsSeen, outcome, error],
+    );
+    if (moved.rowCount !== 1) return undefined;
+    const { rows } = await tx.query<{ id: string }>(
+      `INSERT INTO quarantined_bodies (batch_id, reason, details, http_status, body, content_type, payload_hash, inbox_id)
+       SELECT batch_id, $2, $3, 200, payload, NULL, payload_hash, id FROM callback_inbox WHERE id = $1
+       RETURNING id`,
+      [id, reason, JSON.stringify(details ?? null)],
+    );
+    return rows[0]?.id;
+  }
+
+  /** Rows not yet applied nor quarantined. */
+  async pendingCount(tx: Tx): Promise<number> {
+    const { rows } = await tx.query<{ n: string }>(
+      `SELECT count(*) AS n FROM callback_inbox WHERE status = 'pending'`,
+    );
+    return Number(rows[0].n);
+  }
+}
