@@ -1,0 +1,365 @@
+import { createHash } from 'node:crypto';
+import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
+import {
+  balance,
+  batchOf,
+  createTestApp,
+  deliver,
+  deposit,
+  expectError,
+  operations,
+  ops,
+  register,
+  TestContext,
+} from '../support/test-app.js';
+
+// Inbox mode (CALLBACK_MODE=inbox): the callback commits the verified, validated batch to the
+// inbox and answers 200 after that COMMIT (CONTRACT §4, §5); workers apply it later exactly once,
+// in arrival order per coupon, retrying failures with backoff and quarantining a batch after
+// INBOX_MAX_ATTEMPTS failures (§8). Failures are injected with triggers in the test database.
+
+const INBOX_ENV = {
+  CALLBACK_MODE: 'inbox',
+  INBOX_POLL_INTERVAL_MS: '20',
+  INBOX_CONCURRENCY: '4',
+  INBOX_RETRY_BASE_MS: '50',
+  INBOX_RETRY_MAX_MS: '200',
+};
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Creates a BEFORE INSERT row trigger on `table` running `body` (PL/pgSQL); returns its remover. */
+async function injectTrigger(t: TestContext, name: string, table: string, body: string) {
+  await t.db.query(
+    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`,
+  );
+  await t.db.query(
+    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+  );
+  return async () => {
+    await t.db.query(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);
+    await t.db.query(`DROP FUNCTION IF EXISTS ${name}()`);
+  };
+}
+
+/** Polls `probe` until it returns true (10 s at most). */
+async function eventually(probe: () => Promise<boolean>, what: string): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (!(await probe())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until no inbox row is pending. */
+export async function drained(t: TestContext): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending'`,
+    );
+    return rows[0].n === 0;
+  }, 'the inbox to drain');
+}
+
+async function inboxRows(t: TestContext, batchId: string) {
+  const { rows } = await t.db.query(
+    `SELECT status, attempts, outcome, payload, payload_hash, coupon_codes, last_error
+       FROM callback_inbox WHERE batch_id = $1 ORDER BY id`,
+    [batchId],
+  );
+  return rows;
+}
+
+async function attempts(t: TestContext, batchId: string) {
+  const { rows } = await t.db.query(
+    `SELECT outcome, http_status FROM delivery_attempts WHERE batch_id = $1 ORDER BY id`,
+    [batchId],
+  );
+  return rows.map((r) => `${r.outcome}:${r.http_status}`);
+}
+
+describe('inbox mode (CALLBACK_MODE=inbox)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '1000' });
+    await deposit(t.app, 'ib-p1', '100.00');
+  });
+  afterAll(() => t.close());
+
+  it('answers 200 once the batch is in the inbox (CONTRACT §5), before it is applied; a worker applies it later', async () => {
+    await register(t.app, 'IB-1', 'ib-p1', '10.00');
+    // The apply step fails while this trigger exists: the row stays in the inbox.
+    const remove = await injectTrigger(
+      t,
+      'ib_block_1',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('ib-b1', { code: 'IB-1', status: 2, realWin: '185.50' }));
+    const res = await deliver(t.app, body);
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1 },
+    });
+    const [row] = await inboxRows(t, 'ib-b1');
+    expect({ ...row, payload: row.payload.toString(), attempts: undefined, last_error: undefined }).toEqual({
+      status: 'pending',
+      attempts: undefined,
+      outcome: null,
+      payload: body,
+      payload_hash: sha256(body),
+      coupon_codes: ['IB-1'],
+      last_error: undefined,
+    });
+    expect(await attempts(t, 'ib-b1')).toEqual(['accepted:200']);
+    // Not applied: no money moved, the coupon has no callback state yet.
+    await eventually(async () => (await inboxRows(t, 'ib-b1'))[0].attempts >= 1, 'a failed attempt');
+    expect((await inboxRows(t, 'ib-b1'))[0].last_error).toBe('[P0001] injected apply failure');
+    expect(await balance(t.app, 'ib-p1')).toBe('90.00');
+    expect((await ops(t.app).get('/coupons/IB-1')).body.status).toBeNull();
+
+    await remove();
+    await drained(t);
+    expect(await operations(t.app, 'IB-1')).toEqual([
+      'IB-1:0:final_credit=185.50',
+      'IB-1:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'ib-p1')).toBe('275.50');
+    expect((await inboxRows(t, 'ib-b1')).map((r) => [r.status, r.outcome, r.last_error])).toEqual([
+      ['done', 'processed', null],
+    ]);
+  });
+
+  it('treats a redelivery as a duplicate both while the first copy waits in the inbox and after it was applied; another body is a 409 and quarantined', async () => {
+    await register(t.app, 'IB-2', 'ib-p1', '5.00');
+    const remove = await injectTrigger(
+      t,
+      'ib_block_2',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b2' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '20.00' }));
+    const other = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '99.00' }));
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1 });
+    // Still pending: a duplicate of the inbox row.
+    expect((await inboxRows(t, 'ib-b2'))[0].status).toBe('pending');
+    const dup = await deliver(t.app, body);
+    expect({ status: dup.status, body: dup.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1, duplicate: true },
+    });
+    expectError(await deliver(t.app, other), 409, 'batch_conflict');
+
+    await remove();
+    await drained(t);
+    // Applied: again a duplicate, again a conflict.
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+    expectError(await deliver(t.app, other), 409, 'batch_conflict');
+
+    expect((await inboxRows(t, 'ib-b2')).map((r) => r.status)).toEqual(['done']);
+    expect(await attempts(t, 'ib-b2')).toEqual([
+      'accepted:200',
+      'duplicate:200',
+      'conflict:409',
+      'duplicate:200',
+      'conflict:409',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT reason, http_status, body, inbox_id FROM quarantined_bodies WHERE batch_id = 'ib-b2' ORDER BY id`,
+    );
+    expect(rows.map((r) => [r.reason, r.http_status, r.body.toString(), r.inbox_id])).toEqual([
+      ['batch_conflict', 409, other, null],
+      ['batch_conflict', 409, other, null],
+    ]);
+    expect(await operations(t.app, 'IB-2')).toEqual(['IB-2:0:final_credit=20.00', 'IB-2:0:stake_debit=5.00']);
+  });
+
+  it('treats a batch applied inline before the switch to inbox mode as a duplicate (and another body as 409)', async () => {
+    await register(t.app, 'IB-3', 'ib-p1', '1.00');
+    const body = JSON.stringify(batchOf('ib-b3', { code: 'IB-3', status: 4, realWin: '0' }));
+    // As the inline mode leaves it: the batch id in callback_batches, no inbox row.
+    await t.db.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('ib-b3', $1, 1, $2)`,
+      [sha256(body), Buffer.from(body)],
+    );
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+    expectError(
+      await deliver(t.app, batchOf('ib-b3', { code: 'IB-3', status: 2, realWin: '5.00' })),
+      409,
+      'batch_conflict',
+    );
+    expect(await inboxRows(t, 'ib-b3')).toEqual([]);
+  });
+
+  it('applies two batches touching one coupon in arrival order, never concurrently; batches on other coupons go ahead', async () => {
+    await register(t.app, 'IB-4', 'ib-p1', '10.00');
+    await register(t.app, 'IB-5', 'ib-p1', '10.00');
+    const remove = await injectTrigger(
+      t,
+      'ib_block_4',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b4a' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    // b4a: IB-4 wins 50.00; b4b: IB-4 recalculated to 30.00 (order matters for the money);
+    // b5: IB-5 only.
+    expect(
+      (await deliver(t.app, batchOf('ib-b4a', { code: 'IB-4', status: 2, realWin: '50.00' }))).status,
+    ).toBe(200);
+    expect(
+      (await deliver(t.app, batchOf('ib-b4b', { code: 'IB-4', status: 15, realWin: '30.00' }))).status,
+    ).toBe(200);
+    expect((await deliver(t.app, batchOf('ib-b5', { code: 'IB-5', status: 4, realWin: '0' }))).status).toBe(
+      200,
+    );
+    await eventually(async () => (await inboxRows(t, 'ib-b5'))[0].status === 'done', 'ib-b5 applied');
+    await eventually(async () => (await inboxRows(t, 'ib-b4a'))[0].attempts >= 2, 'ib-b4a retried');
+    // ib-b4b waits behind the failing ib-b4a: never tried, nothing of IB-4 applied.
+    expect((await inboxRows(t, 'ib-b4b')).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]]);
+    expect(await operations(t.app, 'IB-4')).toEqual(['IB-4:0:stake_debit=10.00']);
+
+    await remove();
+    await drained(t);
+    expect(await operations(t.app, 'IB-4')).toEqual([
+      'IB-4:0:final_credit=50.00',
+      'IB-4:0:stake_debit=10.00',
+      'IB-4:1:final_credit=30.00',
+      'IB-4:1:recalculation_debit=50.00',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT batch_id, transition FROM coupon_snapshots WHERE coupon_code = 'IB-4' ORDER BY id`,
+    );
+    expect(rows.map((r) => r.batch_id)).toEqual(['ib-b4a', 'ib-b4b']);
+  });
+
+  it('keeps per-coupon arrival order under parallel workers: a burst of batches on three coupons ends as inline would', async () => {
+    for (const code of ['IB-6', 'IB-7', 'IB-8']) await register(t.app, code, 'ib-p1', '1.00');
+    // Per coupon: two intermediate snapshots, a WIN, a recalculation with a new result.
+    const steps = (code: string, i: number) =>
+      [
+        batchOf(`ib-${code}-1`, { code, status: 1, events: [{ uuid: `${code}-e`, status: 0 }] }),
+        batchOf(`ib-${code}-2`, { code, status: 1, events: [{ uuid: `${code}-e`, status: 2 }] }),
+        batchOf(`ib-${code}-3`, { code, status: 2, realWin: `${10 + i}.00` }),
+        batchOf(`ib-${code}-4`, { code, status: 15, realWin: `${20 + i}.00` }),
+      ] as const;
+    const all = ['IB-6', 'IB-7', 'IB-8'].map((c, i) => steps(c, i));
+    for (let k = 0; k < 4; k++) {
+      for (const s of all) expect((await deliver(t.app, s[k])).status).toBe(200);
+    }
+    await drained(t);
+    for (const [i, code] of ['IB-6', 'IB-7', 'IB-8'].entries()) {
+      expect(await operations(t.app, code)).toEqual([
+        `${code}:0:final_credit=${10 + i}.00`,
+        `${code}:0:stake_debit=1.00`,
+        `${code}:1:final_credit=${20 + i}.00`,
+        `${code}:1:recalculation_debit=${10 + i}.00`,
+      ]);
+      const { rows } = await t.db.query(
+        `SELECT batch_id, applied FROM coupon_snapshots WHERE coupon_code = $1 ORDER BY id`,
+        [code],
+      );
+      expect(rows.map((r) => `${r.batch_id}:${r.applied}`)).toEqual(
+        [1, 2, 3, 4].map((k) => `ib-${code}-${k}:true`),
+      );
+    }
+  });
+
+  it('answers 400 for an invalid body without touching the inbox (validated before the commit)', async () => {
+    const res = await deliver(t.app, { batchId: 'ib-bad', couponCount: 2, coupons: [] });
+    expectError(res, 400, 'validation_failed');
+    expect(await inboxRows(t, 'ib-bad')).toEqual([]);
+  });
+});
+
+describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '3' });
+    await deposit(t.app, 'iq-p1', '100.00');
+  });
+  afterAll(() => t.close());
+
+  it('doubles the retry delay per failure up to INBOX_RETRY_MAX_MS', () => {
+    const inbox = t.app.get(InboxService);
+    expect([1, 2, 3, 4, 5].map((n) => inbox.retryDelayMs(n))).toEqual([50, 100, 200, 200, 200]);
+  });
+
+  it('retries a failing batch with backoff, quarantines it after 3 attempts, and a replay applies it once (twice → applied once)', async () => {
+    await register(t.app, 'IQ-1', 'iq-p1', '10.00');
+    const remove = await injectTrigger(
+      t,
+      'iq_block_1',
+      'callback_batches',
+      `IF NEW.batch_id = 'iq-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('iq-b1', { code: 'IQ-1', status: 2, realWin: '40.00' }));
+    expect((await deliver(t.app, body)).status).toBe(200);
+    // A later batch on the same coupon waits until the failing one is quarantined.
+    expect((await deliver(t.app, batchOf('iq-b2', { code: 'IQ-1', status: 1 }))).status).toBe(200);
+    await eventually(async () => (await inboxRows(t, 'iq-b1'))[0].status === 'quarantined', 'the quarantine');
+    const { rows: inbox } = await t.db.query(
+      `SELECT attempts, outcome, last_error, (extract(epoch FROM finished_at - received_at) * 1000)::int AS took_ms FROM callback_inbox WHERE batch_id = 'iq-b1'`,
+    );
+    expect(inbox.map((r) => [r.attempts, r.outcome, r.last_error])).toEqual([
+      [3, 'failed', '[P0001] injected apply failure'],
+    ]);
+    // Backoff: 50 ms after the first failure, 100 ms after the second.
+    expect(inbox[0].took_ms).toBeGreaterThanOrEqual(150);
+    const { rows: q } = await t.db.query(
+      `SELECT id, reason, details, http_status, body, payload_hash, inbox_id IS NOT NULL AS linked
+         FROM quarantined_bodies WHERE batch_id = 'iq-b1'`,
+    );
+    expect(q.map((r) => ({ ...r, id: undefined, body: r.body.toString() }))).toEqual([
+      {
+        id: undefined,
+        reason: 'apply_failed',
+        details: { attempts: 3, lastError: '[P0001] injected apply failure' },
+        http_status: 200,
+        body,
+        payload_hash: sha256(body),
+        linked: true,
+      },
+    ]);
+    await drained(t);
+    expect((await inboxRows(t, 'iq-b2'))[0].outcome).toBe('processed');
+    expect(await operations(t.app, 'IQ-1')).toEqual(['IQ-1:0:stake_debit=10.00']);
+
+    // The cause is fixed: replay (twice).
+    await remove();
+    const id = q[0].id as string;
+    const first = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
+    expect({
+      status: first.status,
+      outcome: first.body.outcome,
+      count: first.body.entry.replayCount,
+    }).toEqual({
+      status: 200,
+      outcome: 'processed',
+      count: 1,
+    });
+    const second = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
+    expect({
+      status: second.status,
+      outcome: second.body.outcome,
+      count: second.body.entry.replayCount,
+      replayOutcome: second.body.entry.replayOutcome,
+    }).toEqual({ status: 200, outcome: 'duplicate', count: 2, replayOutcome: 'duplicate' });
+    expect(await operations(t.app, 'IQ-1')).toEqual([
+      'IQ-1:0:final_credit=40.00',
+      'IQ-1:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'iq-p1')).toBe('130.00');
+    expect((await inboxRows(t, 'iq-b1')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    const { rows: att } = await t.db.query(
+      `SELECT request_id, outcome, http_status FROM delivery_attempts WHERE batch_id = 'iq-b1' ORDER BY id`,
+    );
+    expect(
+      att.map((r) => `${r.request_id.replace(/^(?!quarantine).*/, 'sender')} ${r.outcome} ${r.http_status}`),
+    ).toEqual([
+      'sender accepted 200',
+      `quarantine-replay:${id} processed 200`,
+      `quarantine-replay:${id} duplicate 200`,
+    ]);
+    // A redelivery by the sender now is a duplicate too.
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+  });
+});
