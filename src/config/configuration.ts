@@ -113,7 +113,12 @@ export const envSchema = Joi.object({
   INBOX_CONCURRENCY: Joi.number().integer().min(1).max(32).default(2),
   INBOX_MAX_ATTEMPTS: Joi.number().integer().min(1).max(1000).default(10),
   INBOX_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
-  INBOX_RETRY_MAX_MS: Joi.number().integer().min(10).max(86_400_000).default(300_000),
+  INBOX_RETRY_MAX_MS: Joi.number()
+    .integer()
+    .min(Joi.ref('INBOX_RETRY_BASE_MS'))
+    .max(86_400_000)
+    .default(300_000)
+    .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
