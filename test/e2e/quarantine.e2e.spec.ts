@@ -173,6 +173,31 @@ describe('quarantine endpoints', () => {
     expect(await operations(t.app, 'Q-2')).toEqual(['Q-2:0:final_credit=12.00', 'Q-2:0:stake_debit=10.00']);
   });
 
+  it('applies a batch once when the same entry is replayed twice at the same time', async () => {
+    await register(t.app, 'Q-3', 'q-p1', '10.00');
+    const body = JSON.stringify(batchOf('q-b3', { code: 'Q-3', status: 2, realWin: '7.00' }));
+    await t.db.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('q-b3', repeat('0', 64), 1, '\\x00')`,
+    );
+    expectError(await deliver(t.app, body), 409, 'batch_conflict');
+    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'q-b3'`);
+    const [entry] = (await ops(t.app).get('/callbacks/quarantine?limit=1')).body.items;
+    const both = await Promise.all([
+      ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {}),
+      ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {}),
+    ]);
+    expect(both.map((r) => `${r.status} ${r.body.outcome}`).sort()).toEqual([
+      '200 duplicate',
+      '200 processed',
+    ]);
+    expect(await operations(t.app, 'Q-3')).toEqual(['Q-3:0:final_credit=7.00', 'Q-3:0:stake_debit=10.00']);
+    const { rows } = await t.db.query(
+      `SELECT outcome FROM delivery_attempts WHERE request_id = $1 ORDER BY id`,
+      [`quarantine-replay:${entry.id}`],
+    );
+    expect(rows.map((r) => r.outcome)).toEqual(['processed', 'duplicate']);
+  });
+
   it('needs the bearer key, validates limit and cursor, and answers 404 for unknown ids', async () => {
     const server = t.app.getHttpServer();
     expectError(await request(server).get('/callbacks/quarantine'), 401, 'unauthorized');
