@@ -1,4 +1,8 @@
 import { createHash } from 'node:crypto';
+import { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { AppModule } from '../../src/app.module.js';
+import { configureApp } from '../../src/app.setup.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
 import {
   balance,
@@ -117,6 +121,13 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect((await inboxRows(t, 'ib-b1'))[0].last_error).toBe('[P0001] injected apply failure');
     expect(await balance(t.app, 'ib-p1')).toBe('90.00');
     expect((await ops(t.app).get('/coupons/IB-1')).body.status).toBeNull();
+    // A failed attempt leaves nothing behind (one transaction with the apply).
+    const { rows: left } = await t.db.query(
+      `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = 'ib-b1') AS batches,
+              (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = 'ib-b1') AS snapshots,
+              (SELECT count(*)::int FROM financial_operations WHERE batch_id = 'ib-b1') AS operations`,
+    );
+    expect(left).toEqual([{ batches: 0, snapshots: 0, operations: 0 }]);
 
     await remove();
     await drained(t);
@@ -260,6 +271,66 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       expect(rows.map((r) => `${r.batch_id}:${r.applied}`)).toEqual(
         [1, 2, 3, 4].map((k) => `ib-${code}-${k}:true`),
       );
+    }
+  });
+
+  it('keeps per-coupon arrival order with a second replica on the same database (workers in both)', async () => {
+    // A second process of the receiver: same module, same configuration, same database.
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(t.config)] }).compile();
+    const replica: INestApplication = moduleRef.createNestApplication({
+      bodyParser: false,
+      logger: ['error'],
+    });
+    configureApp(replica, t.config);
+    await replica.init();
+    try {
+      const codes = ['IR-1', 'IR-2', 'IR-3', 'IR-4'];
+      for (const code of codes) await register(t.app, code, 'ib-p1', '1.00');
+      // 12 batches of two coupons each, overlapping, delivered alternately to the two replicas;
+      // each carries a pending snapshot whose event status counts up, the last ones a WIN.
+      const sent: { batchId: string; codes: string[] }[] = [];
+      for (let k = 0; k < 12; k++) {
+        const pair = [codes[k % 4], codes[(k + 1) % 4]];
+        const final = k >= 8;
+        const batch = {
+          batchId: `ir-${k}`,
+          couponCount: 2,
+          coupons: pair.map((code) => ({
+            coupon_code: code,
+            status: final ? 2 : 1,
+            realWin: final ? `${k}.00` : null,
+            events: [{ uuid: `${code}-e`, status: final ? 2 : 0, step: k }],
+          })),
+        };
+        const res = await deliver(k % 2 ? replica : t.app, batch);
+        expect(res.status).toBe(200);
+        sent.push({ batchId: batch.batchId, codes: pair });
+      }
+      await drained(t);
+      for (const code of codes) {
+        const { rows } = await t.db.query(
+          `SELECT batch_id FROM coupon_snapshots WHERE coupon_code = $1 AND batch_id LIKE 'ir-%' ORDER BY id`,
+          [code],
+        );
+        expect(rows.map((r) => r.batch_id)).toEqual(
+          sent.filter((b) => b.codes.includes(code)).map((b) => b.batchId),
+        );
+      }
+      // Each coupon is settled by its first WIN (ir-8: IR-1 and IR-2, ir-9: IR-3, ir-10: IR-4); a
+      // later WIN with another amount is history only and flags the coupon, exactly as inline.
+      const expected = { 'IR-1': '8.00', 'IR-2': '8.00', 'IR-3': '9.00', 'IR-4': '10.00' };
+      for (const [code, win] of Object.entries(expected)) {
+        expect(await operations(t.app, code)).toEqual([
+          `${code}:0:final_credit=${win}`,
+          `${code}:0:stake_debit=1.00`,
+        ]);
+        expect((await ops(t.app).get(`/coupons/${code}`)).body).toMatchObject({
+          realWin: win,
+          needsReview: true,
+        });
+      }
+    } finally {
+      await replica.close();
     }
   });
 
