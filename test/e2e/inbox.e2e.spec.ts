@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import pg from 'pg';
 import { AppModule } from '../../src/app.module.js';
 import { configureApp } from '../../src/app.setup.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
@@ -332,6 +333,50 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     } finally {
       await replica.close();
     }
+  });
+
+  it('applies a batch exactly once when the connection of its worker dies in the middle of applying it', async () => {
+    await register(t.app, 'IB-9', 'ib-p1', '10.00');
+    // Hold the coupon's row lock so the worker stops inside its transaction, then kill its connection.
+    const locker = new pg.Client({ connectionString: t.config.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM coupons WHERE coupon_code = 'IB-9' FOR UPDATE`);
+      expect(
+        (await deliver(t.app, batchOf('ib-b9', { code: 'IB-9', status: 2, realWin: '33.00' }))).status,
+      ).toBe(200);
+      let pid: number | undefined;
+      await eventually(async () => {
+        const { rows } = await t.db.query(
+          `SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+          [(await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid],
+        );
+        pid = rows[0]?.pid;
+        return pid !== undefined;
+      }, 'the worker to wait for the coupon lock');
+      await t.db.query('SELECT pg_terminate_backend($1)', [pid]);
+      await eventually(
+        async () => (await inboxRows(t, 'ib-b9'))[0].attempts === 1,
+        'the failure to be counted',
+      );
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    await drained(t);
+    expect((await inboxRows(t, 'ib-b9')).map((r) => [r.status, r.outcome, r.attempts])).toEqual([
+      ['done', 'processed', 1],
+    ]);
+    expect(await operations(t.app, 'IB-9')).toEqual([
+      'IB-9:0:final_credit=33.00',
+      'IB-9:0:stake_debit=10.00',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM coupon_snapshots WHERE batch_id = 'ib-b9'`,
+    );
+    expect(rows[0].n).toBe(1);
   });
 
   it('answers 400 for an invalid body without touching the inbox (validated before the commit)', async () => {
