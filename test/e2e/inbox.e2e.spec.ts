@@ -186,6 +186,28 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect(await operations(t.app, 'IB-2')).toEqual(['IB-2:0:final_credit=20.00', 'IB-2:0:stake_debit=5.00']);
   });
 
+  it('answers concurrent deliveries of one batch 200, keeps one inbox row and applies it once (CONTRACT §4 step 4)', async () => {
+    await register(t.app, 'IB-10', 'ib-p1', '2.00');
+    const body = JSON.stringify(batchOf('ib-b10', { code: 'IB-10', status: 2, realWin: '4.00' }));
+    const answers = await Promise.all(Array.from({ length: 6 }, () => deliver(t.app, body)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(answers.filter((r) => r.body.duplicate === true)).toHaveLength(5);
+    await drained(t);
+    expect((await inboxRows(t, 'ib-b10')).map((r) => r.status)).toEqual(['done']);
+    expect((await attempts(t, 'ib-b10')).sort()).toEqual([
+      'accepted:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+    ]);
+    expect(await operations(t.app, 'IB-10')).toEqual([
+      'IB-10:0:final_credit=4.00',
+      'IB-10:0:stake_debit=2.00',
+    ]);
+  });
+
   it('treats a batch applied inline before the switch to inbox mode as a duplicate (and another body as 409)', async () => {
     await register(t.app, 'IB-3', 'ib-p1', '1.00');
     const body = JSON.stringify(batchOf('ib-b3', { code: 'IB-3', status: 4, realWin: '0' }));
@@ -338,7 +360,11 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   it('applies a batch exactly once when the connection of its worker dies in the middle of applying it', async () => {
     await register(t.app, 'IB-9', 'ib-p1', '10.00');
     // Hold the coupon's row lock so the worker stops inside its transaction, then kill its connection.
-    const locker = new pg.Client({ connectionString: t.config.databaseUrl });
+    const locker = new pg.Client({
+      connectionString: t.config.databaseUrl,
+      application_name: 'ib-test-locker',
+    });
+    locker.on('error', () => undefined);
     await locker.connect();
     try {
       await locker.query('BEGIN');
@@ -350,8 +376,8 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       await eventually(async () => {
         const { rows } = await t.db.query(
           `SELECT pid FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
-          [(await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid],
+            WHERE datname = current_database() AND application_name = 'settlement-receiver'
+              AND wait_event_type = 'Lock' AND query ILIKE '%coupons%'`,
         );
         pid = rows[0]?.pid;
         return pid !== undefined;

@@ -3,11 +3,13 @@ import { Tx } from '../../database/transaction.js';
 import type { InboxStatus } from '../entities/inbox-entry.entity.js';
 
 /**
- * Transaction-level advisory lock held from the inbox INSERT to COMMIT, so inbox ids are
- * allocated and committed in the same order: every snapshot sees a prefix of the arrival order,
- * and a worker can never see row N+1 without row N (see {@link InboxRepository.claimNext}).
+ * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
+ * inbox append holds from before its INSERT to COMMIT. Two batches sharing a coupon therefore get
+ * their inbox ids in the order they commit: a snapshot that shows a row also shows every earlier
+ * row sharing one of its coupons (see {@link InboxRepository.claimNext}). Batches on disjoint
+ * coupons do not wait for each other.
  */
-export const INBOX_APPEND_LOCK_KEY = 727_002;
+export const INBOX_COUPON_LOCK_NAMESPACE = 727_002;
 
 /** A batch to append to the inbox: raw bytes, their SHA-256 and the coupon codes it touches. */
 export interface InboxAppend {
@@ -50,11 +52,17 @@ export class InboxRepository {
    * Appends a verified, validated batch unless its id is known. A batch id already applied
    * (`callback_batches`, e.g. before a switch from inline mode) or already in the inbox (pending,
    * done or quarantined) is a duplicate when the hash matches, else a conflict; nothing is
-   * inserted then. Takes {@link INBOX_APPEND_LOCK_KEY} (waiting up to the deadline) and keeps it
-   * to COMMIT: the caller must commit promptly after this.
+   * inserted then. First takes the advisory lock of every coupon of the batch
+   * ({@link INBOX_COUPON_LOCK_NAMESPACE}, in ascending key order so appends never deadlock;
+   * waiting up to the deadline) and keeps them to COMMIT: the caller must commit promptly after
+   * this. A concurrent delivery of the same batch waits on them too, then finds a duplicate.
    */
   async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
-    await tx.queryWaitingUntilDeadline('SELECT pg_advisory_xact_lock($1)', [INBOX_APPEND_LOCK_KEY]);
+    await tx.queryWaitingUntilDeadline(
+      `SELECT pg_advisory_xact_lock($1, k)
+         FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
+      [INBOX_COUPON_LOCK_NAMESPACE, entry.couponCodes],
+    );
     const applied = await tx.query<{ payload_hash: string }>(
       'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
       [entry.batchId],
