@@ -145,8 +145,9 @@ export class InboxRepository {
 
   /**
    * Counts one failed application of row `id` and schedules the next after `delayMs`, only when
-   * it is still pending with `attemptsSeen` failures (so one failure is counted once even if
-   * two workers raced for the row).
+   * it is still pending with `attemptsSeen` failures (so one failure is counted once) and not
+   * locked by another worker (after a lost connection another worker may be applying it: that
+   * attempt counts for itself; never waits).
    * @returns false when the row had moved on (applied or counted by someone else).
    */
   async recordFailure(
@@ -160,7 +161,9 @@ export class InboxRepository {
       `UPDATE callback_inbox
           SET attempts = attempts + 1, last_error = $3,
               next_attempt_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000)
-        WHERE id = $1 AND status = 'pending' AND attempts = $2
+        WHERE id = (SELECT id FROM callback_inbox
+                     WHERE id = $1 AND status = 'pending' AND attempts = $2
+                     FOR UPDATE SKIP LOCKED)
         RETURNING id`,
       [id, attemptsSeen, error, delayMs],
     );
@@ -184,7 +187,9 @@ export class InboxRepository {
       `UPDATE callback_inbox
           SET status = 'quarantined', attempts = attempts + 1, outcome = $3, finished_at = now(),
               last_error = $4
-        WHERE id = $1 AND status = 'pending' AND attempts = $2
+        WHERE id = (SELECT id FROM callback_inbox
+                     WHERE id = $1 AND status = 'pending' AND attempts = $2
+                     FOR UPDATE SKIP LOCKED)
         RETURNING id`,
       [id, attemptsSeen, outcome, error],
     );

@@ -5,7 +5,7 @@ import { toStorable, toStorableText } from '../../common/validation.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { sqlStateOf } from '../../database/pg-errors.js';
-import { TransactionRunner } from '../../database/transaction.js';
+import { TransactionRunner, Tx } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.pipe.js';
 import { CallbackService } from '../callback.service.js';
 import type { CallbackResult } from '../callback.service.js';
@@ -31,7 +31,9 @@ function describe(err: unknown): string {
  * still only sent after COMMIT (CONTRACT §4, §5). {@link applyNext}, run by the workers of every
  * replica, claims one due row and applies it through {@link CallbackService.applyClaimed} in ONE
  * transaction that also marks the row done, so a crash never applies a batch twice nor loses
- * one. A failure is retried with exponential backoff; after `INBOX_MAX_ATTEMPTS` failures, or
+ * one. A failed apply is rolled back to a savepoint and counted in the same transaction, while
+ * the row is still locked, then retried with exponential backoff; after `INBOX_MAX_ATTEMPTS`
+ * failures, or
  * at once for a failure no retry can fix (a batch id applied with another body, a body the
  * current configuration rejects), the row goes to the quarantine (§8).
  */
@@ -112,16 +114,30 @@ export class InboxService {
           const row = await this.inbox.claimNext(tx);
           if (!row) return false;
           claimed = row;
-          const batch = parseBatch(row.payload, this.config.amountScale);
-          const claim = await this.callbacks.applyClaimed(tx, batch);
-          await this.inbox.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
+          try {
+            await tx.savepoint('inbox_apply', async () => {
+              const batch = parseBatch(row.payload, this.config.amountScale);
+              const claim = await this.callbacks.applyClaimed(tx, batch);
+              await this.inbox.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
+            });
+          } catch (err) {
+            // The apply is undone; the failure is counted while this worker still holds the row.
+            await this.recordFailureIn(tx, row, err);
+          }
           return true;
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );
     } catch (err) {
       if (!claimed) throw err;
-      await this.recordFailure(claimed, err);
+      // The transaction itself failed (connection lost, deadline): count it in a new one.
+      const row = claimed;
+      await this.transactions
+        .run((tx) => this.recordFailureIn(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
+        .catch((e: unknown) =>
+          // The row stays pending and due: it is claimed and tried again.
+          this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
+        );
       return true;
     }
   }
@@ -139,43 +155,37 @@ export class InboxService {
     );
   }
 
-  private async recordFailure(row: ClaimedInboxRow, err: unknown): Promise<void> {
+  /**
+   * Counts a failed application of `row` in `tx`: a retry after {@link retryDelayMs}, or the
+   * quarantine after `INBOX_MAX_ATTEMPTS` failures (at once for a failure no retry can fix).
+   */
+  private async recordFailureIn(tx: Tx, row: ClaimedInboxRow, err: unknown): Promise<void> {
     const attempts = row.attempts + 1;
     const error = describe(err);
     // A conflict or a body the configuration now rejects fails the same way every time.
     const permanent = err instanceof DomainException;
-    try {
-      await this.transactions.run(
-        async (tx) => {
-          if (permanent || attempts >= this.config.inboxMaxAttempts) {
-            const reason = permanent ? err.code : APPLY_FAILED;
-            const quarantineId = await this.inbox.quarantine(tx, row.id, row.attempts, {
-              reason,
-              error,
-              details: toStorable({
-                attempts,
-                lastError: error,
-                ...(permanent && err.fields?.length ? { fields: err.fields } : {}),
-              }),
-              outcome: permanent && err.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
-            });
-            if (quarantineId)
-              this.logger.warn(
-                `inbox row ${row.id} (batch ${row.batchId}) quarantined as ${quarantineId} after ${attempts} attempt(s): ${error}`,
-              );
-          } else {
-            const delay = this.retryDelayMs(attempts);
-            if (await this.inbox.recordFailure(tx, row.id, row.attempts, error, delay))
-              this.logger.warn(
-                `inbox row ${row.id} (batch ${row.batchId}) attempt ${attempts} failed, retry in ${delay} ms: ${error}`,
-              );
-          }
-        },
-        { deadline: Date.now() + 2000, retries: 1 },
-      );
-    } catch (e) {
-      // The row stays pending and due: it is claimed and tried again.
-      this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`);
+    if (permanent || attempts >= this.config.inboxMaxAttempts) {
+      const reason = permanent ? err.code : APPLY_FAILED;
+      const quarantineId = await this.inbox.quarantine(tx, row.id, row.attempts, {
+        reason,
+        error,
+        details: toStorable({
+          attempts,
+          lastError: error,
+          ...(permanent && err.fields?.length ? { fields: err.fields } : {}),
+        }),
+        outcome: permanent && err.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
+      });
+      if (quarantineId)
+        this.logger.warn(
+          `inbox row ${row.id} (batch ${row.batchId}) quarantined as ${quarantineId} after ${attempts} attempt(s): ${error}`,
+        );
+    } else {
+      const delay = this.retryDelayMs(attempts);
+      if (await this.inbox.recordFailure(tx, row.id, row.attempts, error, delay))
+        this.logger.warn(
+          `inbox row ${row.id} (batch ${row.batchId}) attempt ${attempts} failed, retry in ${delay} ms: ${error}`,
+        );
     }
   }
 }
