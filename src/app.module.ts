@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, RouterModule } from '@nestjs/core';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
-import { QuarantineModule } from './callbacks/quarantine/quarantine.module.js';
+import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
@@ -11,7 +11,7 @@ import { LedgerModule } from './ledger/ledger.module.js';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, the quarantine endpoints, and the one exception filter.
+ * the ledger of the partner API, the operator endpoints of the callback (quarantine, inbox), and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -24,7 +24,7 @@ export class AppModule {
         LedgerModule,
         CouponsModule,
         CallbacksModule,
-        QuarantineModule,
+        CallbackAdminModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
+import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
 import { configureApp } from '../../src/app.setup.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
@@ -131,6 +132,30 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     // Not applied: no money moved, the coupon has no callback state yet.
     await eventually(async () => (await inboxRows(t, 'ib-b1'))[0].attempts >= 1, 'a failed attempt');
     expect((await inboxRows(t, 'ib-b1'))[0].last_error).toBe('[P0001] injected apply failure');
+    // Operators see it waiting, with its last error and next attempt (GET /callbacks/inbox).
+    const pending = await ops(t.app).get('/callbacks/inbox?status=pending');
+    expect(pending.status).toBe(200);
+    const entry = pending.body.items.find((i: { batchId: string }) => i.batchId === 'ib-b1');
+    expect({
+      ...entry,
+      id: typeof entry.id,
+      attempts: entry.attempts >= 1,
+      nextAttemptAt: typeof entry.nextAttemptAt,
+      receivedAt: typeof entry.receivedAt,
+    }).toEqual({
+      id: 'string',
+      batchId: 'ib-b1',
+      payloadHash: sha256(body),
+      couponCount: 1,
+      couponCodes: ['IB-1'],
+      status: 'pending',
+      attempts: true,
+      nextAttemptAt: 'string',
+      lastError: '[P0001] injected apply failure',
+      outcome: null,
+      receivedAt: 'string',
+      finishedAt: null,
+    });
     expect(await balance(t.app, 'ib-p1')).toBe('90.00');
     expect((await ops(t.app).get('/coupons/IB-1')).body.status).toBeNull();
     // A failed attempt leaves nothing behind (one transaction with the apply).
@@ -472,6 +497,22 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
     ]);
     await drained(t);
     expect((await inboxRows(t, 'iq-b2'))[0].outcome).toBe('processed');
+    const listed = await ops(t.app).get('/callbacks/inbox?status=quarantined&limit=1');
+    expect(
+      listed.body.items.map((i: Record<string, unknown>) => [
+        i.batchId,
+        i.status,
+        i.attempts,
+        i.outcome,
+        i.nextAttemptAt,
+      ]),
+    ).toEqual([['iq-b1', 'quarantined', 3, 'failed', null]]);
+    const all = await ops(t.app).get('/callbacks/inbox?limit=1');
+    expect(all.body.items.map((i: { batchId: string }) => i.batchId)).toEqual(['iq-b2']);
+    const next = await ops(t.app).get(`/callbacks/inbox?limit=1&cursor=${all.body.nextCursor}`);
+    expect(next.body.items.map((i: { batchId: string }) => i.batchId)).toEqual(['iq-b1']);
+    expectError(await ops(t.app).get('/callbacks/inbox?status=waiting'), 400, 'validation_failed');
+    expectError(await request(t.app.getHttpServer()).get('/callbacks/inbox'), 401, 'unauthorized');
     expect(await operations(t.app, 'IQ-1')).toEqual(['IQ-1:0:stake_debit=10.00']);
 
     // The cause is fixed: replay (twice).

@@ -218,6 +218,7 @@ describe('quarantine endpoints', () => {
         '/callbacks/quarantine',
         '/callbacks/quarantine/{id}',
         '/callbacks/quarantine/{id}/replay',
+        '/callbacks/inbox',
       ]),
     );
     const replay = doc.paths['/callbacks/quarantine/{id}/replay'].post;

@@ -210,4 +210,66 @@ export class InboxRepository {
     );
     return Number(rows[0].n);
   }
+
+  /** Newest first: at most `limit` rows (with `status`, when given) with an id below `before`. */
+  async list(
+    tx: Tx,
+    limit: number,
+    before: string | undefined,
+    status: InboxStatus | undefined,
+  ): Promise<InboxEntryView[]> {
+    const { rows } = await tx.query<{
+      id: string;
+      batch_id: string;
+      payload_hash: string;
+      coupon_count: number;
+      coupon_codes: string[];
+      status: InboxStatus;
+      attempts: number;
+      next_attempt_at: Date;
+      last_error: string | null;
+      outcome: string | null;
+      received_at: Date;
+      finished_at: Date | null;
+    }>(
+      `SELECT id, batch_id, payload_hash, coupon_count, coupon_codes, status, attempts, next_attempt_at,
+              last_error, outcome, received_at, finished_at
+         FROM callback_inbox
+        WHERE ($2::bigint IS NULL OR id < $2::bigint) AND ($3::text IS NULL OR status = $3::text)
+        ORDER BY id DESC LIMIT $1`,
+      [limit, before ?? null, status ?? null],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      batchId: r.batch_id,
+      payloadHash: r.payload_hash,
+      couponCount: r.coupon_count,
+      couponCodes: r.coupon_codes,
+      status: r.status,
+      attempts: r.attempts,
+      nextAttemptAt: r.status === 'pending' ? r.next_attempt_at : null,
+      lastError: r.last_error,
+      outcome: r.outcome,
+      receivedAt: r.received_at,
+      finishedAt: r.finished_at,
+    }));
+  }
+}
+
+/** An inbox row as operators see it (no payload). */
+export interface InboxEntryView {
+  id: string;
+  batchId: string;
+  payloadHash: string;
+  couponCount: number;
+  couponCodes: string[];
+  status: InboxStatus;
+  /** Failed applications so far. */
+  attempts: number;
+  /** When a pending row is due next; null once finished. */
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  outcome: string | null;
+  receivedAt: Date;
+  finishedAt: Date | null;
 }

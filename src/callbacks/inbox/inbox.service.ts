@@ -12,7 +12,14 @@ import type { CallbackResult } from '../callback.service.js';
 import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
 import { DeliveryOutcome } from '../entities/delivery-attempt.entity.js';
 import type { ParsedBatch } from '../parsed-batch.js';
-import { ClaimedInboxRow, InboxRepository } from './inbox.repository.js';
+import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
+
+/** A page of the inbox, newest first; `nextCursor` is null on the last page. */
+export interface InboxPage {
+  items: InboxEntryView[];
+  nextCursor: string | null;
+}
 
 /** Reason stored on the quarantine row of an inbox batch that failed `INBOX_MAX_ATTEMPTS` times. */
 export const APPLY_FAILED = 'apply_failed';
@@ -140,6 +147,13 @@ export class InboxService {
         );
       return true;
     }
+  }
+
+  /** Inbox rows newest first (`limit` 1..100, ids below `cursor`, optionally one `status`), without payloads. */
+  async list(limit: number, cursor?: string, status?: InboxStatus): Promise<InboxPage> {
+    const rows = await this.transactions.run((tx) => this.inbox.list(tx, limit + 1, cursor, status));
+    const items = rows.slice(0, limit);
+    return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
   }
 
   /** Rows waiting to be applied. */
