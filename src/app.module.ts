@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, RouterModule } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
@@ -15,9 +16,9 @@ import type { DestinationStream } from 'pino';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), health probes
- * with the graceful-shutdown state, JSON logs and Prometheus metrics, the delivery audit
- * endpoints, and the one exception filter.
+ * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
+ * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
+ * JSON logs and Prometheus metrics, the delivery audit endpoints, and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -35,6 +36,7 @@ export class AppModule {
         CallbacksModule,
         ReconciliationModule,
         AuditModule,
+        CallbackAdminModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

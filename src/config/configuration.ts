@@ -35,6 +35,20 @@ export interface AppConfig {
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
   runMigrationsOnStart: boolean;
+  /**
+   * `inline`: the callback applies the batch before answering (CONTRACT §4). `inbox`: it commits
+   * the verified, validated batch to `callback_inbox` and answers 200; workers apply it later.
+   */
+  callbackMode: 'inline' | 'inbox';
+  /** Milliseconds an idle inbox worker waits before looking for work again. */
+  inboxPollIntervalMs: number;
+  /** Inbox workers per process (each applies one batch at a time). */
+  inboxConcurrency: number;
+  /** Failed applications of an inbox row before it goes to the quarantine. */
+  inboxMaxAttempts: number;
+  /** Milliseconds; retry delay after the first failure, doubled per attempt up to the maximum. */
+  inboxRetryBaseMs: number;
+  inboxRetryMaxMs: number;
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
   /** IP addresses and CIDR blocks allowed to read `GET /metrics` without a bearer key. */
@@ -174,6 +188,17 @@ export const envSchema = Joi.object({
         : v;
     })
     .optional(),
+  CALLBACK_MODE: Joi.string().valid('inline', 'inbox').default('inline'),
+  INBOX_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(500),
+  INBOX_CONCURRENCY: Joi.number().integer().min(1).max(32).default(2),
+  INBOX_MAX_ATTEMPTS: Joi.number().integer().min(1).max(1000).default(10),
+  INBOX_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
+  INBOX_RETRY_MAX_MS: Joi.number()
+    .integer()
+    .min(Joi.ref('INBOX_RETRY_BASE_MS'))
+    .max(86_400_000)
+    .default(300_000)
+    .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
@@ -240,6 +265,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     logLevel: v.LOG_LEVEL as string,
     metricsAllowedNetworks: csv(v.METRICS_ALLOWED_NETWORKS as string | undefined),
+    callbackMode: v.CALLBACK_MODE as 'inline' | 'inbox',
+    inboxPollIntervalMs: v.INBOX_POLL_INTERVAL_MS as number,
+    inboxConcurrency: v.INBOX_CONCURRENCY as number,
+    inboxMaxAttempts: v.INBOX_MAX_ATTEMPTS as number,
+    inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
+    inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
   };
 }
 
