@@ -84,7 +84,7 @@ export class AuditRepository {
 
   attemptsOf(batchId: string): Promise<AttemptRecord[]> {
     return this.dataSource.query(
-      `SELECT ${ATTEMPT_COLUMNS} FROM delivery_attempts WHERE batch_id = $1 ORDER BY received_at, id`,
+      `SELECT ${ATTEMPT_COLUMNS} FROM delivery_attempts WHERE batch_id = $1 ORDER BY received_at, delivery_attempts.id`,
       [batchId],
     );
   }
@@ -114,7 +114,7 @@ export class AuditRepository {
     return this.dataSource.query(
       `SELECT ${ATTEMPT_COLUMNS} FROM delivery_attempts
        ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY id DESC LIMIT $${params.length}`,
+       ORDER BY delivery_attempts.id DESC LIMIT $${params.length}`,
       params,
     );
   }

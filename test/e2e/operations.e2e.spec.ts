@@ -356,4 +356,25 @@ describe('operations: metrics, logs, delivery audit', () => {
     expectError(await ops(t.app).get('/callbacks/deliveries?from=yesterday'), 400, 'validation_failed');
     expectError(await request(t.app.getHttpServer()).get('/callbacks/deliveries'), 401, 'unauthorized');
   });
+
+  it('GET /callbacks/deliveries: ids past 9 page in numeric order (newest first, none skipped)', async () => {
+    for (let i = 0; i < 12; i++) {
+      const res = await deliver(t.app, batchOf(`order-batch-${i}`, { code: `order-${i}`, status: 1 }));
+      expect(res.status).toBe(200);
+    }
+    const ids: number[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await ops(t.app).get(`/callbacks/deliveries?limit=5${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      ids.push(...(page.body.items as { id: string }[]).map((d) => Number(d.id)));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    const { rows } = await t.db.query<{ n: number; max: string }>(
+      'SELECT count(*)::int AS n, max(id)::text AS max FROM delivery_attempts',
+    );
+    expect(ids.length).toBe(rows[0].n);
+    expect(ids[0]).toBe(Number(rows[0].max));
+    expect(ids).toEqual([...ids].sort((a, b) => b - a));
+  });
 });
