@@ -110,7 +110,6 @@ const csv = (v: string | undefined): string[] =>
 
 /** Joi schema of every environment variable the receiver reads (see `.env.example`). */
 export const envSchema = Joi.object({
-  NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development'),
   PORT: Joi.number().port().default(3000),
   HOST: Joi.string().default('0.0.0.0'),
   DATABASE_URL: Joi.string()
