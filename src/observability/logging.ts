@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
+import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/configuration.js';
 import type { CallbackRequest } from '../common/request-context.js';
@@ -25,7 +26,7 @@ function requestIdOf(req: CallbackRequest): string {
  *   line ever carries them.
  * - The callback is not auto-logged: {@link DeliveryObserver} writes one summary line per delivery;
  *   other requests (probes and scrapes excepted) get pino-http's "request completed" line
- *   (4xx warn, 5xx error).
+ *   (4xx and 501–504 warn, 500 error; no made-up stack for a designed 5xx answer).
  */
 export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
@@ -45,9 +46,20 @@ export function loggerParams(config: AppConfig, destination?: DestinationStream)
       return id;
     },
     autoLogging: { ignore: (req: IncomingMessage) => isCallback(req) || PROBES.test(req.url ?? '') },
+    // 500 is a fault; 501/502/503/504 are designed answers (polling off, SportAPI unreachable,
+    // transient trouble), so they are warnings like the 4xx.
     customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+      res.statusCode === 500 || (err && res.statusCode < 400)
+        ? 'error'
+        : res.statusCode >= 400
+          ? 'warn'
+          : 'info',
     serializers: {
+      // pino-http makes up an Error for every 5xx answer; its stack points into pino-http itself.
+      err: (err: Error) =>
+        /^failed with status code \d+$/.test(err.message)
+          ? { message: err.message }
+          : stdSerializers.err(err),
       req: (req: { method?: string; url?: string; remoteAddress?: string }) => ({
         method: req.method,
         url: req.url,

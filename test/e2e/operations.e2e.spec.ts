@@ -357,6 +357,20 @@ describe('operations: metrics, logs, delivery audit', () => {
     expectError(await request(t.app.getHttpServer()).get('/callbacks/deliveries'), 401, 'unauthorized');
   });
 
+  it('logs: a designed 5xx answer (reconcile with polling off → 501) is a warning without a stack; nothing at error level', async () => {
+    lines.length = 0;
+    const res = await ops(t.app).post('/coupons/000000000272/reconcile');
+    expect(res.status).toBe(501);
+    const completed = logs().filter((l) =>
+      (l.req as { url?: string } | undefined)?.url?.endsWith('/reconcile'),
+    );
+    expect(
+      completed.map((l) => ({ level: l.level, status: (l.res as { statusCode: number }).statusCode })),
+    ).toEqual([{ level: 40, status: 501 }]);
+    expect(JSON.stringify(completed)).not.toContain('stack');
+    expect(logs().filter((l) => (l.level as number) >= 50)).toEqual([]);
+  });
+
   it('GET /callbacks/deliveries: ids past 9 page in numeric order (newest first, none skipped)', async () => {
     for (let i = 0; i < 12; i++) {
       const res = await deliver(t.app, batchOf(`order-batch-${i}`, { code: `order-${i}`, status: 1 }));
