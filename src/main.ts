@@ -62,7 +62,10 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.port, config.host);
   logger.log(
     `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
-      (embedded ? ' on the embedded PostgreSQL' : ''),
+      (embedded ? ' on the embedded PostgreSQL' : '') +
+      (config.callbackMode === 'inbox'
+        ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
+        : '; CALLBACK_MODE=inline: batches applied before the answer'),
   );
 }
 
