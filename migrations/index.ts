@@ -1,5 +1,10 @@
 import { InitialSchema1764490000000 } from './1764490000000-InitialSchema.js';
 import { Reconciliation1764500000000 } from './1764500000000-Reconciliation.js';
+import { CallbackInbox1764510000000 } from './1764510000000-CallbackInbox.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
-export const MIGRATIONS = [InitialSchema1764490000000, Reconciliation1764500000000];
+export const MIGRATIONS = [
+  InitialSchema1764490000000,
+  Reconciliation1764500000000,
+  CallbackInbox1764510000000,
+];

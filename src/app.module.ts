@@ -1,34 +1,42 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, RouterModule } from '@nestjs/core';
+import { AuditModule } from './audit/audit.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
 import { HealthModule } from './health/health.module.js';
+import { ObservabilityModule } from './observability/observability.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
+import type { DestinationStream } from 'pino';
 
 /**
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), health probes
- * with the graceful-shutdown state, and the one
- * exception filter.
+ * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
+ * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
+ * JSON logs and Prometheus metrics, the delivery audit endpoints, and the one exception filter.
  */
 @Module({})
 export class AppModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  /** @param options.logDestination replaces stdout for the JSON log lines (tests). */
+  static forRoot(config: AppConfig, options: { logDestination?: DestinationStream } = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [
         AppConfigModule.forRoot(config),
         DatabaseModule,
+        ObservabilityModule.forRoot(options),
         HealthModule,
         LedgerModule,
         CouponsModule,
         CallbacksModule,
         ReconciliationModule,
+        AuditModule,
+        CallbackAdminModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],

@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { INestApplication, ValidationPipe } from '@nestjs/common';
-import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
@@ -9,15 +9,20 @@ import { DomainException, ErrorCode } from './common/domain.exception.js';
 import { flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
+import { Logger as PinoNestLogger } from 'nestjs-pino';
+import { logContextMiddleware } from './observability/log-context.js';
 
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
  * the app exactly as users start it: body readers (raw bytes on the callback path, JSON
  * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients. The first
- * middleware counts requests in flight and answers new ones 503 once a shutdown has begun.
+ * middleware counts requests in flight and answers new ones 503 once a shutdown has begun; logs
+ * are JSON lines through nestjs-pino, each carrying its request id (and the callback's batchId).
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
+  app.useLogger(app.get(PinoNestLogger));
   app.use(app.get(ShutdownState).middleware());
+  app.use(logContextMiddleware);
   // Security headers (helmet defaults: CSP, HSTS, nosniff, frame and referrer policies, no
   // X-Powered-By) on every answer; Swagger UI at /docs keeps them but without the CSP, which would
   // block its inline style and script.
@@ -57,16 +62,20 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   if (config.swaggerEnabled) setupSwagger(app, config);
 }
 
-/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
-export function setupSwagger(app: INestApplication, config: AppConfig): void {
-  const document = SwaggerModule.createDocument(
+/**
+ * The OpenAPI document of the app: every controller with the signature and bearer schemes. The
+ * same function writes `openapi.json` (`npm run openapi`), so the file and `/docs-json` agree.
+ */
+export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
+  return SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
       .setTitle('SportAPI settlement receiver')
       .setDescription(
         'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
           `The callback is POST ${config.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
-          'The partner API (coupons, accounts) needs a bearer key from OPS_API_KEYS. Amounts are decimal strings.',
+          'The partner API (coupons, accounts) and the delivery audit need a bearer key from OPS_API_KEYS. ' +
+          'Amounts are decimal strings. Probes: /health/live, /health/ready; Prometheus metrics: /metrics.',
       )
       .setVersion('1.0')
       .addBearerAuth({
@@ -86,5 +95,9 @@ export function setupSwagger(app: INestApplication, config: AppConfig): void {
       )
       .build(),
   );
-  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'docs-json' });
+}
+
+/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
+export function setupSwagger(app: INestApplication, config: AppConfig): void {
+  SwaggerModule.setup('docs', app, buildOpenApiDocument(app, config), { jsonDocumentUrl: 'docs-json' });
 }

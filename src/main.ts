@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { Logger } from '@nestjs/common';
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { configureApp } from './app.setup.js';
@@ -15,6 +15,8 @@ import { ShutdownState } from './health/shutdown-state.js';
  * connections included), the pool and the embedded server close; the process exits within 10 s.
  */
 async function bootstrap(): Promise<void> {
+  // JSON lines from the first one; once the app exists, its nestjs-pino logger takes over.
+  Logger.overrideLogger(new ConsoleLogger({ json: true, colors: false }));
   const logger = new Logger('Bootstrap');
   if (existsSync('.env')) process.loadEnvFile('.env');
   let config;
@@ -32,7 +34,11 @@ async function bootstrap(): Promise<void> {
     );
     config = { ...config, databaseUrl: await embedded.start() };
   }
-  const app = await NestFactory.create(AppModule.forRoot(config), { bodyParser: false, abortOnError: false });
+  const app = await NestFactory.create(AppModule.forRoot(config), {
+    bodyParser: false,
+    abortOnError: false,
+    bufferLogs: true,
+  });
   configureApp(app, config);
   let closing = false;
   const shutdown = async (signal: string) => {
@@ -56,7 +62,10 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.port, config.host);
   logger.log(
     `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
-      (embedded ? ' on the embedded PostgreSQL' : ''),
+      (embedded ? ' on the embedded PostgreSQL' : '') +
+      (config.callbackMode === 'inbox'
+        ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
+        : '; CALLBACK_MODE=inline: batches applied before the answer'),
   );
 }
 

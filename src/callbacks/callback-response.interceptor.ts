@@ -6,6 +6,9 @@ import type { AppConfig } from '../config/configuration.js';
 import { DeadlineExceededError } from '../database/transaction.js';
 import type { CallbackRequest } from '../common/request-context.js';
 import type { CallbackResult } from './callback.service.js';
+import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { DeliveryAuditService } from './delivery-audit.service.js';
+import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
 
 /**
  * The callback's response contract (CONTRACT §5): the handler's result (known only after COMMIT)
@@ -14,7 +17,11 @@ import type { CallbackResult } from './callback.service.js';
  */
 @Injectable()
 export class CallbackResponseInterceptor implements NestInterceptor {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly audit: DeliveryAuditService,
+    private readonly observer: DeliveryObserver,
+  ) {}
 
   intercept(context: ExecutionContext, next: CallHandler<CallbackResult>): Observable<unknown> {
     const http = context.switchToHttp();
@@ -30,6 +37,8 @@ export class CallbackResponseInterceptor implements NestInterceptor {
       ),
       map((result) => {
         res.status(200);
+        const outcome = result.duplicate ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
+        this.observer.delivered(this.audit.attemptOf(req, 200, outcome, null));
         return result.duplicate
           ? { success: true, processed: result.processed, duplicate: true }
           : { success: true, processed: result.processed };

@@ -1,4 +1,4 @@
-import { Controller, HttpCode, Post, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, HttpCode, Inject, Post, UseGuards, UseInterceptors } from '@nestjs/common';
 import {
   ApiBody,
   ApiHeader,
@@ -9,6 +9,8 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { CallbackBody } from './callback-body.decorator.js';
 import { CallbackBodyPipe } from './callback-body.pipe.js';
@@ -16,6 +18,7 @@ import { CallbackResponseInterceptor } from './callback-response.interceptor.js'
 import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
+import { InboxService } from './inbox/inbox.service.js';
 import type { ParsedBatch } from './parsed-batch.js';
 import { SignatureGuard } from './signature.guard.js';
 
@@ -27,13 +30,18 @@ const error = (description: string, code: string, message: string) => ({
 
 /**
  * `POST /sportapi/callback` (path configurable with `CALLBACK_PATH`): SportAPI's settlement
- * callback (CONTRACT §3–§5). Signature guard → body pipe → {@link CallbackService} → 200 after
- * COMMIT; failures are mapped by the exception filter.
+ * callback (CONTRACT §3–§5). Signature guard → body pipe → {@link CallbackService} (inline mode)
+ * or {@link InboxService.accept} (`CALLBACK_MODE=inbox`) → 200 after COMMIT; failures are mapped
+ * by the exception filter.
  */
 @ApiTags('callback')
 @Controller()
 export class CallbackController {
-  constructor(private readonly callbacks: CallbackService) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly callbacks: CallbackService,
+    private readonly inbox: InboxService,
+  ) {}
 
   @Post()
   @HttpCode(200)
@@ -43,7 +51,8 @@ export class CallbackController {
     summary: 'Receive a batch of coupon snapshots (exactly-once settlement)',
     description:
       'Body signed with HMAC-SHA256 over the exact bytes: `X-Signature: sha256=<hex>` (bare hex accepted). ' +
-      'Answered 200 only after COMMIT; a redelivered batch answers 200 with `duplicate: true` and moves no money.',
+      'Answered 200 only after COMMIT; a redelivered batch answers 200 with `duplicate: true` and moves no money. ' +
+      'With `CALLBACK_MODE=inbox` the COMMIT stores the verified, validated batch in the inbox and workers apply it moments later.',
   })
   @ApiSecurity('signature')
   @ApiHeader({ name: 'X-Signature', required: true, description: 'sha256=<hex HMAC-SHA256 of the raw body>' })
@@ -134,6 +143,8 @@ export class CallbackController {
     @CallbackBody(CallbackBodyPipe) batch: ParsedBatch,
     @CallbackBody() request: CallbackRequestState,
   ): Promise<CallbackResult> {
-    return this.callbacks.process(batch, request);
+    return this.config.callbackMode === 'inbox'
+      ? this.inbox.accept(batch, request)
+      : this.callbacks.process(batch, request);
   }
 }

@@ -54,14 +54,7 @@ export class CallbackService {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
-        const claim = await this.batches.claim(tx, batch);
-        if (claim === 'conflict') {
-          throw new DomainException(
-            ErrorCode.BATCH_CONFLICT,
-            `batch ${batch.batchId} was delivered before with a different body`,
-          );
-        }
-        if (claim === 'claimed') await this.applyCoupons(tx, batch);
+        const claim = await this.applyClaimed(tx, batch);
         const outcome = claim === 'duplicate' ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
         await this.recordAttempt(tx, batch, request, outcome);
         return { processed: batch.couponCount, duplicate: claim === 'duplicate' };
@@ -71,10 +64,22 @@ export class CallbackService {
   }
 
   /**
-   * Applies a synthetic batch (a coupon read from SportAPI, `poll:<coupon_code>:<sha256>`, or an
-   * operator's resolution; CONTRACT §9) inside the caller's transaction `tx`, with the same steps
-   * as a callback (claim the batch id, lock, decide, store, post) but the settlement rules of an
-   * authoritative `source`. No delivery attempt is recorded: nothing was delivered.
+   * The apply step of {@link process} inside the caller's transaction `tx` (also used by the
+   * inbox workers and the quarantine replay): claims the batch id with its payload hash and, when
+   * new, applies every coupon (CONTRACT §4 steps 4–5). Records no delivery attempt.
+   * @returns `claimed` (applied now) or `duplicate` (the same body was applied before: nothing done).
+   * @throws DomainException BATCH_CONFLICT when the batch id was applied with another body.
+   */
+  async applyClaimed(tx: Tx, batch: ParsedBatch): Promise<'claimed' | 'duplicate'> {
+    return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK)).claim;
+  }
+
+  /**
+   * Applies a batch inside the caller's transaction `tx` with the settlement rules of `source`:
+   * a callback batch, or a synthetic one (a coupon read from SportAPI, `poll:<coupon_code>:<sha256>`,
+   * or an operator's resolution; CONTRACT §9) with the same steps as a callback (claim the batch
+   * id, lock, decide, store, post) but the rules of an authoritative source. No delivery attempt
+   * is recorded.
    * @returns the claim (`duplicate`: the same batch was applied before, nothing was done) and the
    *   transition of each coupon (empty unless claimed).
    * @throws DomainException BATCH_CONFLICT when the batch id exists with another payload hash.
@@ -88,7 +93,7 @@ export class CallbackService {
     if (claim === 'conflict') {
       throw new DomainException(
         ErrorCode.BATCH_CONFLICT,
-        `batch ${batch.batchId} was applied before with a different body`,
+        `batch ${batch.batchId} was delivered before with a different body`,
       );
     }
     const transitions = claim === 'claimed' ? await this.applyCoupons(tx, batch, source) : new Map();

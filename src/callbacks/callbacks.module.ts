@@ -6,12 +6,30 @@ import { CallbackController } from './callback.controller.js';
 import { CallbackService } from './callback.service.js';
 import { DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';
+import { InboxRepository } from './inbox/inbox.repository.js';
+import { InboxService } from './inbox/inbox.service.js';
+import { InboxWorker } from './inbox/inbox.worker.js';
+import { QuarantineRepository } from './quarantine/quarantine.repository.js';
+import { QuarantineService } from './quarantine/quarantine.service.js';
 
-/** SportAPI's settlement callback: signature, validation, the one-transaction pipeline, audit. */
+/**
+ * SportAPI's settlement callback: signature, validation, the one-transaction pipeline, audit;
+ * the inbox (CALLBACK_MODE=inbox) and its workers; the quarantine service.
+ */
 @Module({
   imports: [CouponsModule, LedgerModule],
   controllers: [CallbackController],
-  providers: [CallbackService, BatchRepository, DeliveryAuditRepository, DeliveryAuditService],
-  exports: [DeliveryAuditService, CallbackService],
+  providers: [
+    CallbackService,
+    BatchRepository,
+    DeliveryAuditRepository,
+    DeliveryAuditService,
+    InboxRepository,
+    InboxService,
+    InboxWorker,
+    QuarantineRepository,
+    QuarantineService,
+  ],
+  exports: [DeliveryAuditService, CallbackService, InboxService, QuarantineService],
 })
 export class CallbacksModule {}

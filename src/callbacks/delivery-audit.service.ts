@@ -3,6 +3,7 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from '../common/request-context.js';
 import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
+import { DeliveryObserver } from '../observability/delivery-observer.js';
 import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
 
@@ -18,7 +19,8 @@ export function outcomeOf(status: number): DeliveryOutcome {
  * Records failed deliveries after their transaction rolled back (CONTRACT §8): the attempt
  * always, and a signed body rejected with 400/409 verbatim in the quarantine. Bodies that were
  * not signed are never stored. Failures to record are logged, never thrown: the answer to the
- * sender does not depend on the audit write.
+ * sender does not depend on the audit write. Every failed delivery is passed to the
+ * {@link DeliveryObserver} (metrics and the summary log line).
  */
 @Injectable()
 export class DeliveryAuditService {
@@ -27,6 +29,7 @@ export class DeliveryAuditService {
   constructor(
     private readonly transactions: TransactionRunner,
     private readonly audit: DeliveryAuditRepository,
+    private readonly observer: DeliveryObserver,
   ) {}
 
   /** Attempt row of a request answered with `status`. */
@@ -86,11 +89,13 @@ export class DeliveryAuditService {
         },
         { deadline: Date.now() + 2000, retries: 1 },
       );
+      this.observer.delivered(attempt);
       return true;
     } catch (err) {
       this.logger.error(
         `could not record delivery attempt (request ${attempt.requestId}, batch ${attempt.batchId}, status ${status}): ${(err as Error).message}`,
       );
+      this.observer.delivered(attempt, quarantine ? 503 : status);
       return !quarantine;
     }
   }

@@ -52,14 +52,18 @@ export class AllExceptionsFilter implements ExceptionFilter {
     };
     if (status >= 500) {
       const err = exception as Error;
-      this.logger.error(
+      const line =
         `${req.method} ${req.path} → ${status} ${domain.code}` +
-          `${req.callback ? ` (request ${req.callback.requestId}, batch ${req.callback.batchId ?? '-'})` : ''}: ${err?.message ?? String(exception)}`,
-        // A DomainException's message says it all (e.g. SportAPI unavailable, CONTRACT §9): no stack.
-        exception instanceof DomainException || (status !== 500 && isTransient(exception))
-          ? undefined
-          : err?.stack,
-      );
+        `${req.callback ? ` (request ${req.callback.requestId}, batch ${req.callback.batchId ?? '-'})` : ''}: ${err?.message ?? String(exception)}`;
+      // A designed answer (a DomainException such as SportAPI unavailable, CONTRACT §9; a database
+      // outage or the deadline, §5) is a warning whose message says it all; anything else is a
+      // fault, logged as an error with its stack.
+      const designed =
+        exception instanceof DomainException ||
+        exception instanceof DeadlineExceededError ||
+        (status !== 500 && isTransient(exception));
+      if (designed) this.logger.warn(line);
+      else this.logger.error(line, err?.stack);
     }
     if (!res.headersSent) res.status(status).json(body);
   }

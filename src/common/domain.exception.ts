@@ -12,6 +12,8 @@ export enum ErrorCode {
   PAYLOAD_TOO_LARGE = 'payload_too_large',
   UNSUPPORTED_MEDIA_TYPE = 'unsupported_media_type',
   TRANSIENT_FAILURE = 'transient_failure',
+  /** A quarantined body replayed and still refused by validation (CONTRACT §8). */
+  REPLAY_REJECTED = 'replay_rejected',
   // partner API (CONTRACT §10)
   UNAUTHORIZED = 'unauthorized',
   NOT_FOUND = 'not_found',
@@ -38,6 +40,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.PAYLOAD_TOO_LARGE]: 413,
   [ErrorCode.UNSUPPORTED_MEDIA_TYPE]: 415,
   [ErrorCode.TRANSIENT_FAILURE]: 503,
+  [ErrorCode.REPLAY_REJECTED]: 422,
   [ErrorCode.UNAUTHORIZED]: 401,
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.COUPON_CONFLICT]: 409,

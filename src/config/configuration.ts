@@ -35,6 +35,24 @@ export interface AppConfig {
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
   runMigrationsOnStart: boolean;
+  /**
+   * `inline`: the callback applies the batch before answering (CONTRACT §4). `inbox`: it commits
+   * the verified, validated batch to `callback_inbox` and answers 200; workers apply it later.
+   */
+  callbackMode: 'inline' | 'inbox';
+  /** Milliseconds an idle inbox worker waits before looking for work again. */
+  inboxPollIntervalMs: number;
+  /** Inbox workers per process (each applies one batch at a time). */
+  inboxConcurrency: number;
+  /** Failed applications of an inbox row before it goes to the quarantine. */
+  inboxMaxAttempts: number;
+  /** Milliseconds; retry delay after the first failure, doubled per attempt up to the maximum. */
+  inboxRetryBaseMs: number;
+  inboxRetryMaxMs: number;
+  /** pino level: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+  /** IP addresses and CIDR blocks allowed to read `GET /metrics` without a bearer key. */
+  metricsAllowedNetworks: string[];
   /** SportAPI's coupon read method (CONTRACT §9); polling is disabled when `baseUrl` is unset. */
   sportApi: SportApiConfig;
   /** The scheduled reconciliation (CONTRACT §9). */
@@ -92,7 +110,6 @@ const csv = (v: string | undefined): string[] =>
 
 /** Joi schema of every environment variable the receiver reads (see `.env.example`). */
 export const envSchema = Joi.object({
-  NODE_ENV: Joi.string().valid('development', 'production', 'test').default('development'),
   PORT: Joi.number().port().default(3000),
   HOST: Joi.string().default('0.0.0.0'),
   DATABASE_URL: Joi.string()
@@ -158,6 +175,29 @@ export const envSchema = Joi.object({
   RECONCILE_INTERVAL: duration(true).default(5 * 60_000),
   RECONCILE_AFTER: duration().default(90 * 60_000),
   RECONCILE_BATCH_SIZE: Joi.number().integer().min(1).max(10_000).default(100),
+  LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  METRICS_ALLOWED_NETWORKS: Joi.string()
+    .custom((v: string, helpers) => {
+      const ip = Joi.string().ip({ cidr: 'optional' });
+      const bad = csv(v).filter((entry) => ip.validate(entry).error);
+      return bad.length
+        ? helpers.message({
+            custom: `METRICS_ALLOWED_NETWORKS: not an IP address or CIDR block: ${bad.join(', ')}`,
+          })
+        : v;
+    })
+    .optional(),
+  CALLBACK_MODE: Joi.string().valid('inline', 'inbox').default('inline'),
+  INBOX_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(500),
+  INBOX_CONCURRENCY: Joi.number().integer().min(1).max(32).default(2),
+  INBOX_MAX_ATTEMPTS: Joi.number().integer().min(1).max(1000).default(10),
+  INBOX_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
+  INBOX_RETRY_MAX_MS: Joi.number()
+    .integer()
+    .min(Joi.ref('INBOX_RETRY_BASE_MS'))
+    .max(86_400_000)
+    .default(300_000)
+    .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
 }).unknown(true);
 
 /** Default status-code map of CONTRACT §6. */
@@ -222,6 +262,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       afterMs: v.RECONCILE_AFTER as number,
       batchSize: v.RECONCILE_BATCH_SIZE as number,
     },
+    logLevel: v.LOG_LEVEL as string,
+    metricsAllowedNetworks: csv(v.METRICS_ALLOWED_NETWORKS as string | undefined),
+    callbackMode: v.CALLBACK_MODE as 'inline' | 'inbox',
+    inboxPollIntervalMs: v.INBOX_POLL_INTERVAL_MS as number,
+    inboxConcurrency: v.INBOX_CONCURRENCY as number,
+    inboxMaxAttempts: v.INBOX_MAX_ATTEMPTS as number,
+    inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
+    inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
   };
 }
 

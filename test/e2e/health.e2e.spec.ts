@@ -143,6 +143,10 @@ describe('graceful shutdown', () => {
       expect(late.headers.connection).toBe('close');
       expect(late.body.error.message).toBe('shutting down, retry later');
       expectError(await ops(t.app).get('/accounts/sd'), 503, 'transient_failure');
+      // The refused callback is counted (and logged) as a failed delivery; metrics stay readable.
+      const scrape = await ops(t.app).get('/metrics');
+      expect(scrape.status).toBe(200);
+      expect(scrape.text).toContain('settlement_callback_deliveries_total{outcome="failed"} 1\n');
       expect(closed).toBe(false); // still draining the batch in flight
 
       await holder.query('COMMIT');

@@ -2,6 +2,7 @@ import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { createHmac } from 'node:crypto';
 import pg from 'pg';
+import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
 import { configureApp } from '../../src/app.setup.js';
@@ -23,9 +24,13 @@ export interface TestContext {
 
 /**
  * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
- * cloned from the migrated template. `env` overrides configuration variables.
+ * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
+ * `error` unless set); `options.logDestination` receives the JSON log lines instead of stdout.
  */
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestContext> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  options: { logDestination?: DestinationStream } = {},
+): Promise<TestContext> {
   const database = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: database.url,
@@ -33,9 +38,12 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     OPS_API_KEYS: OPS_KEY,
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
+    LOG_LEVEL: 'error',
     ...env,
   });
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule.forRoot(config, options)],
+  }).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
   configureApp(app, config);
   await app.init();

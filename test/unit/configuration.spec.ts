@@ -45,8 +45,42 @@ describe('loadConfig (validated at start-up)', () => {
     [{ ...base, RECONCILE_AFTER: 'off' }, 'RECONCILE_AFTER'],
     [{ ...base, RECONCILE_INTERVAL: '1.5' }, 'RECONCILE_INTERVAL'],
     [{ ...base, RECONCILE_BATCH_SIZE: '0' }, 'RECONCILE_BATCH_SIZE'],
+    [{ ...base, CALLBACK_MODE: 'queue' }, 'CALLBACK_MODE'],
+    [{ ...base, INBOX_CONCURRENCY: '0' }, 'INBOX_CONCURRENCY'],
+    [{ ...base, INBOX_POLL_INTERVAL_MS: '5' }, 'INBOX_POLL_INTERVAL_MS'],
+    [{ ...base, INBOX_MAX_ATTEMPTS: '0' }, 'INBOX_MAX_ATTEMPTS'],
+    [{ ...base, INBOX_RETRY_BASE_MS: '1000', INBOX_RETRY_MAX_MS: '500' }, 'INBOX_RETRY_MAX_MS'],
   ])('a wrong or missing variable stops with its name (%#)', (env, name) => {
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(name);
+  });
+
+  it('defaults to inline mode; reads the inbox settings', () => {
+    expect(loadConfig(base)).toMatchObject({
+      callbackMode: 'inline',
+      inboxPollIntervalMs: 500,
+      inboxConcurrency: 2,
+      inboxMaxAttempts: 10,
+      inboxRetryBaseMs: 1000,
+      inboxRetryMaxMs: 300_000,
+    });
+    expect(
+      loadConfig({
+        ...base,
+        CALLBACK_MODE: 'inbox',
+        INBOX_POLL_INTERVAL_MS: '250',
+        INBOX_CONCURRENCY: '4',
+        INBOX_MAX_ATTEMPTS: '5',
+        INBOX_RETRY_BASE_MS: '200',
+        INBOX_RETRY_MAX_MS: '60000',
+      }),
+    ).toMatchObject({
+      callbackMode: 'inbox',
+      inboxPollIntervalMs: 250,
+      inboxConcurrency: 4,
+      inboxMaxAttempts: 5,
+      inboxRetryBaseMs: 200,
+      inboxRetryMaxMs: 60_000,
+    });
   });
 
   it('reads a configured status map', () => {

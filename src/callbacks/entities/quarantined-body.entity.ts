@@ -14,4 +14,7 @@ export class QuarantinedBodyEntity {
   @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
   @Column('timestamptz', { name: 'replayed_at', nullable: true }) replayedAt: Date | null;
   @Column('text', { name: 'replay_outcome', nullable: true }) replayOutcome: string | null;
+  @Column('int', { name: 'replay_count' }) replayCount: number;
+  /** The inbox row whose application failed `INBOX_MAX_ATTEMPTS` times, when it came from there. */
+  @Column('bigint', { name: 'inbox_id', nullable: true }) inboxId: string | null;
 }

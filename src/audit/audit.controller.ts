@@ -1,0 +1,126 @@
+import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { AuditService } from './audit.service.js';
+import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
+
+const err = (status: number, description: string, code: string, message = description) => ({
+  status,
+  description,
+  type: ErrorResponseDto,
+  example: { success: false, error: { code, message } },
+});
+
+/** Delivery audit endpoints (CONTRACT §8), bearer-protected like the partner API (§10). */
+@ApiTags('delivery audit')
+@ApiBearerAuth()
+@UseGuards(BearerKeyGuard)
+@Controller('callbacks')
+export class AuditController {
+  constructor(private readonly audit: AuditService) {}
+
+  @Get('batches/:batchId')
+  @ApiOperation({
+    summary: 'A batch: payload hash, coupon snapshots, financial operations and every delivery attempt',
+    description:
+      'A redelivered batch shows several deliveries (processed, then duplicate) and its operations once.',
+  })
+  @ApiResponse({
+    status: 200,
+    type: BatchAuditView,
+    example: {
+      batchId: 'b-2026-11-30-000123',
+      committed: true,
+      payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+      couponCount: 1,
+      committedAt: '2026-11-30T12:00:00.500Z',
+      coupons: [
+        {
+          coupon_code: '000000000272',
+          status: 2,
+          realWin: '185.50',
+          applied: true,
+          transition: 'settled',
+          generation: 0,
+        },
+      ],
+      operations: [
+        {
+          key: '000000000272:0:final_credit',
+          type: 'final_credit',
+          couponCode: '000000000272',
+          accountId: 'player-42',
+          amount: '185.50',
+          currency: 'EUR',
+          createdAt: '2026-11-30T12:00:00.512Z',
+        },
+      ],
+      deliveries: [
+        {
+          id: '1840',
+          batchId: 'b-2026-11-30-000123',
+          requestId: 'r-1',
+          receivedAt: '2026-11-30T12:00:00.480Z',
+          outcome: 'processed',
+          httpStatus: 200,
+          errorCode: null,
+          couponCount: 1,
+          durationMs: 31,
+          payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+        },
+        {
+          id: '1841',
+          batchId: 'b-2026-11-30-000123',
+          requestId: 'r-2',
+          receivedAt: '2026-11-30T12:00:11.250Z',
+          outcome: 'duplicate',
+          httpStatus: 200,
+          errorCode: null,
+          couponCount: 1,
+          durationMs: 4,
+          payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+        },
+      ],
+      quarantined: 0,
+    },
+  })
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
+  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  batch(@Param('batchId') batchId: string): Promise<BatchAuditView> {
+    return this.audit.batch(batchId);
+  }
+
+  @Get('deliveries')
+  @ApiOperation({
+    summary: 'Delivery attempts, newest first, filtered by outcome, batch and time; keyset-paginated',
+  })
+  @ApiResponse({
+    status: 200,
+    type: DeliveryPageView,
+    example: {
+      items: [
+        {
+          id: '1841',
+          batchId: 'b-2026-11-30-000123',
+          requestId: 'r-2',
+          receivedAt: '2026-11-30T12:00:11.250Z',
+          outcome: 'duplicate',
+          httpStatus: 200,
+          errorCode: null,
+          couponCount: 1,
+          durationMs: 4,
+          payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+        },
+      ],
+      nextCursor: '1841',
+    },
+  })
+  @ApiResponse(err(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
+  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  deliveries(@Query() query: DeliveryQueryDto): Promise<DeliveryPageView> {
+    return this.audit.deliveries(query);
+  }
+}

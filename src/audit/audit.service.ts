@@ -1,0 +1,68 @@
+import { Injectable } from '@nestjs/common';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { AttemptRecord, AuditRepository } from './audit.repository.js';
+import { BatchAuditView, DeliveryAttemptView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
+
+const DEFAULT_LIMIT = 50;
+
+function attemptView(a: AttemptRecord): DeliveryAttemptView {
+  return { ...a, receivedAt: a.receivedAt.toISOString() };
+}
+
+/**
+ * The delivery audit for operators and finance (CONTRACT §8): what a batch did and every time it
+ * was delivered, so a redelivery answered 200 can be shown to have moved no money a second time.
+ */
+@Injectable()
+export class AuditService {
+  constructor(private readonly audit: AuditRepository) {}
+
+  /** @throws DomainException NOT_FOUND when the batch id was never stored nor delivered. */
+  async batch(batchId: string): Promise<BatchAuditView> {
+    const [batch, coupons, operations, deliveries, quarantined] = await Promise.all([
+      this.audit.batch(batchId),
+      this.audit.snapshots(batchId),
+      this.audit.operations(batchId),
+      this.audit.attemptsOf(batchId),
+      this.audit.quarantinedCount(batchId),
+    ]);
+    if (!batch && !deliveries.length && !quarantined)
+      throw new DomainException(ErrorCode.NOT_FOUND, `batch ${batchId} was never delivered`);
+    return {
+      batchId,
+      committed: batch !== undefined,
+      payloadHash: batch?.payloadHash ?? null,
+      couponCount: batch?.couponCount ?? null,
+      committedAt: batch?.receivedAt.toISOString() ?? null,
+      coupons: coupons.map((c) => ({
+        coupon_code: c.couponCode,
+        status: c.status,
+        realWin: c.realWin,
+        applied: c.applied,
+        transition: c.transition,
+        generation: c.generation,
+      })),
+      operations: operations.map((o) => ({ ...o, createdAt: o.createdAt.toISOString() })),
+      deliveries: deliveries.map(attemptView),
+      quarantined,
+    };
+  }
+
+  /** Delivery attempts matching `query`, newest first, one page. */
+  async deliveries(query: DeliveryQueryDto): Promise<DeliveryPageView> {
+    const limit = query.limit ? Number(query.limit) : DEFAULT_LIMIT;
+    const rows = await this.audit.deliveries({
+      outcome: query.outcome,
+      batchId: query.batchId,
+      from: query.from ? new Date(query.from) : undefined,
+      to: query.to ? new Date(query.to) : undefined,
+      before: query.cursor,
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    return {
+      items: page.map(attemptView),
+      nextCursor: rows.length > limit ? page[page.length - 1].id : null,
+    };
+  }
+}

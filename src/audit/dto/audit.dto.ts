@@ -1,0 +1,119 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
+import { DeliveryOutcome } from '../../callbacks/entities/delivery-attempt.entity.js';
+
+/** One delivery attempt of a batch (CONTRACT §8); `durationMs` in milliseconds. */
+export class DeliveryAttemptView {
+  @ApiProperty({ example: '1841' }) id: string;
+  @ApiProperty({ example: 'b-2026-11-30-000123', type: String, nullable: true }) batchId: string | null;
+  @ApiProperty({ example: 'c9a8531c-c1d5-4ddc-b67c-5358ad98ccde', type: String, nullable: true })
+  requestId: string | null;
+  @ApiProperty({ example: '2026-11-30T12:00:01.250Z' }) receivedAt: string;
+  @ApiProperty({ example: 'duplicate', enum: Object.values(DeliveryOutcome) }) outcome: string;
+  @ApiProperty({ example: 200 }) httpStatus: number;
+  @ApiProperty({ example: null, type: String, nullable: true }) errorCode: string | null;
+  @ApiProperty({ example: 2, type: Number, nullable: true }) couponCount: number | null;
+  @ApiProperty({ example: 14 }) durationMs: number;
+  @ApiProperty({
+    example: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+    type: String,
+    nullable: true,
+    description: 'SHA-256 of the signed body; null when the signature did not match',
+  })
+  payloadHash: string | null;
+}
+
+/** A coupon snapshot of the batch: what the batch said and what it did (CONTRACT §6). */
+export class BatchCouponView {
+  @ApiProperty({ example: '000000000272' }) coupon_code: string;
+  @ApiProperty({ example: 2 }) status: number;
+  @ApiProperty({ example: '185.50', type: String, nullable: true }) realWin: string | null;
+  @ApiProperty({ example: true }) applied: boolean;
+  @ApiProperty({ example: 'settled' }) transition: string;
+  @ApiProperty({ example: 0 }) generation: number;
+}
+
+/** A financial operation posted by the batch (CONTRACT §7). */
+export class BatchOperationView {
+  @ApiProperty({ example: '000000000272:0:final_credit' }) key: string;
+  @ApiProperty({ example: 'final_credit' }) type: string;
+  @ApiProperty({ example: '000000000272', type: String, nullable: true }) couponCode: string | null;
+  @ApiProperty({ example: 'player-42' }) accountId: string;
+  @ApiProperty({ example: '185.50' }) amount: string;
+  @ApiProperty({ example: 'EUR' }) currency: string;
+  @ApiProperty({ example: '2026-11-30T12:00:00.512Z' }) createdAt: string;
+}
+
+/** `GET /callbacks/batches/{batchId}`: the stored batch, its snapshots, operations and every delivery. */
+export class BatchAuditView {
+  @ApiProperty({ example: 'b-2026-11-30-000123' }) batchId: string;
+  @ApiProperty({
+    example: true,
+    description: 'false when no delivery of it was committed (only failed attempts)',
+  })
+  committed: boolean;
+  @ApiProperty({
+    example: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+    type: String,
+    nullable: true,
+  })
+  payloadHash: string | null;
+  @ApiProperty({ example: 2, type: Number, nullable: true }) couponCount: number | null;
+  @ApiProperty({ example: '2026-11-30T12:00:00.500Z', type: String, nullable: true }) committedAt:
+    string | null;
+  @ApiProperty({ type: [BatchCouponView] }) coupons: BatchCouponView[];
+  @ApiProperty({
+    type: [BatchOperationView],
+    description: 'posted once, however often the batch was delivered',
+  })
+  operations: BatchOperationView[];
+  @ApiProperty({ type: [DeliveryAttemptView], description: 'oldest first' })
+  deliveries: DeliveryAttemptView[];
+  @ApiProperty({ example: 0, description: 'bodies of this batch id kept in the quarantine (400/409)' })
+  quarantined: number;
+}
+
+/** Query of `GET /callbacks/deliveries`. */
+export class DeliveryQueryDto {
+  @ApiPropertyOptional({ enum: Object.values(DeliveryOutcome) })
+  @IsOptional()
+  @IsIn(Object.values(DeliveryOutcome))
+  outcome?: string;
+
+  @ApiPropertyOptional({ example: 'b-2026-11-30-000123' })
+  @IsOptional()
+  @Matches(/^.{1,128}$/s)
+  batchId?: string;
+
+  @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'received at or after (ISO 8601)' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  from?: string;
+
+  @ApiPropertyOptional({ example: '2026-12-01T00:00:00Z', description: 'received before (ISO 8601)' })
+  @IsOptional()
+  @IsISO8601({ strict: true })
+  to?: string;
+
+  @ApiPropertyOptional({ example: '50', description: '1 to 200 (default 50)' })
+  @IsOptional()
+  @Matches(/^(?:[1-9]\d?|1\d\d|200)$/, { message: 'limit must be an integer from 1 to 200' })
+  limit?: string;
+
+  @ApiPropertyOptional({ example: '1841', description: '`nextCursor` of the previous page' })
+  @IsOptional()
+  @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a positive integer' })
+  cursor?: string;
+}
+
+/** One page of delivery attempts, newest first. */
+export class DeliveryPageView {
+  @ApiProperty({ type: [DeliveryAttemptView] }) items: DeliveryAttemptView[];
+  @ApiProperty({
+    example: '1792',
+    type: String,
+    nullable: true,
+    description: 'pass as `cursor` for the next (older) page; null on the last page',
+  })
+  nextCursor: string | null;
+}

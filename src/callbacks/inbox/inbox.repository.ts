@@ -1,0 +1,275 @@
+import { Injectable } from '@nestjs/common';
+import { Tx } from '../../database/transaction.js';
+import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+
+/**
+ * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
+ * inbox append holds from before its INSERT to COMMIT. Two batches sharing a coupon therefore get
+ * their inbox ids in the order they commit: a snapshot that shows a row also shows every earlier
+ * row sharing one of its coupons (see {@link InboxRepository.claimNext}). Batches on disjoint
+ * coupons do not wait for each other.
+ */
+export const INBOX_COUPON_LOCK_NAMESPACE = 727_002;
+
+/** A batch to append to the inbox: raw bytes, their SHA-256 and the coupon codes it touches. */
+export interface InboxAppend {
+  batchId: string;
+  payloadHash: string;
+  couponCount: number;
+  couponCodes: string[];
+  payload: Buffer;
+  requestId: string | null;
+}
+
+/** Result of an append: a new row, the same body seen before (inbox or applied), or another body. */
+export type InboxAppendResult = 'accepted' | 'duplicate' | 'conflict';
+
+/** An inbox row claimed by a worker (locked `FOR UPDATE` until its transaction ends). */
+export interface ClaimedInboxRow {
+  id: string;
+  batchId: string;
+  payloadHash: string;
+  payload: Buffer;
+  /** Failed applications so far (this claim not counted). */
+  attempts: number;
+  requestId: string | null;
+}
+
+/** What is known about a batch id in the inbox. */
+export interface InboxEntryState {
+  id: string;
+  payloadHash: string;
+  status: InboxStatus;
+}
+
+/** How an inbox row was finished: applied now, or found applied before (same body). */
+export type InboxOutcome = 'processed' | 'duplicate' | 'conflict' | 'failed';
+
+/** SQL of `callback_inbox` (inbox mode, CONTRACT §4, §5) and the quarantine of inbox rows (§8). */
+@Injectable()
+export class InboxRepository {
+  /**
+   * Appends a verified, validated batch unless its id is known. A batch id already applied
+   * (`callback_batches`, e.g. before a switch from inline mode) or already in the inbox (pending,
+   * done or quarantined) is a duplicate when the hash matches, else a conflict; nothing is
+   * inserted then. First takes the advisory lock of every coupon of the batch
+   * ({@link INBOX_COUPON_LOCK_NAMESPACE}, in ascending key order so appends never deadlock;
+   * waiting up to the deadline) and keeps them to COMMIT: the caller must commit promptly after
+   * this. A concurrent delivery of the same batch waits on them too, then finds a duplicate.
+   */
+  async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
+    await tx.queryWaitingUntilDeadline(
+      `SELECT pg_advisory_xact_lock($1, k)
+         FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
+      [INBOX_COUPON_LOCK_NAMESPACE, entry.couponCodes],
+    );
+    const applied = await tx.query<{ payload_hash: string }>(
+      'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
+      [entry.batchId],
+    );
+    if (applied.rows.length)
+      return applied.rows[0].payload_hash === entry.payloadHash ? 'duplicate' : 'conflict';
+    const inserted = await tx.query(
+      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id)
+       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (batch_id) DO NOTHING RETURNING id`,
+      [
+        entry.batchId,
+        entry.payloadHash,
+        entry.couponCount,
+        entry.couponCodes,
+        entry.payload,
+        entry.requestId,
+      ],
+    );
+    if (inserted.rowCount === 1) return 'accepted';
+    const existing = await this.findByBatchId(tx, entry.batchId);
+    return existing?.payloadHash === entry.payloadHash ? 'duplicate' : 'conflict';
+  }
+
+  /** The inbox row of `batchId`, if any. */
+  async findByBatchId(tx: Tx, batchId: string): Promise<InboxEntryState | undefined> {
+    const { rows } = await tx.query<{ id: string; payload_hash: string; status: InboxStatus }>(
+      'SELECT id, payload_hash, status FROM callback_inbox WHERE batch_id = $1',
+      [batchId],
+    );
+    return rows[0] && { id: rows[0].id, payloadHash: rows[0].payload_hash, status: rows[0].status };
+  }
+
+  /**
+   * Claims the oldest pending row that is due and that no earlier pending row shares a coupon
+   * with, locking it `FOR UPDATE SKIP LOCKED` (other workers skip it; the lock lasts until the
+   * caller's transaction ends). An earlier pending row (being applied by another worker, or
+   * waiting for its retry) holds back every later row touching one of its coupons, so two
+   * batches touching one coupon are never applied concurrently nor out of arrival order; batches
+   * on disjoint coupons are applied in parallel.
+   */
+  async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
+    const { rows } = await tx.query<{
+      id: string;
+      batch_id: string;
+      payload_hash: string;
+      payload: Buffer;
+      attempts: number;
+      request_id: string | null;
+    }>(
+      `SELECT i.id, i.batch_id, i.payload_hash, i.payload, i.attempts, i.request_id
+         FROM callback_inbox i
+        WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
+          AND NOT EXISTS (
+                SELECT 1 FROM callback_inbox e
+                 WHERE e.status = 'pending' AND e.id < i.id AND e.coupon_codes && i.coupon_codes)
+        ORDER BY i.id
+        LIMIT 1
+        FOR UPDATE OF i SKIP LOCKED`,
+    );
+    const r = rows[0];
+    return (
+      r && {
+        id: r.id,
+        batchId: r.batch_id,
+        payloadHash: r.payload_hash,
+        payload: r.payload,
+        attempts: r.attempts,
+        requestId: r.request_id,
+      }
+    );
+  }
+
+  /** Marks a claimed row applied (in the transaction that applied it). */
+  async markDone(tx: Tx, id: string, outcome: InboxOutcome): Promise<void> {
+    await tx.query(
+      `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
+      [id, outcome],
+    );
+  }
+
+  /**
+   * Counts one failed application of row `id` and schedules the next after `delayMs`, only when
+   * it is still pending with `attemptsSeen` failures (so one failure is counted once) and not
+   * locked by another worker (after a lost connection another worker may be applying it: that
+   * attempt counts for itself; never waits).
+   * @returns false when the row had moved on (applied or counted by someone else).
+   */
+  async recordFailure(
+    tx: Tx,
+    id: string,
+    attemptsSeen: number,
+    error: string,
+    delayMs: number,
+  ): Promise<boolean> {
+    const res = await tx.query(
+      `UPDATE callback_inbox
+          SET attempts = attempts + 1, last_error = $3,
+              next_attempt_at = clock_timestamp() + make_interval(secs => $4::double precision / 1000)
+        WHERE id = (SELECT id FROM callback_inbox
+                     WHERE id = $1 AND status = 'pending' AND attempts = $2
+                     FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      [id, attemptsSeen, error, delayMs],
+    );
+    return res.rowCount === 1;
+  }
+
+  /**
+   * Moves row `id` (still pending with `attemptsSeen` failures) to the quarantine with `reason`
+   * and `details`: a `quarantined_bodies` row with the exact bytes, linked by `inbox_id`;
+   * `http_status` is 200, what the sender was answered when the batch was accepted.
+   * @returns the quarantine id, or undefined when the row had moved on.
+   */
+  async quarantine(
+    tx: Tx,
+    id: string,
+    attemptsSeen: number,
+    q: { reason: string; error: string; details: unknown; outcome: InboxOutcome },
+  ): Promise<string | undefined> {
+    const { reason, error, details, outcome } = q;
+    const moved = await tx.query<{ id: string }>(
+      `UPDATE callback_inbox
+          SET status = 'quarantined', attempts = attempts + 1, outcome = $3, finished_at = now(),
+              last_error = $4
+        WHERE id = (SELECT id FROM callback_inbox
+                     WHERE id = $1 AND status = 'pending' AND attempts = $2
+                     FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      [id, attemptsSeen, outcome, error],
+    );
+    if (moved.rowCount !== 1) return undefined;
+    const { rows } = await tx.query<{ id: string }>(
+      `INSERT INTO quarantined_bodies (batch_id, reason, details, http_status, body, content_type, payload_hash, inbox_id)
+       SELECT batch_id, $2, $3, 200, payload, NULL, payload_hash, id FROM callback_inbox WHERE id = $1
+       RETURNING id`,
+      [id, reason, JSON.stringify(details ?? null)],
+    );
+    return rows[0]?.id;
+  }
+
+  /** Rows not yet applied nor quarantined. */
+  async pendingCount(tx: Tx): Promise<number> {
+    const { rows } = await tx.query<{ n: string }>(
+      `SELECT count(*) AS n FROM callback_inbox WHERE status = 'pending'`,
+    );
+    return Number(rows[0].n);
+  }
+
+  /** Newest first: at most `limit` rows (with `status`, when given) with an id below `before`. */
+  async list(
+    tx: Tx,
+    limit: number,
+    before: string | undefined,
+    status: InboxStatus | undefined,
+  ): Promise<InboxEntryView[]> {
+    const { rows } = await tx.query<{
+      id: string;
+      batch_id: string;
+      payload_hash: string;
+      coupon_count: number;
+      coupon_codes: string[];
+      status: InboxStatus;
+      attempts: number;
+      next_attempt_at: Date;
+      last_error: string | null;
+      outcome: string | null;
+      received_at: Date;
+      finished_at: Date | null;
+    }>(
+      `SELECT id, batch_id, payload_hash, coupon_count, coupon_codes, status, attempts, next_attempt_at,
+              last_error, outcome, received_at, finished_at
+         FROM callback_inbox
+        WHERE ($2::bigint IS NULL OR id < $2::bigint) AND ($3::text IS NULL OR status = $3::text)
+        ORDER BY id DESC LIMIT $1`,
+      [limit, before ?? null, status ?? null],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      batchId: r.batch_id,
+      payloadHash: r.payload_hash,
+      couponCount: r.coupon_count,
+      couponCodes: r.coupon_codes,
+      status: r.status,
+      attempts: r.attempts,
+      nextAttemptAt: r.status === 'pending' ? r.next_attempt_at : null,
+      lastError: r.last_error,
+      outcome: r.outcome,
+      receivedAt: r.received_at,
+      finishedAt: r.finished_at,
+    }));
+  }
+}
+
+/** An inbox row as operators see it (no payload). */
+export interface InboxEntryView {
+  id: string;
+  batchId: string;
+  payloadHash: string;
+  couponCount: number;
+  couponCodes: string[];
+  status: InboxStatus;
+  /** Failed applications so far. */
+  attempts: number;
+  /** When a pending row is due next; null once finished. */
+  nextAttemptAt: Date | null;
+  lastError: string | null;
+  outcome: string | null;
+  receivedAt: Date;
+  finishedAt: Date | null;
+}

@@ -1,0 +1,205 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { DomainException, ErrorCode } from '../../common/domain.exception.js';
+import type { CallbackRequestState } from '../../common/request-context.js';
+import { toStorable, toStorableText } from '../../common/validation.js';
+import { APP_CONFIG } from '../../config/configuration.js';
+import type { AppConfig } from '../../config/configuration.js';
+import { sqlStateOf } from '../../database/pg-errors.js';
+import { TransactionRunner, Tx } from '../../database/transaction.js';
+import { parseBatch } from '../callback-body.pipe.js';
+import { CallbackService } from '../callback.service.js';
+import type { CallbackResult } from '../callback.service.js';
+import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
+import { DeliveryOutcome } from '../entities/delivery-attempt.entity.js';
+import type { ParsedBatch } from '../parsed-batch.js';
+import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
+
+/** A page of the inbox, newest first; `nextCursor` is null on the last page. */
+export interface InboxPage {
+  items: InboxEntryView[];
+  nextCursor: string | null;
+}
+
+/** Reason stored on the quarantine row of an inbox batch that failed `INBOX_MAX_ATTEMPTS` times. */
+export const APPLY_FAILED = 'apply_failed';
+
+/** A short, storable description of an apply failure (SQLSTATE first when there is one). */
+function describe(err: unknown): string {
+  const state = sqlStateOf(err);
+  const message = err instanceof Error ? err.message : String(err);
+  return toStorableText(`${state ? `[${state}] ` : ''}${message}`).slice(0, 500);
+}
+
+/**
+ * Inbox mode (`CALLBACK_MODE=inbox`). {@link accept} is the callback's transaction: it commits
+ * the verified and validated batch (raw bytes, SHA-256, coupon codes) to `callback_inbox` with
+ * its delivery attempt (`accepted` or `duplicate`) and nothing else, so the answer is fast and
+ * still only sent after COMMIT (CONTRACT §4, §5). {@link applyNext}, run by the workers of every
+ * replica, claims one due row and applies it through {@link CallbackService.applyClaimed} in ONE
+ * transaction that also marks the row done, so a crash never applies a batch twice nor loses
+ * one. A failed apply is rolled back to a savepoint and counted in the same transaction, while
+ * the row is still locked, then retried with exponential backoff; after `INBOX_MAX_ATTEMPTS`
+ * failures, or
+ * at once for a failure no retry can fix (a batch id applied with another body, a body the
+ * current configuration rejects), the row goes to the quarantine (§8).
+ */
+@Injectable()
+export class InboxService {
+  private readonly logger = new Logger('Inbox');
+  private readonly acceptedListeners = new Set<() => void>();
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly transactions: TransactionRunner,
+    private readonly inbox: InboxRepository,
+    private readonly callbacks: CallbackService,
+    private readonly audit: DeliveryAuditRepository,
+  ) {}
+
+  /**
+   * Commits `batch` to the inbox. A batch id already in the inbox (pending, applied or
+   * quarantined) or already applied is a duplicate (200, nothing inserted) when its body is the
+   * same; with another body it is a conflict.
+   * @throws DomainException BATCH_CONFLICT (409; the filter quarantines the body); transient
+   *   database errors and DeadlineExceededError (503); nothing is committed when anything throws.
+   */
+  async accept(batch: ParsedBatch, request: CallbackRequestState): Promise<CallbackResult> {
+    const deadline = request.receivedAt + this.config.callbackDeadlineMs;
+    return this.transactions.run(
+      async (tx) => {
+        const result = await this.inbox.append(tx, {
+          batchId: batch.batchId,
+          payloadHash: batch.payloadHash,
+          couponCount: batch.couponCount,
+          couponCodes: batch.coupons.map((c) => c.couponCode),
+          payload: batch.rawBody,
+          requestId: request.requestId,
+        });
+        if (result === 'conflict') {
+          throw new DomainException(
+            ErrorCode.BATCH_CONFLICT,
+            `batch ${batch.batchId} was delivered before with a different body`,
+          );
+        }
+        await this.audit.insertAttempt(tx, {
+          batchId: batch.batchId,
+          requestId: request.requestId,
+          receivedAt: new Date(request.receivedAt),
+          outcome: result === 'accepted' ? DeliveryOutcome.ACCEPTED : DeliveryOutcome.DUPLICATE,
+          httpStatus: 200,
+          errorCode: null,
+          couponCount: batch.couponCount,
+          durationMs: Date.now() - request.receivedAt,
+          payloadHash: batch.payloadHash,
+        });
+        if (result === 'accepted') tx.afterCommit(() => this.acceptedListeners.forEach((l) => l()));
+        return { processed: batch.couponCount, duplicate: result === 'duplicate' };
+      },
+      { deadline },
+    );
+  }
+
+  /** Calls `listener` after each accepted batch is committed (wakes idle workers); returns its remover. */
+  onAccepted(listener: () => void): () => void {
+    this.acceptedListeners.add(listener);
+    return () => this.acceptedListeners.delete(listener);
+  }
+
+  /**
+   * Claims the next due inbox row and applies it (see {@link InboxRepository.claimNext} for the
+   * order). Failures are recorded on the row, never thrown.
+   * @returns false when no row was due; true when one was applied or its failure recorded.
+   * @throws only when claiming itself failed (e.g. the database is down).
+   */
+  async applyNext(): Promise<boolean> {
+    let claimed: ClaimedInboxRow | undefined;
+    try {
+      return await this.transactions.run(
+        async (tx) => {
+          claimed = undefined;
+          const row = await this.inbox.claimNext(tx);
+          if (!row) return false;
+          claimed = row;
+          try {
+            await tx.savepoint('inbox_apply', async () => {
+              const batch = parseBatch(row.payload, this.config.amountScale);
+              const claim = await this.callbacks.applyClaimed(tx, batch);
+              await this.inbox.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
+            });
+          } catch (err) {
+            // The apply is undone; the failure is counted while this worker still holds the row.
+            await this.recordFailureIn(tx, row, err);
+          }
+          return true;
+        },
+        { deadline: Date.now() + this.config.callbackDeadlineMs },
+      );
+    } catch (err) {
+      if (!claimed) throw err;
+      // The transaction itself failed (connection lost, deadline): count it in a new one.
+      const row = claimed;
+      await this.transactions
+        .run((tx) => this.recordFailureIn(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
+        .catch((e: unknown) =>
+          // The row stays pending and due: it is claimed and tried again.
+          this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
+        );
+      return true;
+    }
+  }
+
+  /** Inbox rows newest first (`limit` 1..100, ids below `cursor`, optionally one `status`), without payloads. */
+  async list(limit: number, cursor?: string, status?: InboxStatus): Promise<InboxPage> {
+    const rows = await this.transactions.run((tx) => this.inbox.list(tx, limit + 1, cursor, status));
+    const items = rows.slice(0, limit);
+    return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
+  }
+
+  /** Rows waiting to be applied. */
+  pendingCount(): Promise<number> {
+    return this.transactions.run((tx) => this.inbox.pendingCount(tx), { retries: 0 });
+  }
+
+  /** Milliseconds before the next try after `attempts` failures: base × 2^(attempts−1), capped. */
+  retryDelayMs(attempts: number): number {
+    return Math.min(
+      this.config.inboxRetryMaxMs,
+      this.config.inboxRetryBaseMs * 2 ** Math.max(0, attempts - 1),
+    );
+  }
+
+  /**
+   * Counts a failed application of `row` in `tx`: a retry after {@link retryDelayMs}, or the
+   * quarantine after `INBOX_MAX_ATTEMPTS` failures (at once for a failure no retry can fix).
+   */
+  private async recordFailureIn(tx: Tx, row: ClaimedInboxRow, err: unknown): Promise<void> {
+    const attempts = row.attempts + 1;
+    const error = describe(err);
+    // A conflict or a body the configuration now rejects fails the same way every time.
+    const permanent = err instanceof DomainException;
+    if (permanent || attempts >= this.config.inboxMaxAttempts) {
+      const reason = permanent ? err.code : APPLY_FAILED;
+      const quarantineId = await this.inbox.quarantine(tx, row.id, row.attempts, {
+        reason,
+        error,
+        details: toStorable({
+          attempts,
+          lastError: error,
+          ...(permanent && err.fields?.length ? { fields: err.fields } : {}),
+        }),
+        outcome: permanent && err.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
+      });
+      if (quarantineId)
+        this.logger.warn(
+          `inbox row ${row.id} (batch ${row.batchId}) quarantined as ${quarantineId} after ${attempts} attempt(s): ${error}`,
+        );
+    } else {
+      const delay = this.retryDelayMs(attempts);
+      if (await this.inbox.recordFailure(tx, row.id, row.attempts, error, delay))
+        this.logger.warn(
+          `inbox row ${row.id} (batch ${row.batchId}) attempt ${attempts} failed, retry in ${delay} ms: ${error}`,
+        );
+    }
+  }
+}

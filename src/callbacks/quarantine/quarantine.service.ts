@@ -1,0 +1,180 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DomainException, ErrorCode } from '../../common/domain.exception.js';
+import { APP_CONFIG } from '../../config/configuration.js';
+import type { AppConfig } from '../../config/configuration.js';
+import { TransactionRunner, Tx } from '../../database/transaction.js';
+import { parseBatch } from '../callback-body.pipe.js';
+import { CallbackService } from '../callback.service.js';
+import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
+import { DeliveryOutcome } from '../entities/delivery-attempt.entity.js';
+import { InboxRepository } from '../inbox/inbox.repository.js';
+import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
+
+/** Page size of the quarantine list when none is asked for. */
+export const DEFAULT_PAGE_SIZE = 20;
+
+/** A page of the quarantine, newest first; `nextCursor` is null on the last page. */
+export interface QuarantinePage {
+  items: QuarantineSummary[];
+  nextCursor: string | null;
+}
+
+/** A replay that went through: applied now, or the batch was applied before (nothing done). */
+export interface ReplayResult {
+  outcome: 'processed' | 'duplicate';
+  entry: QuarantineSummary;
+}
+
+const notFound = (id: string) => new DomainException(ErrorCode.NOT_FOUND, `quarantine entry ${id} not found`);
+
+/**
+ * The quarantine of signed bodies that were refused (400/409) or whose inbox application failed
+ * (CONTRACT §8): a paginated list without bodies, one entry with its bytes, and the replay.
+ */
+@Injectable()
+export class QuarantineService {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly transactions: TransactionRunner,
+    private readonly quarantine: QuarantineRepository,
+    private readonly inbox: InboxRepository,
+    private readonly callbacks: CallbackService,
+    private readonly audit: DeliveryAuditRepository,
+  ) {}
+
+  /** Newest first, `limit` (1..100) rows with an id below `cursor`. */
+  async list(limit = DEFAULT_PAGE_SIZE, cursor?: string): Promise<QuarantinePage> {
+    const rows = await this.transactions.run((tx) => this.quarantine.list(tx, limit + 1, cursor));
+    const items = rows.slice(0, limit);
+    return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
+  }
+
+  /**
+   * One entry with its body (as UTF-8 text and as base64 of the exact bytes).
+   * @throws DomainException NOT_FOUND (404).
+   */
+  async get(id: string): Promise<QuarantineSummary & { body: string; bodyBase64: string }> {
+    const row = await this.transactions.run((tx) => this.quarantine.find(tx, id));
+    if (!row) throw notFound(id);
+    const { body, ...summary } = row;
+    return { ...summary, body: body.toString('utf8'), bodyBase64: body.toString('base64') };
+  }
+
+  /**
+   * Re-runs the stored bytes through the pipeline (CONTRACT §8): parse and validate (§3; the
+   * signature was verified when the body arrived), then apply in ONE transaction through
+   * {@link CallbackService.applyClaimed}, so the batch-id dedup (§4 step 4) guarantees a batch is
+   * never applied twice however often it is replayed. The outcome is recorded on the entry
+   * (`replayed_at`, `replay_outcome`, `replay_count`) and as a delivery attempt (request id
+   * `quarantine-replay:<id>`), in the same transaction as the apply. The entry always stays in
+   * the quarantine (its history is kept); its outcome says whether it went through.
+   *
+   * A batch id accepted by the inbox with the same body and still pending is left to the inbox
+   * workers (`duplicate`); an inbox row that had been quarantined is marked done when its replay
+   * applies it. Replays of one entry run one at a time (row lock).
+   * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
+   * @throws DomainException NOT_FOUND (404); REPLAY_REJECTED (422, with the failing fields) when
+   *   the body is still invalid; BATCH_CONFLICT (409) when its batch id was accepted with another
+   *   body. Both are recorded (`rejected` / `conflict`) before throwing. Transient database
+   *   errors (503) record nothing.
+   */
+  async replay(id: string): Promise<ReplayResult> {
+    const startedAt = Date.now();
+    let batchId: string | null = null;
+    let couponCount: number | null = null;
+    try {
+      return await this.transactions.run(
+        async (tx) => {
+          const row = await this.quarantine.find(tx, id, true);
+          if (!row) throw notFound(id);
+          batchId = row.batchId;
+          const batch = parseBatch(row.body, this.config.amountScale);
+          batchId = batch.batchId;
+          couponCount = batch.couponCount;
+          let outcome: 'processed' | 'duplicate';
+          const queued = await this.inbox.findByBatchId(tx, batch.batchId);
+          if (queued && queued.payloadHash !== batch.payloadHash) throw this.conflict(batch.batchId);
+          if (queued?.status === 'pending') {
+            outcome = 'duplicate';
+          } else {
+            const claim = await this.callbacks.applyClaimed(tx, batch);
+            outcome = claim === 'claimed' ? 'processed' : 'duplicate';
+            if (queued?.status === 'quarantined') await this.inbox.markDone(tx, queued.id, outcome);
+          }
+          await this.recordAttempt(tx, id, {
+            batchId,
+            couponCount,
+            payloadHash: row.payloadHash,
+            startedAt,
+            outcome: outcome === 'processed' ? DeliveryOutcome.PROCESSED : DeliveryOutcome.DUPLICATE,
+            httpStatus: 200,
+            errorCode: null,
+          });
+          return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome) };
+        },
+        { deadline: startedAt + this.config.callbackDeadlineMs },
+      );
+    } catch (err) {
+      if (!(err instanceof DomainException) || err.code === ErrorCode.NOT_FOUND) throw err;
+      const conflict = err.code === ErrorCode.BATCH_CONFLICT;
+      const answer = conflict
+        ? err
+        : new DomainException(
+            ErrorCode.REPLAY_REJECTED,
+            `the quarantined body is still refused: ${err.message}`,
+            err.fields,
+          );
+      await this.transactions.run(
+        async (tx) => {
+          const row = await this.quarantine.find(tx, id, true);
+          if (!row) throw notFound(id);
+          await this.recordAttempt(tx, id, {
+            batchId,
+            couponCount,
+            payloadHash: row.payloadHash,
+            startedAt,
+            outcome: conflict ? DeliveryOutcome.CONFLICT : DeliveryOutcome.REJECTED,
+            httpStatus: conflict ? 409 : 422,
+            errorCode: answer.code,
+          });
+          await this.quarantine.recordReplay(tx, id, conflict ? 'conflict' : 'rejected');
+        },
+        { deadline: Date.now() + 2000 },
+      );
+      throw answer;
+    }
+  }
+
+  private conflict(batchId: string): DomainException {
+    return new DomainException(
+      ErrorCode.BATCH_CONFLICT,
+      `batch ${batchId} was accepted before with a different body`,
+    );
+  }
+
+  private recordAttempt(
+    tx: Tx,
+    id: string,
+    a: {
+      batchId: string | null;
+      couponCount: number | null;
+      payloadHash: string;
+      startedAt: number;
+      outcome: DeliveryOutcome;
+      httpStatus: number;
+      errorCode: string | null;
+    },
+  ): Promise<void> {
+    return this.audit.insertAttempt(tx, {
+      batchId: a.batchId,
+      requestId: `quarantine-replay:${id}`,
+      receivedAt: new Date(a.startedAt),
+      outcome: a.outcome,
+      httpStatus: a.httpStatus,
+      errorCode: a.errorCode,
+      couponCount: a.couponCount,
+      durationMs: Date.now() - a.startedAt,
+      payloadHash: a.payloadHash,
+    });
+  }
+}

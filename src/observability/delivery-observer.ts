@@ -1,0 +1,39 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { DeliveryAttemptRow } from '../callbacks/delivery-audit.repository.js';
+import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
+import { inRequestContext } from './log-context.js';
+import { SettlementMetrics } from './settlement-metrics.js';
+
+/**
+ * The one place that learns the outcome of every callback delivery once it is decided (after
+ * COMMIT for 200s, after the rollback and audit write for failures): counts it in
+ * {@link SettlementMetrics} and writes ONE summary log line
+ * (`{requestId, batchId, outcome, status, coupons, durationMs}`; warn for 4xx, error for 5xx).
+ * Never throws, never touches the database.
+ */
+@Injectable()
+export class DeliveryObserver {
+  private readonly logger = new Logger('Delivery');
+
+  constructor(private readonly metrics: SettlementMetrics) {}
+
+  /** @param attempt the delivery attempt as recorded; `status` is what was answered (may differ: 503). */
+  delivered(attempt: DeliveryAttemptRow, status = attempt.httpStatus): void {
+    const outcome = status === 503 ? DeliveryOutcome.FAILED : attempt.outcome;
+    const durationMs = Math.max(0, attempt.durationMs);
+    this.metrics.deliveryAnswered(outcome, durationMs / 1000, attempt.couponCount);
+    const line = {
+      // Inside the request, pino binds requestId (and the mixin batchId) to every line already.
+      ...(inRequestContext() ? {} : { requestId: attempt.requestId, batchId: attempt.batchId ?? undefined }),
+      outcome,
+      status,
+      coupons: attempt.couponCount,
+      durationMs,
+      ...(attempt.errorCode ? { errorCode: attempt.errorCode } : {}),
+    };
+    const message = `delivery ${outcome} ${status}`;
+    if (status >= 500) this.logger.error(line, message);
+    else if (status >= 400) this.logger.warn(line, message);
+    else this.logger.log(line, message);
+  }
+}

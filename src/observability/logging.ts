@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Params } from 'nestjs-pino';
+import { stdSerializers } from 'pino';
+import type { DestinationStream } from 'pino';
+import type { AppConfig } from '../config/configuration.js';
+import type { CallbackRequest } from '../common/request-context.js';
+import { logContextMixin } from './log-context.js';
+
+/** Probe and scrape paths: answered often, not worth a line each. */
+const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
+
+/** `X-Request-Id` as sent when it is a sane token (the callback middleware's rule), else a new UUID. */
+function requestIdOf(req: CallbackRequest): string {
+  if (req.callback?.requestId) return req.callback.requestId;
+  const sent = req.headers['x-request-id'];
+  return typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : randomUUID();
+}
+
+/**
+ * `nestjs-pino` settings: one JSON object per line on stdout (or `destination`), level `LOG_LEVEL`.
+ * - Every line of a request carries `requestId` (`X-Request-Id` or generated, echoed in the
+ *   response header) and, on the callback, `batchId` once known.
+ * - Requests are described by method, URL and remote address only: no headers (signature,
+ *   `Authorization`), no bodies. The secret-bearing headers are also redacted by path, in case a
+ *   line ever carries them.
+ * - The callback is not auto-logged: {@link DeliveryObserver} writes one summary line per delivery;
+ *   other requests (probes and scrapes excepted) get pino-http's "request completed" line
+ *   (4xx and 501–504 warn, 500 error; no made-up stack for a designed 5xx answer).
+ */
+export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
+  const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
+  const isCallback = (req: IncomingMessage) =>
+    (req.url ?? '').split('?')[0].replace(/\/+$/, '').toLowerCase() === callbackPath;
+  const secretHeaders = ['authorization', 'cookie', 'x-api-key', config.signatureHeader.toLowerCase()];
+  const options = {
+    level: config.logLevel,
+    base: { service: 'settlement-receiver' },
+    messageKey: 'msg',
+    mixin: logContextMixin,
+    quietReqLogger: true,
+    customAttributeKeys: { reqId: 'requestId' },
+    genReqId: (req: IncomingMessage, res: ServerResponse) => {
+      const id = requestIdOf(req as CallbackRequest);
+      if (!res.headersSent) res.setHeader('X-Request-Id', id);
+      return id;
+    },
+    autoLogging: { ignore: (req: IncomingMessage) => isCallback(req) || PROBES.test(req.url ?? '') },
+    // 500 is a fault; 501/502/503/504 are designed answers (polling off, SportAPI unreachable,
+    // transient trouble), so they are warnings like the 4xx.
+    customLogLevel: (_req: IncomingMessage, res: ServerResponse, err?: Error) =>
+      res.statusCode === 500 || (err && res.statusCode < 400)
+        ? 'error'
+        : res.statusCode >= 400
+          ? 'warn'
+          : 'info',
+    serializers: {
+      // pino-http makes up an Error for every 5xx answer; its stack points into pino-http itself.
+      err: (err: Error) =>
+        /^failed with status code \d+$/.test(err.message)
+          ? { message: err.message }
+          : stdSerializers.err(err),
+      req: (req: { method?: string; url?: string; remoteAddress?: string }) => ({
+        method: req.method,
+        url: req.url,
+        remoteAddress: req.remoteAddress,
+      }),
+      res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+    },
+    redact: {
+      paths: secretHeaders.flatMap((h) => [`req.headers["${h}"]`, `headers["${h}"]`]),
+      censor: '[redacted]',
+    },
+  };
+  return { pinoHttp: destination ? [options, destination] : options };
+}

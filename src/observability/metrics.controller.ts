@@ -1,0 +1,50 @@
+import { Controller, Get, Res, UseGuards } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { MetricsAccessGuard } from './metrics-access.guard.js';
+import { SettlementMetrics } from './settlement-metrics.js';
+
+const SAMPLE = `# HELP settlement_callback_deliveries_total Callback deliveries answered, by outcome (CONTRACT §8)
+# TYPE settlement_callback_deliveries_total counter
+settlement_callback_deliveries_total{outcome="processed"} 1520
+settlement_callback_deliveries_total{outcome="duplicate"} 31
+settlement_callback_deliveries_total{outcome="conflict"} 0
+settlement_callback_deliveries_total{outcome="rejected"} 2
+settlement_callback_deliveries_total{outcome="unauthorized"} 0
+settlement_callback_deliveries_total{outcome="failed"} 4
+# HELP settlement_coupons_needing_review Coupons flagged needs_review (CONTRACT §6), counted at scrape time
+# TYPE settlement_coupons_needing_review gauge
+settlement_coupons_needing_review 0
+`;
+
+/** Prometheus scrape endpoint (see {@link SettlementMetrics} for the series). */
+@ApiTags('operations')
+@ApiBearerAuth()
+@UseGuards(MetricsAccessGuard)
+@Controller('metrics')
+export class MetricsController {
+  constructor(private readonly metrics: SettlementMetrics) {}
+
+  @Get()
+  @ApiOperation({
+    summary: 'Prometheus metrics (text format 0.0.4)',
+    description: 'Readable from a network of METRICS_ALLOWED_NETWORKS, or with a bearer key of OPS_API_KEYS.',
+  })
+  @ApiProduces('text/plain')
+  @ApiResponse({
+    status: 200,
+    description: 'the exposition text',
+    content: { 'text/plain': { schema: { type: 'string' }, example: SAMPLE } },
+  })
+  @ApiResponse({
+    status: 401,
+    description: 'not from an allowed network and no valid bearer key',
+    type: ErrorResponseDto,
+    example: { success: false, error: { code: 'unauthorized', message: 'a valid bearer key is required' } },
+  })
+  async scrape(@Res() res: Response): Promise<void> {
+    const { contentType, body } = await this.metrics.render();
+    res.status(200).type(contentType).send(body);
+  }
+}

@@ -1,0 +1,156 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DataSource } from 'typeorm';
+import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
+import { OperationType } from '../ledger/entities/financial-operation.entity.js';
+
+/** Milliseconds a scrape waits for the coupon gauges' query before leaving them unchanged. */
+const GAUGE_QUERY_TIMEOUT_MS = 1000;
+
+/** Metric names, as alert rules and dashboards use them (`ops/alerts.yml`). */
+export const METRIC = {
+  deliveries: 'settlement_callback_deliveries_total',
+  duration: 'settlement_callback_duration_seconds',
+  batchCoupons: 'settlement_callback_batch_coupons',
+  ledgerOperations: 'settlement_ledger_operations_total',
+  needingReview: 'settlement_coupons_needing_review',
+  unallocated: 'settlement_coupons_unallocated',
+} as const;
+
+/**
+ * The receiver's Prometheus metrics (prom-client), in a registry of this application (not the
+ * process-global one, so several apps in one process, as in the tests, keep their own):
+ * - `settlement_callback_deliveries_total{outcome}`: answered deliveries by outcome (CONTRACT §8:
+ *   processed, duplicate, conflict, rejected, unauthorized, failed); every outcome starts at 0;
+ * - `settlement_callback_duration_seconds{outcome}`: receipt to answer, seconds (histogram);
+ * - `settlement_callback_batch_coupons`: `couponCount` of deliveries whose body was read (histogram);
+ * - `settlement_ledger_operations_total{type}`: financial operations COMMITTED, by type;
+ * - `settlement_coupons_needing_review`, `settlement_coupons_unallocated`: gauges counted at
+ *   scrape time over partial indexes (left unchanged when PostgreSQL does not answer in 1 s);
+ * - prom-client's default process metrics (CPU, memory, event loop lag, GC, handles).
+ * Recording never throws and never touches the database.
+ */
+@Injectable()
+export class SettlementMetrics {
+  readonly registry = new Registry();
+  private readonly logger = new Logger('Metrics');
+  private readonly deliveries: Counter<'outcome'>;
+  private readonly duration: Histogram<'outcome'>;
+  private readonly batchCoupons: Histogram;
+  private readonly ledgerOperations: Counter<'type'>;
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.deliveries = new Counter({
+      name: METRIC.deliveries,
+      help: 'Callback deliveries answered, by outcome (CONTRACT §8)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.duration = new Histogram({
+      name: METRIC.duration,
+      help: 'Seconds from receiving a callback delivery to answering it, by outcome',
+      labelNames: ['outcome'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 8, 10],
+      registers,
+    });
+    this.batchCoupons = new Histogram({
+      name: METRIC.batchCoupons,
+      help: 'Coupons per delivered batch (couponCount)',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000],
+      registers,
+    });
+    this.ledgerOperations = new Counter({
+      name: METRIC.ledgerOperations,
+      help: 'Financial operations committed to the ledger, by type (CONTRACT §7)',
+      labelNames: ['type'],
+      registers,
+    });
+    for (const outcome of Object.values(DeliveryOutcome)) {
+      this.deliveries.inc({ outcome }, 0);
+    }
+    for (const type of Object.values(OperationType)) this.ledgerOperations.inc({ type }, 0);
+    const counts = () => this.couponCounts();
+    new Gauge({
+      name: METRIC.needingReview,
+      help: 'Coupons flagged needs_review (CONTRACT §6), counted at scrape time',
+      registers,
+      async collect() {
+        const c = await counts();
+        if (c) this.set(c.needingReview);
+      },
+    });
+    new Gauge({
+      name: METRIC.unallocated,
+      help: 'Coupons settled by callbacks but not registered yet (no account), counted at scrape time',
+      registers,
+      async collect() {
+        const c = await counts();
+        if (c) this.set(c.unallocated);
+      },
+    });
+  }
+
+  /** Counts one answered delivery; `seconds` from receipt to answer, `coupons` when the body was read. */
+  deliveryAnswered(outcome: DeliveryOutcome, seconds: number, coupons: number | null): void {
+    try {
+      this.deliveries.inc({ outcome });
+      this.duration.observe({ outcome }, seconds);
+      if (coupons !== null) this.batchCoupons.observe(coupons);
+    } catch (err) {
+      this.logger.warn(`delivery not counted: ${(err as Error).message}`);
+    }
+  }
+
+  /** Counts financial operations of a transaction that has COMMITTED (call from `Tx.afterCommit`). */
+  ledgerOperationsCommitted(types: OperationType[]): void {
+    try {
+      for (const type of types) this.ledgerOperations.inc({ type });
+    } catch (err) {
+      this.logger.warn(`ledger operations not counted: ${(err as Error).message}`);
+    }
+  }
+
+  /** The exposition text (Prometheus text format 0.0.4) and its content type. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  /** Both coupon gauges in one query over their partial indexes; undefined when it fails or times out. */
+  private couponCounts: () => Promise<{ needingReview: number; unallocated: number } | undefined> = (() => {
+    // One query per scrape even though two gauges ask.
+    let pending: Promise<{ needingReview: number; unallocated: number } | undefined> | undefined;
+    return () => {
+      pending ??= this.queryCouponCounts().finally(() => {
+        setImmediate(() => (pending = undefined));
+      });
+      return pending;
+    };
+  })();
+
+  private async queryCouponCounts(): Promise<{ needingReview: number; unallocated: number } | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const query = this.dataSource.query(
+        `SELECT (SELECT count(*) FROM coupons WHERE needs_review)::int AS needing_review,
+                (SELECT count(*) FROM coupons WHERE account_id IS NULL)::int AS unallocated`,
+      ) as Promise<{ needing_review: number; unallocated: number }[]>;
+      const timeout = new Promise<never>((_, fail) => {
+        timer = setTimeout(
+          () => fail(new Error(`no answer in ${GAUGE_QUERY_TIMEOUT_MS} ms`)),
+          GAUGE_QUERY_TIMEOUT_MS,
+        );
+      });
+      query.catch(() => undefined);
+      const [row] = await Promise.race([query, timeout]);
+      return { needingReview: row.needing_review, unallocated: row.unallocated };
+    } catch (err) {
+      this.logger.warn(`coupon gauges not refreshed: ${(err as Error).message}`);
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,587 @@
+import { createHash } from 'node:crypto';
+import { INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import pg from 'pg';
+import request from 'supertest';
+import { AppModule } from '../../src/app.module.js';
+import { configureApp } from '../../src/app.setup.js';
+import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
+import type { AppConfig } from '../../src/config/configuration.js';
+import {
+  balance,
+  batchOf,
+  createTestApp,
+  deliver,
+  deposit,
+  expectError,
+  operations,
+  ops,
+  register,
+  TestContext,
+} from '../support/test-app.js';
+
+// Inbox mode (CALLBACK_MODE=inbox): the callback commits the verified, validated batch to the
+// inbox and answers 200 after that COMMIT (CONTRACT §4, §5); workers apply it later exactly once,
+// in arrival order per coupon, retrying failures with backoff and quarantining a batch after
+// INBOX_MAX_ATTEMPTS failures (§8). Failures are injected with triggers in the test database.
+
+const INBOX_ENV = {
+  CALLBACK_MODE: 'inbox',
+  INBOX_POLL_INTERVAL_MS: '20',
+  INBOX_CONCURRENCY: '4',
+  INBOX_RETRY_BASE_MS: '50',
+  INBOX_RETRY_MAX_MS: '200',
+};
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Creates a BEFORE INSERT row trigger on `table` running `body` (PL/pgSQL); returns its remover. */
+async function injectTrigger(t: TestContext, name: string, table: string, body: string) {
+  await t.db.query(
+    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`,
+  );
+  await t.db.query(
+    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+  );
+  return async () => {
+    await t.db.query(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);
+    await t.db.query(`DROP FUNCTION IF EXISTS ${name}()`);
+  };
+}
+
+/** Polls `probe` until it returns true (10 s at most). */
+async function eventually(probe: () => Promise<boolean>, what: string): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (!(await probe())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Waits until no inbox row is pending. */
+export async function drained(t: TestContext): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending'`,
+    );
+    return rows[0].n === 0;
+  }, 'the inbox to drain');
+}
+
+async function inboxRows(t: TestContext, batchId: string) {
+  const { rows } = await t.db.query(
+    `SELECT status, attempts, outcome, payload, payload_hash, coupon_codes, last_error
+       FROM callback_inbox WHERE batch_id = $1 ORDER BY id`,
+    [batchId],
+  );
+  return rows;
+}
+
+async function attempts(t: TestContext, batchId: string) {
+  const { rows } = await t.db.query(
+    `SELECT outcome, http_status FROM delivery_attempts WHERE batch_id = $1 ORDER BY id`,
+    [batchId],
+  );
+  return rows.map((r) => `${r.outcome}:${r.http_status}`);
+}
+
+/** A second process of the receiver on the same database (same module and setup as main.ts). */
+async function startReplica(config: AppConfig): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+  const replica = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configureApp(replica, config);
+  await replica.init();
+  return replica;
+}
+
+describe('inbox mode (CALLBACK_MODE=inbox)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    // A long lock timeout: the worker waits for the test's row lock until its connection is killed.
+    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '1000', DB_LOCK_TIMEOUT_MS: '6000' });
+    await deposit(t.app, 'ib-p1', '100.00');
+  });
+  afterAll(() => t.close());
+
+  it('answers 200 once the batch is in the inbox (CONTRACT §5), before it is applied; a worker applies it later', async () => {
+    await register(t.app, 'IB-1', 'ib-p1', '10.00');
+    // The apply step fails while this trigger exists: the row stays in the inbox.
+    const remove = await injectTrigger(
+      t,
+      'ib_block_1',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('ib-b1', { code: 'IB-1', status: 2, realWin: '185.50' }));
+    const res = await deliver(t.app, body);
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1 },
+    });
+    const [row] = await inboxRows(t, 'ib-b1');
+    expect({ ...row, payload: row.payload.toString(), attempts: undefined, last_error: undefined }).toEqual({
+      status: 'pending',
+      attempts: undefined,
+      outcome: null,
+      payload: body,
+      payload_hash: sha256(body),
+      coupon_codes: ['IB-1'],
+      last_error: undefined,
+    });
+    expect(await attempts(t, 'ib-b1')).toEqual(['accepted:200']);
+    // Not applied: no money moved, the coupon has no callback state yet.
+    await eventually(async () => (await inboxRows(t, 'ib-b1'))[0].attempts >= 1, 'a failed attempt');
+    expect((await inboxRows(t, 'ib-b1'))[0].last_error).toBe('[P0001] injected apply failure');
+    // Operators see it waiting, with its last error and next attempt (GET /callbacks/inbox).
+    const pending = await ops(t.app).get('/callbacks/inbox?status=pending');
+    expect(pending.status).toBe(200);
+    const entry = pending.body.items.find((i: { batchId: string }) => i.batchId === 'ib-b1');
+    expect({
+      ...entry,
+      id: typeof entry.id,
+      attempts: entry.attempts >= 1,
+      nextAttemptAt: typeof entry.nextAttemptAt,
+      receivedAt: typeof entry.receivedAt,
+    }).toEqual({
+      id: 'string',
+      batchId: 'ib-b1',
+      payloadHash: sha256(body),
+      couponCount: 1,
+      couponCodes: ['IB-1'],
+      status: 'pending',
+      attempts: true,
+      nextAttemptAt: 'string',
+      lastError: '[P0001] injected apply failure',
+      outcome: null,
+      receivedAt: 'string',
+      finishedAt: null,
+    });
+    expect(await balance(t.app, 'ib-p1')).toBe('90.00');
+    expect((await ops(t.app).get('/coupons/IB-1')).body.status).toBeNull();
+    // A failed attempt leaves nothing behind (one transaction with the apply).
+    const { rows: left } = await t.db.query(
+      `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = 'ib-b1') AS batches,
+              (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = 'ib-b1') AS snapshots,
+              (SELECT count(*)::int FROM financial_operations WHERE batch_id = 'ib-b1') AS operations`,
+    );
+    expect(left).toEqual([{ batches: 0, snapshots: 0, operations: 0 }]);
+
+    await remove();
+    await drained(t);
+    expect(await operations(t.app, 'IB-1')).toEqual([
+      'IB-1:0:final_credit=185.50',
+      'IB-1:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'ib-p1')).toBe('275.50');
+    expect((await inboxRows(t, 'ib-b1')).map((r) => [r.status, r.outcome, r.last_error])).toEqual([
+      ['done', 'processed', null],
+    ]);
+  });
+
+  it('treats a redelivery as a duplicate both while the first copy waits in the inbox and after it was applied; another body is a 409 and quarantined', async () => {
+    await register(t.app, 'IB-2', 'ib-p1', '5.00');
+    const remove = await injectTrigger(
+      t,
+      'ib_block_2',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b2' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '20.00' }));
+    const other = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '99.00' }));
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1 });
+    // Still pending: a duplicate of the inbox row.
+    expect((await inboxRows(t, 'ib-b2'))[0].status).toBe('pending');
+    const dup = await deliver(t.app, body);
+    expect({ status: dup.status, body: dup.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1, duplicate: true },
+    });
+    expectError(await deliver(t.app, other), 409, 'batch_conflict');
+
+    await remove();
+    await drained(t);
+    // Applied: again a duplicate, again a conflict.
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+    expectError(await deliver(t.app, other), 409, 'batch_conflict');
+
+    expect((await inboxRows(t, 'ib-b2')).map((r) => r.status)).toEqual(['done']);
+    expect(await attempts(t, 'ib-b2')).toEqual([
+      'accepted:200',
+      'duplicate:200',
+      'conflict:409',
+      'duplicate:200',
+      'conflict:409',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT reason, http_status, body, inbox_id FROM quarantined_bodies WHERE batch_id = 'ib-b2' ORDER BY id`,
+    );
+    expect(rows.map((r) => [r.reason, r.http_status, r.body.toString(), r.inbox_id])).toEqual([
+      ['batch_conflict', 409, other, null],
+      ['batch_conflict', 409, other, null],
+    ]);
+    expect(await operations(t.app, 'IB-2')).toEqual(['IB-2:0:final_credit=20.00', 'IB-2:0:stake_debit=5.00']);
+  });
+
+  it('answers concurrent deliveries of one batch 200, keeps one inbox row and applies it once (CONTRACT §4 step 4)', async () => {
+    await register(t.app, 'IB-10', 'ib-p1', '2.00');
+    const body = JSON.stringify(batchOf('ib-b10', { code: 'IB-10', status: 2, realWin: '4.00' }));
+    const answers = await Promise.all(Array.from({ length: 6 }, () => deliver(t.app, body)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(answers.filter((r) => r.body.duplicate === true)).toHaveLength(5);
+    await drained(t);
+    expect((await inboxRows(t, 'ib-b10')).map((r) => r.status)).toEqual(['done']);
+    expect((await attempts(t, 'ib-b10')).sort()).toEqual([
+      'accepted:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+      'duplicate:200',
+    ]);
+    expect(await operations(t.app, 'IB-10')).toEqual([
+      'IB-10:0:final_credit=4.00',
+      'IB-10:0:stake_debit=2.00',
+    ]);
+  });
+
+  it('treats a batch applied inline before the switch to inbox mode as a duplicate (and another body as 409)', async () => {
+    await register(t.app, 'IB-3', 'ib-p1', '1.00');
+    const body = JSON.stringify(batchOf('ib-b3', { code: 'IB-3', status: 4, realWin: '0' }));
+    // As the inline mode leaves it: the batch id in callback_batches, no inbox row.
+    await t.db.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('ib-b3', $1, 1, $2)`,
+      [sha256(body), Buffer.from(body)],
+    );
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+    expectError(
+      await deliver(t.app, batchOf('ib-b3', { code: 'IB-3', status: 2, realWin: '5.00' })),
+      409,
+      'batch_conflict',
+    );
+    expect(await inboxRows(t, 'ib-b3')).toEqual([]);
+  });
+
+  it('applies two batches touching one coupon in arrival order, never concurrently; batches on other coupons go ahead', async () => {
+    await register(t.app, 'IB-4', 'ib-p1', '10.00');
+    await register(t.app, 'IB-5', 'ib-p1', '10.00');
+    const remove = await injectTrigger(
+      t,
+      'ib_block_4',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-b4a' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    // b4a: IB-4 wins 50.00; b4b: IB-4 recalculated to 30.00 (order matters for the money);
+    // b5: IB-5 only.
+    expect(
+      (await deliver(t.app, batchOf('ib-b4a', { code: 'IB-4', status: 2, realWin: '50.00' }))).status,
+    ).toBe(200);
+    expect(
+      (await deliver(t.app, batchOf('ib-b4b', { code: 'IB-4', status: 15, realWin: '30.00' }))).status,
+    ).toBe(200);
+    expect((await deliver(t.app, batchOf('ib-b5', { code: 'IB-5', status: 4, realWin: '0' }))).status).toBe(
+      200,
+    );
+    await eventually(async () => (await inboxRows(t, 'ib-b5'))[0].status === 'done', 'ib-b5 applied');
+    await eventually(async () => (await inboxRows(t, 'ib-b4a'))[0].attempts >= 2, 'ib-b4a retried');
+    // ib-b4b waits behind the failing ib-b4a: never tried, nothing of IB-4 applied.
+    expect((await inboxRows(t, 'ib-b4b')).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]]);
+    expect(await operations(t.app, 'IB-4')).toEqual(['IB-4:0:stake_debit=10.00']);
+
+    await remove();
+    await drained(t);
+    expect(await operations(t.app, 'IB-4')).toEqual([
+      'IB-4:0:final_credit=50.00',
+      'IB-4:0:stake_debit=10.00',
+      'IB-4:1:final_credit=30.00',
+      'IB-4:1:recalculation_debit=50.00',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT batch_id, transition FROM coupon_snapshots WHERE coupon_code = 'IB-4' ORDER BY id`,
+    );
+    expect(rows.map((r) => r.batch_id)).toEqual(['ib-b4a', 'ib-b4b']);
+  });
+
+  it('keeps per-coupon arrival order under parallel workers: a burst of batches on three coupons ends as inline would', async () => {
+    for (const code of ['IB-6', 'IB-7', 'IB-8']) await register(t.app, code, 'ib-p1', '1.00');
+    // Per coupon: two intermediate snapshots, a WIN, a recalculation with a new result.
+    const steps = (code: string, i: number) =>
+      [
+        batchOf(`ib-${code}-1`, { code, status: 1, events: [{ uuid: `${code}-e`, status: 0 }] }),
+        batchOf(`ib-${code}-2`, { code, status: 1, events: [{ uuid: `${code}-e`, status: 2 }] }),
+        batchOf(`ib-${code}-3`, { code, status: 2, realWin: `${10 + i}.00` }),
+        batchOf(`ib-${code}-4`, { code, status: 15, realWin: `${20 + i}.00` }),
+      ] as const;
+    const all = ['IB-6', 'IB-7', 'IB-8'].map((c, i) => steps(c, i));
+    for (let k = 0; k < 4; k++) {
+      for (const s of all) expect((await deliver(t.app, s[k])).status).toBe(200);
+    }
+    await drained(t);
+    for (const [i, code] of ['IB-6', 'IB-7', 'IB-8'].entries()) {
+      expect(await operations(t.app, code)).toEqual([
+        `${code}:0:final_credit=${10 + i}.00`,
+        `${code}:0:stake_debit=1.00`,
+        `${code}:1:final_credit=${20 + i}.00`,
+        `${code}:1:recalculation_debit=${10 + i}.00`,
+      ]);
+      const { rows } = await t.db.query(
+        `SELECT batch_id, applied FROM coupon_snapshots WHERE coupon_code = $1 ORDER BY id`,
+        [code],
+      );
+      expect(rows.map((r) => `${r.batch_id}:${r.applied}`)).toEqual(
+        [1, 2, 3, 4].map((k) => `ib-${code}-${k}:true`),
+      );
+    }
+  });
+
+  it('keeps per-coupon arrival order with a second replica on the same database (workers in both)', async () => {
+    const replica = await startReplica(t.config);
+    try {
+      const codes = ['IR-1', 'IR-2', 'IR-3', 'IR-4'];
+      for (const code of codes) await register(t.app, code, 'ib-p1', '1.00');
+      // 12 batches of two coupons each, overlapping, delivered alternately to the two replicas;
+      // each carries a pending snapshot whose event status counts up, the last ones a WIN.
+      const sent: { batchId: string; codes: string[] }[] = [];
+      for (let k = 0; k < 12; k++) {
+        const pair = [codes[k % 4], codes[(k + 1) % 4]];
+        const final = k >= 8;
+        const batch = {
+          batchId: `ir-${k}`,
+          couponCount: 2,
+          coupons: pair.map((code) => ({
+            coupon_code: code,
+            status: final ? 2 : 1,
+            realWin: final ? `${k}.00` : null,
+            events: [{ uuid: `${code}-e`, status: final ? 2 : 0, step: k }],
+          })),
+        };
+        const res = await deliver(k % 2 ? replica : t.app, batch);
+        expect(res.status).toBe(200);
+        sent.push({ batchId: batch.batchId, codes: pair });
+      }
+      await drained(t);
+      for (const code of codes) {
+        const { rows } = await t.db.query(
+          `SELECT batch_id FROM coupon_snapshots WHERE coupon_code = $1 AND batch_id LIKE 'ir-%' ORDER BY id`,
+          [code],
+        );
+        expect(rows.map((r) => r.batch_id)).toEqual(
+          sent.filter((b) => b.codes.includes(code)).map((b) => b.batchId),
+        );
+      }
+      // Each coupon is settled by its first WIN (ir-8: IR-1 and IR-2, ir-9: IR-3, ir-10: IR-4); a
+      // later WIN with another amount is history only and flags the coupon, exactly as inline.
+      const expected = { 'IR-1': '8.00', 'IR-2': '8.00', 'IR-3': '9.00', 'IR-4': '10.00' };
+      for (const [code, win] of Object.entries(expected)) {
+        expect(await operations(t.app, code)).toEqual([
+          `${code}:0:final_credit=${win}`,
+          `${code}:0:stake_debit=1.00`,
+        ]);
+        expect((await ops(t.app).get(`/coupons/${code}`)).body).toMatchObject({
+          realWin: win,
+          needsReview: true,
+        });
+      }
+    } finally {
+      await replica.close();
+    }
+  });
+
+  it('applies a batch exactly once when the connection of its worker dies in the middle of applying it', async () => {
+    await register(t.app, 'IB-9', 'ib-p1', '10.00');
+    // Hold the coupon's row lock so the worker stops inside its transaction, then kill its connection.
+    const locker = new pg.Client({
+      connectionString: t.config.databaseUrl,
+      application_name: 'ib-test-locker',
+    });
+    locker.on('error', () => undefined);
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM coupons WHERE coupon_code = 'IB-9' FOR UPDATE`);
+      expect(
+        (await deliver(t.app, batchOf('ib-b9', { code: 'IB-9', status: 2, realWin: '33.00' }))).status,
+      ).toBe(200);
+      let pid: number | undefined;
+      await eventually(async () => {
+        const { rows } = await t.db.query(
+          `SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'settlement-receiver'
+              AND wait_event_type = 'Lock' AND query ILIKE '%coupons%'`,
+        );
+        pid = rows[0]?.pid;
+        return pid !== undefined;
+      }, 'the worker to wait for the coupon lock');
+      await t.db.query('SELECT pg_terminate_backend($1)', [pid]);
+      // The batch is tried again (by this worker or another) and waits for the lock once more.
+      await eventually(async () => {
+        const { rows } = await t.db.query(
+          `SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'settlement-receiver'
+              AND wait_event_type = 'Lock' AND query ILIKE '%coupons%'`,
+        );
+        return rows.some((r) => r.pid !== pid);
+      }, 'the batch to be tried again');
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+    }
+    await drained(t);
+    const [row] = await inboxRows(t, 'ib-b9');
+    // The lost attempt is counted unless another worker had the row already (it never waits).
+    expect([row.status, row.outcome, row.attempts <= 1]).toEqual(['done', 'processed', true]);
+    expect(await operations(t.app, 'IB-9')).toEqual([
+      'IB-9:0:final_credit=33.00',
+      'IB-9:0:stake_debit=10.00',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM coupon_snapshots WHERE batch_id = 'ib-b9'`,
+    );
+    expect(rows[0].n).toBe(1);
+  }, 30_000);
+
+  it('answers 400 for an invalid body without touching the inbox (validated before the commit)', async () => {
+    const res = await deliver(t.app, { batchId: 'ib-bad', couponCount: 2, coupons: [] });
+    expectError(res, 400, 'validation_failed');
+    expect(await inboxRows(t, 'ib-bad')).toEqual([]);
+  });
+});
+
+describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '3' });
+    await deposit(t.app, 'iq-p1', '100.00');
+  });
+  afterAll(() => t.close());
+
+  it('doubles the retry delay per failure up to INBOX_RETRY_MAX_MS', () => {
+    const inbox = t.app.get(InboxService);
+    expect([1, 2, 3, 4, 5].map((n) => inbox.retryDelayMs(n))).toEqual([50, 100, 200, 200, 200]);
+  });
+
+  it('retries a failing batch with backoff, quarantines it after 3 attempts, and a replay applies it once (twice → applied once)', async () => {
+    await register(t.app, 'IQ-1', 'iq-p1', '10.00');
+    const remove = await injectTrigger(
+      t,
+      'iq_block_1',
+      'callback_batches',
+      `IF NEW.batch_id = 'iq-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
+    );
+    const body = JSON.stringify(batchOf('iq-b1', { code: 'IQ-1', status: 2, realWin: '40.00' }));
+    expect((await deliver(t.app, body)).status).toBe(200);
+    // A later batch on the same coupon waits until the failing one is quarantined.
+    expect((await deliver(t.app, batchOf('iq-b2', { code: 'IQ-1', status: 1 }))).status).toBe(200);
+    await eventually(async () => (await inboxRows(t, 'iq-b1'))[0].status === 'quarantined', 'the quarantine');
+    const { rows: inbox } = await t.db.query(
+      `SELECT attempts, outcome, last_error, (extract(epoch FROM finished_at - received_at) * 1000)::int AS took_ms FROM callback_inbox WHERE batch_id = 'iq-b1'`,
+    );
+    expect(inbox.map((r) => [r.attempts, r.outcome, r.last_error])).toEqual([
+      [3, 'failed', '[P0001] injected apply failure'],
+    ]);
+    // Backoff: 50 ms after the first failure, 100 ms after the second.
+    expect(inbox[0].took_ms).toBeGreaterThanOrEqual(150);
+    const { rows: q } = await t.db.query(
+      `SELECT id, reason, details, http_status, body, payload_hash, inbox_id IS NOT NULL AS linked
+         FROM quarantined_bodies WHERE batch_id = 'iq-b1'`,
+    );
+    expect(q.map((r) => ({ ...r, id: undefined, body: r.body.toString() }))).toEqual([
+      {
+        id: undefined,
+        reason: 'apply_failed',
+        details: { attempts: 3, lastError: '[P0001] injected apply failure' },
+        http_status: 200,
+        body,
+        payload_hash: sha256(body),
+        linked: true,
+      },
+    ]);
+    await drained(t);
+    expect((await inboxRows(t, 'iq-b2'))[0].outcome).toBe('processed');
+    const listed = await ops(t.app).get('/callbacks/inbox?status=quarantined&limit=1');
+    expect(
+      listed.body.items.map((i: Record<string, unknown>) => [
+        i.batchId,
+        i.status,
+        i.attempts,
+        i.outcome,
+        i.nextAttemptAt,
+      ]),
+    ).toEqual([['iq-b1', 'quarantined', 3, 'failed', null]]);
+    const all = await ops(t.app).get('/callbacks/inbox?limit=1');
+    expect(all.body.items.map((i: { batchId: string }) => i.batchId)).toEqual(['iq-b2']);
+    const next = await ops(t.app).get(`/callbacks/inbox?limit=1&cursor=${all.body.nextCursor}`);
+    expect(next.body.items.map((i: { batchId: string }) => i.batchId)).toEqual(['iq-b1']);
+    expectError(await ops(t.app).get('/callbacks/inbox?status=waiting'), 400, 'validation_failed');
+    expectError(await request(t.app.getHttpServer()).get('/callbacks/inbox'), 401, 'unauthorized');
+    expect(await operations(t.app, 'IQ-1')).toEqual(['IQ-1:0:stake_debit=10.00']);
+
+    // The cause is fixed: replay (twice).
+    await remove();
+    const id = q[0].id as string;
+    const first = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
+    expect({
+      status: first.status,
+      outcome: first.body.outcome,
+      count: first.body.entry.replayCount,
+    }).toEqual({
+      status: 200,
+      outcome: 'processed',
+      count: 1,
+    });
+    const second = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
+    expect({
+      status: second.status,
+      outcome: second.body.outcome,
+      count: second.body.entry.replayCount,
+      replayOutcome: second.body.entry.replayOutcome,
+    }).toEqual({ status: 200, outcome: 'duplicate', count: 2, replayOutcome: 'duplicate' });
+    expect(await operations(t.app, 'IQ-1')).toEqual([
+      'IQ-1:0:final_credit=40.00',
+      'IQ-1:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'iq-p1')).toBe('130.00');
+    expect((await inboxRows(t, 'iq-b1')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    const { rows: att } = await t.db.query(
+      `SELECT request_id, outcome, http_status FROM delivery_attempts WHERE batch_id = 'iq-b1' ORDER BY id`,
+    );
+    expect(
+      att.map((r) => `${r.request_id.replace(/^(?!quarantine).*/, 'sender')} ${r.outcome} ${r.http_status}`),
+    ).toEqual([
+      'sender accepted 200',
+      `quarantine-replay:${id} processed 200`,
+      `quarantine-replay:${id} duplicate 200`,
+    ]);
+    // A redelivery by the sender now is a duplicate too.
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+  });
+});
+
+describe('inline mode with batches left in the inbox', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ CALLBACK_MODE: 'inline', INBOX_POLL_INTERVAL_MS: '20' });
+    await deposit(t.app, 'il-p1', '50.00');
+  });
+  afterAll(() => t.close());
+
+  it('applies pending inbox rows at start-up (a switch back from inbox mode loses nothing)', async () => {
+    await register(t.app, 'IL-1', 'il-p1', '5.00');
+    const body = JSON.stringify(batchOf('il-b1', { code: 'IL-1', status: 2, realWin: '15.00' }));
+    // As an inbox-mode process leaves it: accepted, not applied yet.
+    await t.db.query(
+      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
+       VALUES ('il-b1', $1, 1, ARRAY['IL-1'], $2)`,
+      [sha256(body), Buffer.from(body)],
+    );
+    // An inline-mode process started now finds the row and drains the inbox.
+    const replica = await startReplica(t.config);
+    try {
+      await drained(t);
+    } finally {
+      await replica.close();
+    }
+    expect((await inboxRows(t, 'il-b1')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    expect(await operations(t.app, 'IL-1')).toEqual(['IL-1:0:final_credit=15.00', 'IL-1:0:stake_debit=5.00']);
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+  });
+});

@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import request from 'supertest';
+import { createTestApp, TestContext } from '../support/test-app.js';
+
+// The API description in the repository (`openapi.json`, written by `npm run openapi`) is the one
+// the app serves at /docs-json; every documented response shows an example in Swagger UI.
+
+type Json = Record<string, unknown>;
+
+describe('OpenAPI document', () => {
+  let t: TestContext;
+  let served: Json;
+  beforeAll(async () => {
+    t = await createTestApp();
+    const res = await request(t.app.getHttpServer()).get('/docs-json');
+    expect(res.status).toBe(200);
+    served = res.body as Json;
+  });
+  afterAll(() => t.close());
+
+  it('openapi.json is current (run `npm run openapi` after changing an endpoint)', () => {
+    const file = JSON.parse(readFileSync(resolve(process.cwd(), 'openapi.json'), 'utf8')) as Json;
+    expect(served).toEqual(file);
+  });
+
+  it('documents the operations endpoints', () => {
+    const paths = Object.keys(served.paths as Json).sort();
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/sportapi/callback',
+        '/health/live',
+        '/health/ready',
+        '/metrics',
+        '/callbacks/batches/{batchId}',
+        '/callbacks/deliveries',
+      ]),
+    );
+  });
+
+  it('every response code of every operation has an example (inline, or from the examples of its schema)', () => {
+    const schemas = (served.components as { schemas: Record<string, Json> }).schemas;
+    const exemplified = (schema: Json | undefined, seen = new Set<string>()): boolean => {
+      if (!schema) return false;
+      if ('example' in schema) return true;
+      const ref = schema.$ref as string | undefined;
+      if (ref) {
+        const name = ref.replace('#/components/schemas/', '');
+        if (seen.has(name)) return true;
+        seen.add(name);
+        return exemplified(schemas[name], seen);
+      }
+      if (schema.type === 'array') return exemplified(schema.items as Json, seen);
+      const properties = schema.properties as Record<string, Json> | undefined;
+      if (properties) return Object.values(properties).every((p) => exemplified(p, seen));
+      const all = (schema.allOf ?? schema.oneOf) as Json[] | undefined;
+      return all ? all.every((s) => exemplified(s, seen)) : false;
+    };
+    const missing: string[] = [];
+    for (const [path, operations] of Object.entries(served.paths as Record<string, Json>)) {
+      for (const [method, operation] of Object.entries(operations as Record<string, Json>)) {
+        for (const [code, response] of Object.entries(operation.responses as Record<string, Json>)) {
+          const content = Object.values((response.content ?? {}) as Record<string, Json>);
+          const ok =
+            content.length > 0 &&
+            content.every((c) => 'example' in c || 'examples' in c || exemplified(c.schema as Json));
+          if (!ok) missing.push(`${method.toUpperCase()} ${path} ${code}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+});

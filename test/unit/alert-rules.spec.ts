@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parse } from 'yaml';
+import { METRIC } from '../../src/observability/settlement-metrics.js';
+
+// ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
+// receiver exports (a renamed metric must not silently disable an alert).
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+
+const file = parse(readFileSync(resolve(process.cwd(), 'ops/alerts.yml'), 'utf8')) as {
+  groups: { name: string; rules: Rule[] }[];
+};
+const rules = file.groups.flatMap((g) => g.rules);
+
+/** Series names a scrape contains: histograms add _bucket, _sum and _count. */
+const EXPORTED = new Set(
+  Object.values(METRIC).flatMap((name) =>
+    name === METRIC.duration || name === METRIC.batchCoupons
+      ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
+      : [name],
+  ),
+);
+
+describe('ops/alerts.yml', () => {
+  it('is a rule file: groups with a name and rules, each alert with expr, severity and summary', () => {
+    expect(Object.keys(file)).toEqual(['groups']);
+    expect(file.groups.length).toBeGreaterThan(0);
+    for (const group of file.groups) {
+      expect(typeof group.name).toBe('string');
+      expect(group.rules.length).toBeGreaterThan(0);
+    }
+    for (const rule of rules) {
+      expect(
+        Object.keys(rule).every((k) => ['alert', 'expr', 'for', 'labels', 'annotations'].includes(k)),
+      ).toBe(true);
+      expect(rule.alert).toMatch(/^[A-Za-z_][A-Za-z0-9_]*$/);
+      expect(typeof rule.expr).toBe('string');
+      if (rule.for !== undefined) expect(rule.for).toMatch(/^\d+[smhd]$/);
+      expect(['critical', 'warning', 'info']).toContain(rule.labels?.severity);
+      expect(typeof rule.annotations?.summary).toBe('string');
+    }
+    expect(new Set(rules.map((r) => r.alert)).size).toBe(rules.length);
+  });
+
+  it('alerts on the duplicate rate, the 503 rate and needs-review growth', () => {
+    const exprOf = (name: string) => rules.find((r) => r.alert === name)?.expr ?? '';
+    expect(exprOf('SettlementCallbackDuplicateRateHigh')).toContain('outcome="duplicate"');
+    expect(exprOf('SettlementCallback503RateHigh')).toContain('outcome="failed"');
+    expect(exprOf('SettlementCouponsNeedingReviewGrowing')).toContain('settlement_coupons_needing_review');
+  });
+
+  it('uses only series the receiver exports, with balanced brackets', () => {
+    for (const rule of rules) {
+      for (const name of rule.expr.match(/\bsettlement_[a-z_]+/g) ?? []) expect(EXPORTED).toContain(name);
+      for (const [open, close] of ['()', '[]', '{}']) {
+        expect(rule.expr.split(open).length).toBe(rule.expr.split(close).length);
+      }
+    }
+  });
+});
