@@ -28,7 +28,7 @@ export enum LedgerCheck {
   DECIDED_OPERATION_MISSING = 'decided_operation_missing',
   /** A settlement operation in the ledger that no stored snapshot decided. */
   UNDECIDED_OPERATION = 'undecided_operation',
-  /** A committed callback batch without its `processed` delivery attempt (CONTRACT §8); synthetic §9 batches excepted. */
+  /** A committed callback batch without its `processed` (inline) or `accepted` (inbox mode) delivery attempt (CONTRACT §8); synthetic §9 batches excepted. */
   BATCH_WITHOUT_DELIVERY = 'batch_without_delivery',
 }
 
@@ -210,10 +210,12 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
   {
     check: LedgerCheck.BATCH_WITHOUT_DELIVERY,
     sql: `
-      SELECT b.batch_id AS subject, format('committed %s with payload %s, no processed delivery attempt', b.received_at, b.payload_hash) AS detail
+      SELECT b.batch_id AS subject, format('committed %s with payload %s, no processed or accepted delivery attempt', b.received_at, b.payload_hash) AS detail
       FROM callback_batches b
       WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts d
-                        WHERE d.batch_id = b.batch_id AND d.outcome = 'processed' AND d.payload_hash = b.payload_hash)
+                        WHERE d.batch_id = b.batch_id AND d.outcome IN ('processed', 'accepted')
+                          AND d.payload_hash = b.payload_hash)
+        -- 'accepted': the delivery committed to the inbox (CALLBACK_MODE=inbox), applied by a worker.
         -- Synthetic batches of CONTRACT §9 were not delivered: a coupon read from SportAPI
         -- (poll:<coupon_code>:<sha256>, longer than any callback batchId) and an operator's
         -- resolution (recorded in coupon_resolutions).

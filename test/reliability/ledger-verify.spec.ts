@@ -291,3 +291,35 @@ describe('ledger:verify (CONTRACT §7)', () => {
     expect((await verifyLedger(url)).ok).toBe(true);
   });
 });
+
+describe('ledger:verify in inbox mode (CALLBACK_MODE=inbox)', () => {
+  let t: TestContext;
+
+  beforeAll(async () => {
+    t = await createTestApp({ CALLBACK_MODE: 'inbox' });
+  });
+
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('batches applied by the inbox workers (delivery attempt "accepted") verify clean', async () => {
+    await deposit(t.app, 'p-inbox', '20.00');
+    await register(t.app, 'IB1', 'p-inbox', '5.00');
+    for (const b of [
+      batchOf('ib-1', { code: 'IB1', status: 2, realWin: '9.00' }),
+      batchOf('ib-2', { code: 'IB2', status: 4, realWin: '0' }),
+    ]) {
+      expect((await deliver(t.app, b)).status).toBe(200);
+    }
+    for (let i = 0; i < 100; i++) {
+      const { rows } = await t.db.query(`SELECT count(*)::int AS n FROM callback_batches`);
+      if (rows[0].n === 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(await balance(t.app, 'p-inbox')).toBe('24.00');
+    const report = await verifyLedger(t.config.databaseUrl as string);
+    expect(report.violations).toEqual([]);
+    expect(report.summary.batches).toBe(2);
+  });
+});
