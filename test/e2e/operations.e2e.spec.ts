@@ -359,7 +359,7 @@ describe('operations: metrics, logs, delivery audit', () => {
 
   it('logs: a designed 5xx answer (reconcile with polling off → 501) is a warning without a stack; nothing at error level', async () => {
     lines.length = 0;
-    const res = await ops(t.app).post('/coupons/000000000272/reconcile');
+    const res = await ops(t.app).post('/coupons/000000000272/reconcile', undefined);
     expect(res.status).toBe(501);
     const completed = logs().filter((l) =>
       (l.req as { url?: string } | undefined)?.url?.endsWith('/reconcile'),
