@@ -11,12 +11,10 @@ import {
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { CallbackBody } from './callback-body.decorator.js';
-import { CallbackBodyPipe } from './callback-body.pipe.js';
 import { CallbackResponseInterceptor } from './callback-response.interceptor.js';
 import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
-import type { ParsedBatch } from './parsed-batch.js';
 import { SignatureGuard } from './signature.guard.js';
 
 const error = (description: string, code: string, message: string) => ({
@@ -27,7 +25,7 @@ const error = (description: string, code: string, message: string) => ({
 
 /**
  * `POST /sportapi/callback` (path configurable with `CALLBACK_PATH`): SportAPI's settlement
- * callback (CONTRACT §3–§5). Signature guard → body pipe → {@link CallbackService} → 200 after
+ * callback (CONTRACT §3–§5). Signature guard → {@link CallbackService} (parse, validate, apply) → 200 after
  * COMMIT; failures are mapped by the exception filter.
  */
 @ApiTags('callback')
@@ -130,10 +128,7 @@ export class CallbackController {
       'temporarily unavailable, retry later',
     ),
   })
-  receive(
-    @CallbackBody(CallbackBodyPipe) batch: ParsedBatch,
-    @CallbackBody() request: CallbackRequestState,
-  ): Promise<CallbackResult> {
-    return this.callbacks.process(batch, request);
+  receive(@CallbackBody() request: CallbackRequestState): Promise<CallbackResult> {
+    return this.callbacks.receive(request);
   }
 }

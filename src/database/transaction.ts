@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type pg from 'pg';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { isRetryable } from './pg-errors.js';
+import { isRetryable, isTransient } from './pg-errors.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
 export class DeadlineExceededError extends Error {
@@ -94,6 +95,106 @@ export class Tx {
   }
 }
 
+/** A statement with positional parameters; `name` makes it a prepared statement of the connection. */
+export interface Statement {
+  text: string;
+  values?: unknown[];
+  /** Name of the prepared statement (the same name always with the same text). */
+  name?: string;
+}
+
+/**
+ * One open transaction on a raw node-postgres connection, for the callback's hot path: statements
+ * are sent in groups ({@link send}), each group written to the connection back to back, so the
+ * database runs them one after another without waiting for this process in between; the
+ * transaction costs as many event-loop turns as groups. A group starts with {@link timeouts},
+ * which lowers `statement_timeout` and `lock_timeout` to the time left before the deadline
+ * (SET LOCAL), so no statement outlives it. A failed statement makes the later ones of its group fail too (the
+ * transaction is aborted); {@link commitWith} ends the group with COMMIT and reports whether it
+ * committed.
+ */
+export class PipelinedTx {
+  private readonly commitHooks: (() => void)[] = [];
+  /** true while BEGIN was sent and neither COMMIT nor ROLLBACK was. */
+  open = false;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    readonly deadline: number,
+    private readonly limits: { statementTimeoutMs: number; lockTimeoutMs: number },
+  ) {}
+
+  /** Registers a callback run only after this transaction has committed. */
+  afterCommit(hook: () => void): void {
+    this.commitHooks.push(hook);
+  }
+
+  /** Milliseconds before the deadline. @throws DeadlineExceededError when none is left. */
+  timeLeft(): number {
+    const left = this.deadline - Date.now();
+    if (left <= 0) throw new DeadlineExceededError();
+    return left;
+  }
+
+  /**
+   * The statement that sets `statement_timeout` and `lock_timeout` for the rest of the
+   * transaction (SET LOCAL): the configured ones, or the time left before the deadline when that
+   * is shorter; `untilDeadline` makes both the time left (e.g. to wait on a concurrent delivery of
+   * the same batch id holding its unique index, CONTRACT §4 step 4). Put it first in a group.
+   * @throws DeadlineExceededError when no time is left.
+   */
+  timeouts(untilDeadline = false): Statement {
+    const left = this.timeLeft();
+    const statement = untilDeadline ? left : Math.min(this.limits.statementTimeoutMs, left);
+    const lock = untilDeadline ? left : Math.min(this.limits.lockTimeoutMs, left);
+    return {
+      name: 'tx_timeouts',
+      text: "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)",
+      values: [`${statement}ms`, `${lock}ms`],
+    };
+  }
+
+  /** BEGIN (READ COMMITTED), then `statements`, as one group. @returns their results. */
+  async begin(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.open = true;
+    const results = await this.group([{ text: 'BEGIN ISOLATION LEVEL READ COMMITTED' }, ...statements]);
+    return results.slice(1);
+  }
+
+  /** `statements` as one group. @returns the result of each, in order. */
+  send(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.timeLeft();
+    return this.group(statements);
+  }
+
+  /**
+   * `statements` and COMMIT as one group, then the after-commit callbacks.
+   * @returns the statements' results once committed.
+   * @throws the first failing statement's error (the transaction was rolled back by then).
+   */
+  async commitWith(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.timeLeft();
+    const results = await this.group([...statements, { text: 'COMMIT' }]);
+    this.open = false;
+    const commit = results[results.length - 1];
+    if (commit.command !== 'COMMIT') throw new Error(`transaction ended with ${commit.command}, not COMMIT`);
+    for (const hook of this.commitHooks.splice(0)) hook();
+    return results.slice(0, -1);
+  }
+
+  private group(statements: Statement[]): Promise<pg.QueryResult[]> {
+    // node-postgres queues the statements of a client and writes the next one as soon as the
+    // previous answered, inside its socket handler: no turn of the application in between. If one
+    // fails, the others (already queued) fail or, for COMMIT, answer ROLLBACK; all are awaited.
+    const pending = statements.map((s) => this.client.query(s as pg.QueryConfig));
+    return Promise.all(pending).catch(async (err: unknown) => {
+      await Promise.allSettled(pending);
+      if (statements[statements.length - 1].text === 'COMMIT') this.open = false;
+      throw err;
+    });
+  }
+}
+
 /** Options of {@link TransactionRunner.run}. */
 export interface RunOptions {
   /** Epoch milliseconds after which nothing more is attempted; the transaction rolls back. */
@@ -132,6 +233,73 @@ export class TransactionRunner {
           setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
         );
       }
+    }
+  }
+
+  /**
+   * Like {@link run}, on a raw connection of the same pool driven through {@link PipelinedTx}: the
+   * work sends BEGIN (`tx.begin`), its statement groups and COMMIT (`tx.commitWith`); whatever it
+   * left open is rolled back. Same re-runs after 40001/40P01 and the same deadline.
+   */
+  async runPipelined<T>(work: (tx: PipelinedTx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
+    const retries = options.retries ?? this.config.transientRetries;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.oncePipelined(work, deadline);
+      } catch (err) {
+        const timeLeft = deadline - Date.now();
+        if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
+        this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
+        await new Promise((r) =>
+          setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
+        );
+      }
+    }
+  }
+
+  /** One statement in a transaction of its own (autocommit) on a raw connection of the pool. */
+  async queryOnce(statement: Statement): Promise<pg.QueryResult> {
+    const [client, release] = await this.obtainConnection();
+    try {
+      const result = await client.query(statement as pg.QueryConfig);
+      release();
+      return result;
+    } catch (err) {
+      release(isTransient(err) ? (err as Error) : undefined);
+      throw err;
+    }
+  }
+
+  private obtainConnection(): Promise<[pg.PoolClient, (err?: Error) => void]> {
+    // TypeORM's own pool (one pool, one DB_POOL_SIZE): the PostgreSQL driver hands out a raw pg
+    // client with its release callback, as its query runners use them.
+    const driver = this.dataSource.driver as unknown as {
+      obtainMasterConnection(): Promise<[pg.PoolClient, (err?: Error) => void]>;
+    };
+    return driver.obtainMasterConnection();
+  }
+
+  private async oncePipelined<T>(work: (tx: PipelinedTx) => Promise<T>, deadline: number): Promise<T> {
+    if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
+    const [client, release] = await this.obtainConnection();
+    const tx = new PipelinedTx(client, deadline, {
+      statementTimeoutMs: this.config.statementTimeoutMs,
+      lockTimeoutMs: this.config.lockTimeoutMs,
+    });
+    let broken: Error | undefined;
+    try {
+      const result = await work(tx);
+      if (tx.open) throw new Error('the work returned without committing');
+      return result;
+    } catch (err) {
+      if (tx.open) {
+        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        tx.open = false;
+      }
+      throw err;
+    } finally {
+      release(broken);
     }
   }
 
