@@ -266,13 +266,11 @@ export class CallbackService {
       currency: o.currency,
       batchId: o.batchId ?? null,
     }));
-    const accounts = new Set<string>();
-    for (const o of ops) accounts.add(o.accountId).add(houseAccountId(o.currency));
     statements.push(
       this.ledger.postOperationsStatement(
         rows,
         ops.map((o) => houseAccountId(o.currency)),
-        [...accounts],
+        [...new Set(ops.map((o) => o.accountId))],
       ),
     );
     return statements;

@@ -183,9 +183,9 @@ export class PipelinedTx {
   }
 
   private group(statements: Statement[]): Promise<pg.QueryResult[]> {
-    // node-postgres queues the statements of a client and writes the next one as soon as the
-    // previous answered, inside its socket handler: no turn of the application in between. If one
-    // fails, the others (already queued) fail or, for COMMIT, answer ROLLBACK; all are awaited.
+    // With the pool's node-postgres pipeline mode the statements are all written at once and the
+    // database runs them in order: no round trip, no turn of this process in between. If one
+    // fails, the later ones (already sent) fail too or, for COMMIT, answer ROLLBACK; all are awaited.
     const pending = statements.map((s) => this.client.query(s as pg.QueryConfig));
     return Promise.all(pending).catch(async (err: unknown) => {
       await Promise.allSettled(pending);

@@ -59,16 +59,18 @@ export class LedgerRepository {
 
   /**
    * The whole posting of settlement operations (CONTRACT §7) in one statement, for a pipelined
-   * transaction whose next statement is COMMIT: locks `accountIds` (players and house accounts)
+   * transaction whose next statement is COMMIT: locks the player accounts `playerIds`
    * `FOR NO KEY UPDATE` in ascending id order, checks every operation's player and house account
    * (`houseIds[i]`) exists in the operation's currency, inserts the operations whose key is new,
    * two entries per inserted operation (player: +amount for credits, -amount for debits; house:
-   * the opposite) and adds each account's summed delta to its balance. A key that existed must
+   * the opposite) and adds each account's summed delta to its balance: that update, the
+   * statement's last step, is what locks the house account (after the players, the ledger's lock
+   * order, see {@link lockAccounts}), so it is held only until the COMMIT that follows. A key that existed must
    * name the very same operation. Any failed check raises ({@link LEDGER_SQLSTATE}), so the
    * statement fails and the transaction rolls back. Returns one row: `inserted`, the count.
    * Amounts are positive decimal strings; signs follow the operation type as in `LedgerService`.
    */
-  postOperationsStatement(ops: OperationRow[], houseIds: string[], accountIds: string[]): Statement {
+  postOperationsStatement(ops: OperationRow[], houseIds: string[], playerIds: string[]): Statement {
     return {
       name: 'lg_post_settlement',
       text: `WITH oin AS MATERIALIZED (
@@ -78,6 +80,10 @@ export class LedgerRepository {
              ), lk AS MATERIALIZED (
                SELECT id, currency::text AS currency FROM accounts
                WHERE id = ANY($10::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE
+             ), acc AS MATERIALIZED (
+               SELECT id, currency FROM lk
+               UNION ALL
+               SELECT id, currency::text FROM accounts WHERE id IN (SELECT house FROM oin)
              ), checked AS MATERIALIZED (
                SELECT coalesce(bool_and(receiver_assert(
                  a.id IS NOT NULL AND a.currency = x.currency,
@@ -85,7 +91,7 @@ export class LedgerRepository {
                  CASE WHEN a.id IS NULL THEN format('account %s does not exist', x.account)
                       ELSE format('account %s holds %s, not %s', x.account, a.currency, x.currency) END)), true) AS ok
                FROM (SELECT account, currency FROM oin UNION ALL SELECT house, currency FROM oin) x
-               LEFT JOIN lk a ON a.id = x.account
+               LEFT JOIN acc a ON a.id = x.account
              ), ins AS (
                INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id)
                SELECT key, type, code, generation, account, amount, currency, batch_id FROM oin
@@ -101,9 +107,14 @@ export class LedgerRepository {
                INSERT INTO ledger_entries (operation_id, account_id, amount)
                SELECT id, account, delta FROM mv ORDER BY id, side
              ), bal AS (
+               -- Run after the main query (not referenced by it): the house accounts are locked
+               -- here, in ascending id order, right before the balances change and COMMIT follows.
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
+                 AND (SELECT count(*) FROM (
+                       SELECT id FROM accounts WHERE id IN (SELECT house FROM oin)
+                       ORDER BY id COLLATE "C" FOR NO KEY UPDATE) hl) >= 0
              )
              SELECT (SELECT count(*) FROM ins)::int AS inserted,
                coalesce(bool_and(receiver_assert(
@@ -124,7 +135,7 @@ export class LedgerRepository {
         ops.map((o) => o.currency),
         ops.map((o) => o.batchId),
         houseIds,
-        accountIds,
+        playerIds,
       ],
     };
   }
@@ -144,7 +155,10 @@ export class LedgerRepository {
   }
 
   /**
-   * Locks the accounts `FOR NO KEY UPDATE` in ascending id order (one fixed order: no deadlocks).
+   * Locks the accounts `FOR NO KEY UPDATE` in the one fixed order of the ledger (no deadlocks):
+   * player accounts by ascending id, then house accounts by ascending id. House accounts come last
+   * because every settlement touches one: the settlement posting locks it with its final balance
+   * update just before COMMIT ({@link postOperationsStatement}), so it is held as briefly as possible.
    * Not `FOR UPDATE`: that conflicts with the `FOR KEY SHARE` locks foreign keys take on accounts
    * (e.g. a coupon registration's `coupons.account_id`), so two transactions that both referenced
    * the account before locking it would deadlock. Only the balance changes, never the key.
@@ -152,7 +166,7 @@ export class LedgerRepository {
   async lockAccounts(tx: Tx, ids: string[]): Promise<AccountRow[]> {
     const { rows } = await tx.query<AccountRow>(
       `SELECT id, kind, currency, balance::text AS balance FROM accounts
-       WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE`,
+       WHERE id = ANY($1::text[]) ORDER BY kind = 'house', id COLLATE "C" FOR NO KEY UPDATE`,
       [ids],
     );
     return rows;
