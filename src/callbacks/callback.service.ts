@@ -122,12 +122,16 @@ export class CallbackService {
     try {
       return await this.transactions.runPipelined(
         async (tx) => {
-          const [, claim, , locked] = await tx.begin([
-            tx.timeouts(true),
+          const untilDeadline = tx.timeouts(true);
+          const afterClaim = tx.timeouts();
+          const results = await tx.begin([
+            ...untilDeadline,
             this.batches.claimStatement(batch),
-            tx.timeouts(),
+            ...afterClaim,
             this.coupons.lockClaimedStatement(codes),
           ]);
+          const claim = results[untilDeadline.length];
+          const locked = results[results.length - 1];
           if (claim.rows[0].claimed !== 'true') return this.redelivered(tx, batch, request);
           const rows = locked.rows as LockedCoupon[];
           if (rows.length < codes.length) rows.push(...(await this.createCoupons(tx, codes, rows)));
@@ -148,12 +152,12 @@ export class CallbackService {
   ): Promise<LockedCoupon[]> {
     const seen = new Set(locked.map((r) => r.couponCode));
     const missing = codes.filter((c) => !seen.has(c));
-    const [, , more] = await tx.send([
-      tx.timeouts(),
+    const results = await tx.send([
+      ...tx.timeouts(),
       this.coupons.insertCouponsStatement(missing),
       this.coupons.lockStatement(missing),
     ]);
-    return more.rows as LockedCoupon[];
+    return results[results.length - 1].rows as LockedCoupon[];
   }
 
   /** The batch id was committed before: duplicate (same hash, attempt recorded) or 409. */
@@ -162,10 +166,11 @@ export class CallbackService {
     batch: ParsedBatch,
     request: CallbackRequestState,
   ): Promise<CallbackResult> {
-    const [, stored] = await tx.commitWith([
-      tx.timeouts(),
+    const results = await tx.commitWith([
+      ...tx.timeouts(),
       this.batches.redeliveryStatement(this.attempt(batch, request, DeliveryOutcome.DUPLICATE)),
     ]);
+    const stored = results[results.length - 1];
     if (stored.rows[0]?.payload_hash !== batch.payloadHash) {
       throw new DomainException(
         ErrorCode.BATCH_CONFLICT,
@@ -224,7 +229,7 @@ export class CallbackService {
     }
     const attempt = this.attempt(batch, request, DeliveryOutcome.PROCESSED);
     const statements: Statement[] = [
-      tx.timeouts(),
+      ...tx.timeouts(),
       this.coupons.applyBatchStatement(writes, [
         attempt.batchId,
         attempt.requestId,

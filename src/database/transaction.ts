@@ -117,6 +117,8 @@ export class PipelinedTx {
   private readonly commitHooks: (() => void)[] = [];
   /** true while BEGIN was sent and neither COMMIT nor ROLLBACK was. */
   open = false;
+  /** The timeouts set in this transaction (ms), once set. */
+  private current: { statement: number; lock: number } | undefined;
 
   constructor(
     private readonly client: pg.PoolClient,
@@ -140,18 +142,23 @@ export class PipelinedTx {
    * The statement that sets `statement_timeout` and `lock_timeout` for the rest of the
    * transaction (SET LOCAL): the configured ones, or the time left before the deadline when that
    * is shorter; `untilDeadline` makes both the time left (e.g. to wait on a concurrent delivery of
-   * the same batch id holding its unique index, CONTRACT §4 step 4). Put it first in a group.
+   * the same batch id holding its unique index, CONTRACT §4 step 4). None when the values already
+   * set in this transaction stand. Spread it first into a group.
    * @throws DeadlineExceededError when no time is left.
    */
-  timeouts(untilDeadline = false): Statement {
+  timeouts(untilDeadline = false): Statement[] {
     const left = this.timeLeft();
     const statement = untilDeadline ? left : Math.min(this.limits.statementTimeoutMs, left);
     const lock = untilDeadline ? left : Math.min(this.limits.lockTimeoutMs, left);
-    return {
-      name: 'tx_timeouts',
-      text: "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)",
-      values: [`${statement}ms`, `${lock}ms`],
-    };
+    if (this.current?.statement === statement && this.current.lock === lock) return [];
+    this.current = { statement, lock };
+    return [
+      {
+        name: 'tx_timeouts',
+        text: "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)",
+        values: [`${statement}ms`, `${lock}ms`],
+      },
+    ];
   }
 
   /** BEGIN (READ COMMITTED), then `statements`, as one group. @returns their results. */

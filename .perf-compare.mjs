@@ -1,0 +1,13 @@
+import pg from 'pg';
+const [a, b] = process.argv.slice(2);
+const q = async (db) => { const c = new pg.Client(`postgres://postgres@127.0.0.1:5432/${db}`); await c.connect();
+  const last = process.argv[4];
+  const snaps = (await c.query(`SELECT coupon_code, string_agg(batch_id || '/' || transition, ' ' ORDER BY id) AS s FROM coupon_snapshots WHERE batch_id <= $1 AND batch_id LIKE 'b%' GROUP BY coupon_code`, [last])).rows;
+  const ops = (await c.query(`SELECT operation_key, amount::text, batch_id FROM financial_operations WHERE batch_id <= $1 AND batch_id LIKE 'b%'`, [last])).rows;
+  await c.end(); return { snaps: new Map(snaps.map(r => [r.coupon_code, r.s])), ops: new Map(ops.map(r => [r.operation_key, r.amount + '@' + r.batch_id])) }; };
+const A = await q(a), B = await q(b);
+let n = 0;
+for (const [k, v] of A.snaps) if (B.snaps.get(k) !== v && n++ < 5) console.log('SNAP', k, '\n R:', v, '\n B:', B.snaps.get(k));
+for (const [k, v] of A.ops) if (B.ops.get(k) !== v) console.log('OP R', k, v, B.ops.get(k));
+for (const [k, v] of B.ops) if (!A.ops.has(k)) console.log('OP B only', k, v);
+console.log('diff coupons', n);
