@@ -52,12 +52,14 @@ interface ValidBatch {
 }
 
 /** Printable ASCII of 1..max characters: its length is the same in UTF-16 units and code points. */
-const ASCII_IDENTIFIER: Record<number, RegExp> = {
-  32: /^[\x20-\x7e]{1,32}$/,
-  64: /^[\x20-\x7e]{1,64}$/,
-};
-const isIdentifier = (v: unknown, max: 32 | 64): v is string =>
-  typeof v === 'string' && ASCII_IDENTIFIER[max].test(v);
+function isIdentifier(v: unknown, max: 32 | 64): v is string {
+  if (typeof v !== 'string' || v.length < 1 || v.length > max) return false;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
 const isInt4 = (v: unknown): v is number =>
   typeof v === 'number' && Number.isInteger(v) && v >= -2147483648 && v <= 2147483647;
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
