@@ -26,14 +26,18 @@ export interface CallbackResult {
   duplicate: boolean;
 }
 
+/** How many payload hashes of committed batches a process remembers (about 1 MB). */
+const RECENT_BATCHES = 10_000;
+
 /** Ascending bytewise order of coupon codes (the lock order; `COLLATE "C"` in SQL). */
 const byCode = (a: { couponCode: string }, b: { couponCode: string }) =>
   a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0;
 
 /**
  * Applies one verified delivery in ONE transaction (CONTRACT §4). A byte-identical redelivery of
- * a committed batch is answered from one index lookup on the payload hash, which also records its
- * `duplicate` delivery attempt (§4 step 4, §8), before anything parses the body. Any other body is
+ * a batch this process committed lately is answered from one index lookup on the payload hash,
+ * which also records its `duplicate` delivery attempt (§4 step 4, §8), before anything parses the
+ * body (other redeliveries are recognised by the claim below, after parsing). Any other body is
  * parsed and validated (§3), then, on one connection in two rounds of statements sent back to back
  * (see {@link PipelinedTx}):
  *  1. BEGIN; claim the batch id with its payload hash (waiting on a concurrent delivery of the same
@@ -50,6 +54,13 @@ const byCode = (a: { couponCode: string }, b: { couponCode: string }) =>
 export class CallbackService {
   private readonly statusMap: StatusMap;
   private readonly knownHouseAccounts = new Set<string>();
+  /**
+   * Payload hashes of the batches this process committed lately (oldest first, at most
+   * {@link RECENT_BATCHES}): only those are looked up before parsing. A body not in it is almost
+   * always a new batch, so it goes straight to parsing and the claim, which still recognises a
+   * redelivery this process does not know (committed by another replica or before a restart).
+   */
+  private readonly recentHashes = new Set<string>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -76,19 +87,33 @@ export class CallbackService {
       throw new DeadlineExceededError();
     const rawBody = request.rawBody ?? Buffer.alloc(0);
     request.payloadHash = createHash('sha256').update(rawBody).digest('hex');
-    let committed: CommittedBatch | undefined;
-    try {
-      committed = await this.committedDuplicate(request, request.payloadHash);
-    } catch (err) {
-      request.batchId = batchIdHint(rawBody);
-      throw err;
+    const payloadHash = request.payloadHash;
+    if (this.recentHashes.has(payloadHash)) {
+      let committed: CommittedBatch | undefined;
+      try {
+        committed = await this.committedDuplicate(request, payloadHash);
+      } catch (err) {
+        request.batchId = batchIdHint(rawBody);
+        throw err;
+      }
+      if (committed) {
+        request.batchId = committed.batchId;
+        request.couponCount = committed.couponCount;
+        return { processed: committed.couponCount, duplicate: true };
+      }
     }
-    if (committed) {
-      request.batchId = committed.batchId;
-      request.couponCount = committed.couponCount;
-      return { processed: committed.couponCount, duplicate: true };
+    const result = await this.process(parseDelivery(request, this.config.amountScale), request);
+    this.remember(payloadHash);
+    return result;
+  }
+
+  /** Notes a committed batch's payload hash, forgetting the oldest past {@link RECENT_BATCHES}. */
+  private remember(payloadHash: string): void {
+    this.recentHashes.delete(payloadHash);
+    this.recentHashes.add(payloadHash);
+    if (this.recentHashes.size > RECENT_BATCHES) {
+      this.recentHashes.delete(this.recentHashes.values().next().value as string);
     }
-    return this.process(parseDelivery(request, this.config.amountScale), request);
   }
 
   /** The committed batch with this payload hash, after recording the `duplicate` attempt; or undefined. */

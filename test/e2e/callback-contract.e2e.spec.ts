@@ -953,6 +953,32 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       expectError(other.res, 409, 'batch_conflict');
     });
 
+    it('a redelivery of a batch committed by another replica (unknown to this process) is found by the claim: 200 duplicate, attempt recorded, nothing else written', async () => {
+      const body = Buffer.from(JSON.stringify(batch('hash-2', [coupon('PH-3', { status: 1 })])));
+      // As another replica would have left it: the batch committed, its coupon row written.
+      await t.db.query(`INSERT INTO coupons (coupon_code) VALUES ('PH-3')`);
+      await t.db.query(
+        `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('hash-2', $1, 1, $2)`,
+        [sha256(body), body],
+      );
+      const res = await send(t, body, { headers: { 'x-request-id': 'hash-other-replica' } });
+      expect(res.res.status).toBe(200);
+      expect(res.res.body).toStrictEqual({ success: true, processed: 1, duplicate: true });
+      expect(await attemptOf(t, 'hash-other-replica')).toMatchObject({
+        batch_id: 'hash-2',
+        outcome: 'duplicate',
+        http_status: 200,
+        payload_hash: sha256(body),
+      });
+      expect(await rowsOfBatch(t, 'hash-2', ['PH-3'])).toEqual({
+        batches: 1,
+        snapshots: 0,
+        bets: 0,
+        operations: 0,
+        touched_coupons: 0,
+      });
+    });
+
     it('X-Request-Id is echoed and stored with the attempt (success and failures)', async () => {
       const ok = await send(t, batchOf('rid-ok', { code: 'RID-OK', status: 1 }), {
         headers: { 'x-request-id': 'corr-ok-123' },
