@@ -14,7 +14,9 @@
  *   --players N (200), --baseline-pool-size N (16), --slices N (each run split into N interleaved
  *   slices, receiver/baseline/receiver/…; 3 by default, 1 with --quick), --keep-databases,
  *   --profile (CPU profiles of both servers under .data/bench/profile), --embedded (use an
- *   embedded PostgreSQL even when the local service answers)
+ *   embedded PostgreSQL even when the local service answers), --db-prefix P (databases
+ *   `P_template`, `P_receiver`, `P_baseline`; `bench` by default: runs sharing a server need
+ *   distinct prefixes and port bases)
  *
  * The last line is always
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
@@ -60,6 +62,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     slices: { type: 'string' },
     embedded: { type: 'boolean', default: false },
+    'db-prefix': { type: 'string', default: 'bench' },
   },
 });
 
@@ -491,8 +494,9 @@ interface Phase {
 
 async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promise<RunStats[]> {
   const t0 = performance.now();
-  const template = 'bench_template';
-  const dbs = { receiver: 'bench_receiver', baseline: 'bench_baseline' };
+  const dbPrefix = args['db-prefix'] as string;
+  const template = `${dbPrefix}_template`;
+  const dbs = { receiver: `${dbPrefix}_receiver`, baseline: `${dbPrefix}_baseline` };
   await dropDatabases(admin, [dbs.receiver, dbs.baseline, template]);
   await createMigratedDatabase(admin, template);
   if (phase.large) {

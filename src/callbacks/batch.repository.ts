@@ -1,8 +1,30 @@
 import { Injectable } from '@nestjs/common';
-import { Tx } from '../database/transaction.js';
+import { Statement, Tx } from '../database/transaction.js';
+import { DeliveryAttemptRow } from './delivery-audit.repository.js';
 
 /** Result of claiming a batch id: new, already committed with the same body, or with another. */
 export type BatchClaim = 'claimed' | 'duplicate' | 'conflict';
+
+/** A committed batch found by the hash of its body. */
+export interface CommittedBatch {
+  batchId: string;
+  couponCount: number;
+}
+
+/** Columns and parameters of a delivery attempt row, `$first`… (CONTRACT §8). */
+function attemptValues(a: DeliveryAttemptRow): unknown[] {
+  return [
+    a.batchId,
+    a.requestId,
+    a.receivedAt,
+    a.outcome,
+    a.httpStatus,
+    a.errorCode,
+    a.couponCount,
+    a.durationMs,
+    a.payloadHash,
+  ];
+}
 
 /** SQL of `callback_batches` (CONTRACT §4 step 4). */
 @Injectable()
@@ -28,5 +50,76 @@ export class BatchRepository {
       [batch.batchId],
     );
     return rows[0]?.payload_hash === batch.payloadHash ? 'duplicate' : 'conflict';
+  }
+
+  /**
+   * The claim for a pipelined transaction: inserts the batch id with its payload hash
+   * (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id until it commits or
+   * rolls back) and notes in the transaction (`receiver.claimed`) whether this transaction owns
+   * the batch, which {@link CouponRepository.lockForBatchStatement} reads. Returns one row,
+   * `claimed` = 'true' or 'false'.
+   */
+  claimStatement(batch: {
+    batchId: string;
+    payloadHash: string;
+    couponCount: number;
+    rawBody: Buffer;
+  }): Statement {
+    return {
+      name: 'cb_claim',
+      text: `WITH claim AS (
+               INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
+               VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING 1
+             )
+             SELECT set_config('receiver.claimed', (EXISTS (SELECT 1 FROM claim))::text, true) AS claimed`,
+      values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],
+    };
+  }
+
+  /**
+   * For a batch id this transaction could not claim: the stored payload hash (one row, or none),
+   * and, when it equals `attempt.payloadHash`, the `duplicate` delivery attempt `attempt`.
+   */
+  redeliveryStatement(attempt: DeliveryAttemptRow): Statement {
+    return {
+      name: 'cb_redelivery',
+      text: `WITH h AS (SELECT payload_hash FROM callback_batches WHERE batch_id = $1),
+             a AS (
+               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
+               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM h WHERE h.payload_hash = $9::char(64)
+             )
+             SELECT payload_hash::text AS payload_hash FROM h`,
+      values: attemptValues(attempt),
+    };
+  }
+
+  /**
+   * A byte-identical redelivery of a committed batch, recognised before its body is parsed
+   * (CONTRACT §4 step 4): the batch whose payload hash is `attempt.payloadHash`, if any, and in the
+   * same statement (one transaction of its own) its `duplicate` delivery attempt (§8), taking the
+   * batch id and coupon count from the stored batch. Returns no row when no such batch is
+   * committed (a concurrent first delivery still in flight is not seen: that delivery goes the
+   * normal way and waits on the batch id).
+   */
+  committedDuplicateStatement(attempt: Omit<DeliveryAttemptRow, 'batchId' | 'couponCount'>): Statement {
+    return {
+      name: 'cb_committed_duplicate',
+      text: `WITH h AS (
+               SELECT batch_id, coupon_count FROM callback_batches WHERE payload_hash = $7::char(64) LIMIT 1
+             ), a AS (
+               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
+               SELECT h.batch_id, $1, $2, $3, $4, $5, h.coupon_count, $6, $7 FROM h
+             )
+             SELECT batch_id AS "batchId", coupon_count AS "couponCount" FROM h`,
+      values: [
+        attempt.requestId,
+        attempt.receivedAt,
+        attempt.outcome,
+        attempt.httpStatus,
+        attempt.errorCode,
+        attempt.durationMs,
+        attempt.payloadHash,
+      ],
+    };
   }
 }

@@ -13,13 +13,11 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { CallbackBody } from './callback-body.decorator.js';
-import { CallbackBodyPipe } from './callback-body.pipe.js';
 import { CallbackResponseInterceptor } from './callback-response.interceptor.js';
 import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { InboxService } from './inbox/inbox.service.js';
-import type { ParsedBatch } from './parsed-batch.js';
 import { SignatureGuard } from './signature.guard.js';
 
 const error = (description: string, code: string, message: string) => ({
@@ -30,9 +28,9 @@ const error = (description: string, code: string, message: string) => ({
 
 /**
  * `POST /sportapi/callback` (path configurable with `CALLBACK_PATH`): SportAPI's settlement
- * callback (CONTRACT §3–§5). Signature guard → body pipe → {@link CallbackService} (inline mode)
- * or {@link InboxService.accept} (`CALLBACK_MODE=inbox`) → 200 after COMMIT; failures are mapped
- * by the exception filter.
+ * callback (CONTRACT §3–§5). Signature guard → {@link CallbackService.receive} (inline mode: parse,
+ * validate, apply) or {@link InboxService.receive} (`CALLBACK_MODE=inbox`: parse, validate, commit
+ * to the inbox) → 200 after COMMIT; failures are mapped by the exception filter.
  */
 @ApiTags('callback')
 @Controller()
@@ -139,12 +137,9 @@ export class CallbackController {
       'temporarily unavailable, retry later',
     ),
   })
-  receive(
-    @CallbackBody(CallbackBodyPipe) batch: ParsedBatch,
-    @CallbackBody() request: CallbackRequestState,
-  ): Promise<CallbackResult> {
+  receive(@CallbackBody() request: CallbackRequestState): Promise<CallbackResult> {
     return this.config.callbackMode === 'inbox'
-      ? this.inbox.accept(batch, request)
-      : this.callbacks.process(batch, request);
+      ? this.inbox.receive(request)
+      : this.callbacks.receive(request);
   }
 }

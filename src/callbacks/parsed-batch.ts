@@ -19,4 +19,9 @@ export interface ParsedBatch {
   payloadHash: string;
   /** Payloads hold `LosslessNumber`s (numbers kept with their digits) and need the exact writer. */
   losslessNumbers: boolean;
+  /**
+   * The body's own jsonb form can stand for the parsed coupon payloads (the same keys and strings;
+   * numbers equal as numbers), so they need not be sent to the database again.
+   */
+  payloadsAsSent: boolean;
 }

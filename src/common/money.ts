@@ -33,13 +33,18 @@ export function formatAmount(value: string | Decimal, scale = 2): Money {
   return new Decimal(value).toFixed(scale);
 }
 
+/** Plain unsigned decimal text (digits, optional fraction): its sign and zero-ness show in the digits. */
+const UNSIGNED_DECIMAL = /^\d+(?:\.\d+)?$/;
+
 /** Exact equality of two decimal strings ("5" equals "5.00"). */
 export function sameAmount(a: Money, b: Money): boolean {
-  return new Decimal(a).equals(new Decimal(b));
+  // Equal text is an equal amount (the usual case: canonical strings on both sides).
+  return a === b || new Decimal(a).equals(new Decimal(b));
 }
 
 /** True when the decimal string is greater than zero. */
 export function isPositive(a: Money): boolean {
+  if (UNSIGNED_DECIMAL.test(a)) return /[1-9]/.test(a);
   return new Decimal(a).greaterThan(0);
 }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { parseExactJson, stringifyExactJson } from '../common/exact-json.js';
-import { Tx } from '../database/transaction.js';
+import { parseExactJson } from '../common/exact-json.js';
+import { Statement, Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
 /** A coupon row locked for a batch or a registration: registration and settlement state. */
@@ -23,14 +23,6 @@ export interface SnapshotRow {
   payload: unknown;
 }
 
-/** A bet to upsert by (`coupon_code`, `uuid`); `payload` is the event as it came. */
-export interface BetRow {
-  couponCode: string;
-  uuid: string;
-  status: number;
-  payload: unknown;
-}
-
 /** The coupon as `GET /coupons/{coupon_code}` reads it, before shaping. */
 export interface CouponRow extends LockedCoupon {
   stake: string | null;
@@ -43,9 +35,153 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
   settled_amount::text AS "settledAmount", recalculation_open AS "recalculationOpen",
   needs_review AS "needsReview", review_reason AS "reviewReason"`;
 
+/** What one claimed batch writes besides money (CONTRACT §4 step 5, §6), for {@link CouponRepository.applyBatchStatement}. */
+export interface BatchWrites {
+  batchId: string;
+  /** One per coupon; `position` is its 1-based index in the body's `coupons` array. */
+  snapshots: (Omit<SnapshotRow, 'payload'> & { position: number })[];
+  /**
+   * The coupons' payloads in body order as JSON text (lossless writer), or null to take them
+   * from the batch's stored body (`callback_batches.payload`, written by the claim in this
+   * transaction): only for bodies whose jsonb form holds the very same keys and strings.
+   */
+  payloadsJson: string | null;
+  /** Settlement states the batch changed. */
+  states: (CouponSettlementState & { couponCode: string })[];
+}
+
+/** The `jsonb_to_recordset` input of changed settlement states. */
+function statesJson(states: (CouponSettlementState & { couponCode: string })[]): string {
+  return JSON.stringify(
+    states.map((s) => ({
+      coupon_code: s.couponCode,
+      status: s.status,
+      real_win: s.realWin,
+      generation: s.generation,
+      generation_settled: s.generationSettled,
+      settled_amount: s.settledAmount,
+      recalculation_open: s.recalculationOpen,
+      needs_review: s.needsReview,
+      review_reason: s.reviewReason,
+    })),
+  );
+}
+
 /** SQL of coupons, their snapshot history and bets (CONTRACT §4 step 5, §6). */
 @Injectable()
 export class CouponRepository {
+  /**
+   * Row-locks `FOR UPDATE`, in ascending `coupon_code` order (bytewise), the existing coupons
+   * among `couponCodes`, only when this transaction claimed its batch (`receiver.claimed`, set by
+   * {@link BatchRepository.claimStatement} just before); rows as {@link LockedCoupon}. Locking does
+   * not rewrite the rows. Coupons without a row are inserted with {@link insertCouponsStatement}.
+   */
+  lockClaimedStatement(couponCodes: string[]): Statement {
+    return {
+      name: 'cp_lock_claimed',
+      text: `SELECT ${COUPON_COLUMNS} FROM coupons
+             WHERE coupon_code = ANY($1::text[]) AND current_setting('receiver.claimed', true) = 'true'
+             ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
+      values: [couponCodes],
+    };
+  }
+
+  /** Inserts, in ascending order, the coupons among `couponCodes` that have no row yet. */
+  insertCouponsStatement(couponCodes: string[]): Statement {
+    return {
+      name: 'cp_insert_missing',
+      text: `INSERT INTO coupons (coupon_code)
+             SELECT code FROM unnest($1::text[]) AS code ORDER BY code COLLATE "C"
+             ON CONFLICT (coupon_code) DO NOTHING`,
+      values: [couponCodes],
+    };
+  }
+
+  /** Row-locks the coupons `FOR UPDATE` in ascending order; rows as {@link LockedCoupon}. */
+  lockStatement(couponCodes: string[]): Statement {
+    return {
+      name: 'cp_lock',
+      text: `SELECT ${COUPON_COLUMNS} FROM coupons
+             WHERE coupon_code = ANY($1::text[]) ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
+      values: [couponCodes],
+    };
+  }
+
+  /**
+   * Everything a claimed batch writes besides money, in one statement: one snapshot per coupon
+   * (history, CONTRACT §6), the settlement states the batch changed (`last_batch_id`: the batch
+   * that last changed it), and the bets of applied snapshots, taken from the stored coupon
+   * payloads (upsert by `coupon_code`, `uuid` in ascending order; a bet whose status and payload
+   * are unchanged is not rewritten), and the delivery attempt `attempt` (§8; parameters 4–12), or
+   * none when `attempt` is null (a batch applied by an inbox worker, a replay or reconciliation).
+   * The coupons must be locked by this transaction.
+   */
+  applyBatchStatement(w: BatchWrites, attempt: unknown[] | null): Statement {
+    const statesParam = w.payloadsJson === null ? 3 : attempt ? 13 : 4;
+    return {
+      name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
+      text: `WITH meta AS MATERIALIZED (
+               SELECT * FROM jsonb_to_recordset($2::jsonb) AS m(coupon_code text, position int, status int,
+                 real_win numeric, applied boolean, transition text, generation int, operations jsonb)
+             ), body AS MATERIALIZED (
+               SELECT p.value AS payload, p.ord FROM jsonb_array_elements(${
+                 w.payloadsJson === null
+                   ? `(SELECT convert_from(payload, 'UTF8')::jsonb -> 'coupons' FROM callback_batches WHERE batch_id = $1)`
+                   : '$3::jsonb'
+               }) WITH ORDINALITY AS p(value, ord)
+             ), snap AS (
+               INSERT INTO coupon_snapshots (coupon_code, batch_id, status, real_win, applied, transition, generation, operations, payload)
+               SELECT m.coupon_code, $1, m.status, m.real_win, m.applied, m.transition, m.generation, m.operations, b.payload
+               FROM meta m JOIN body b ON b.ord = m.position
+             ), st AS (
+               UPDATE coupons c SET status = r.status, real_win = r.real_win, settlement_generation = r.generation,
+                 generation_settled = r.generation_settled, settled_amount = r.settled_amount,
+                 recalculation_open = r.recalculation_open, needs_review = r.needs_review,
+                 review_reason = r.review_reason, last_batch_id = $1, updated_at = now()
+               FROM jsonb_to_recordset($${statesParam}::jsonb) AS r(coupon_code text, status int,
+                 real_win numeric, generation int, generation_settled boolean, settled_amount numeric,
+                 recalculation_open boolean, needs_review boolean, review_reason text)
+               WHERE c.coupon_code = r.coupon_code
+             ), bet AS (
+               INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id)
+               SELECT m.coupon_code, e.value ->> 'uuid', (e.value ->> 'status')::int, e.value, $1
+               FROM meta m JOIN body b ON b.ord = m.position
+               CROSS JOIN LATERAL jsonb_array_elements(b.payload -> 'events') AS e(value)
+               WHERE m.applied
+               ORDER BY m.coupon_code COLLATE "C", (e.value ->> 'uuid') COLLATE "C"
+               ON CONFLICT (coupon_code, uuid) DO UPDATE
+                 SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()
+                 WHERE (bets.status, bets.payload) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.payload)
+             )${
+               attempt
+                 ? `, att AS (
+               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
+               VALUES ($4, $5, $6, $7, $8, $9, $10, $11, $12)
+             )`
+                 : ''
+             }
+             SELECT count(*)::int AS snapshots FROM meta`,
+      values: [
+        w.batchId,
+        JSON.stringify(
+          w.snapshots.map((s) => ({
+            coupon_code: s.couponCode,
+            position: s.position,
+            status: s.status,
+            real_win: s.realWin,
+            applied: s.applied,
+            transition: s.transition,
+            generation: s.generation,
+            operations: s.operations,
+          })),
+        ),
+        w.payloadsJson === null ? statesJson(w.states) : w.payloadsJson,
+        ...(attempt ?? []),
+        ...(w.payloadsJson === null ? [] : [statesJson(w.states)]),
+      ],
+    };
+  }
+
   /**
    * Creates the coupons of a batch that do not exist yet, then row-locks all of them `FOR UPDATE`
    * in ascending `coupon_code` order (bytewise): the fixed lock order that keeps batches sharing
@@ -70,97 +206,6 @@ export class CouponRepository {
   /** Locks one coupon for registration, creating its row if no callback has arrived yet. */
   async lockOne(tx: Tx, couponCode: string): Promise<LockedCoupon> {
     return (await this.lockForBatch(tx, [couponCode]))[0];
-  }
-
-  /** Writes the settlement state of the coupons a batch changed (`last_batch_id`: the batch that last changed it). */
-  async saveStates(
-    tx: Tx,
-    batchId: string,
-    states: (CouponSettlementState & { couponCode: string })[],
-  ): Promise<void> {
-    if (!states.length) return;
-    await tx.query(
-      `UPDATE coupons c SET status = r.status, real_win = r.real_win, settlement_generation = r.generation,
-         generation_settled = r.generation_settled, settled_amount = r.settled_amount,
-         recalculation_open = r.recalculation_open, needs_review = r.needs_review,
-         review_reason = r.review_reason, last_batch_id = $1, updated_at = now()
-       FROM jsonb_to_recordset($2::jsonb) AS r(coupon_code text, status int, real_win numeric, generation int,
-         generation_settled boolean, settled_amount numeric, recalculation_open boolean, needs_review boolean,
-         review_reason text)
-       WHERE c.coupon_code = r.coupon_code`,
-      [
-        batchId,
-        JSON.stringify(
-          states.map((s) => ({
-            coupon_code: s.couponCode,
-            status: s.status,
-            real_win: s.realWin,
-            generation: s.generation,
-            generation_settled: s.generationSettled,
-            settled_amount: s.settledAmount,
-            recalculation_open: s.recalculationOpen,
-            needs_review: s.needsReview,
-            review_reason: s.reviewReason,
-          })),
-        ),
-      ],
-    );
-  }
-
-  /** Appends one snapshot per coupon of the batch to the coupons' history. */
-  async insertSnapshots(tx: Tx, batchId: string, snapshots: SnapshotRow[], lossless = true): Promise<void> {
-    if (!snapshots.length) return;
-    await tx.query(
-      `INSERT INTO coupon_snapshots (coupon_code, batch_id, status, real_win, applied, transition, generation, operations, payload)
-       SELECT r.coupon_code, $1, r.status, r.real_win, r.applied, r.transition, r.generation, r.operations, r.payload
-       FROM jsonb_to_recordset($2::jsonb) AS r(coupon_code text, status int, real_win numeric, applied boolean,
-         transition text, generation int, operations jsonb, payload jsonb)`,
-      [
-        batchId,
-        stringifyExactJson(
-          snapshots.map((s) => ({
-            coupon_code: s.couponCode,
-            status: s.status,
-            real_win: s.realWin,
-            applied: s.applied,
-            transition: s.transition,
-            generation: s.generation,
-            operations: s.operations,
-            payload: s.payload,
-          })),
-          lossless,
-        ),
-      ],
-    );
-  }
-
-  /**
-   * Inserts or updates bets by (`coupon_code`, `uuid`) from applied snapshots; a bet whose status
-   * and payload are unchanged is not rewritten (`last_batch_id` is the batch that last changed it).
-   */
-  async upsertBets(tx: Tx, batchId: string, bets: BetRow[], lossless = true): Promise<void> {
-    if (!bets.length) return;
-    await tx.query(
-      `INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id)
-       SELECT r.coupon_code, r.uuid, r.status, r.payload, $1
-       FROM jsonb_to_recordset($2::jsonb) AS r(coupon_code text, uuid text, status int, payload jsonb)
-       ORDER BY r.coupon_code COLLATE "C", r.uuid COLLATE "C"
-       ON CONFLICT (coupon_code, uuid) DO UPDATE
-         SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()
-         WHERE (bets.status, bets.payload) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.payload)`,
-      [
-        batchId,
-        stringifyExactJson(
-          bets.map((b) => ({
-            coupon_code: b.couponCode,
-            uuid: b.uuid,
-            status: b.status,
-            payload: b.payload,
-          })),
-          lossless,
-        ),
-      ],
-    );
   }
 
   /** Records a coupon's registration (account, stake, currency, hash of the request). */

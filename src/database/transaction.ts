@@ -1,9 +1,10 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type pg from 'pg';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { isRetryable } from './pg-errors.js';
+import { isRetryable, isTransient } from './pg-errors.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
 export class DeadlineExceededError extends Error {
@@ -25,7 +26,7 @@ export interface SqlResult<T> {
  * `EntityManager`. Before each statement the deadline is checked and, near it, the statement and
  * lock timeouts are lowered to the time left, so no statement outlives the deadline.
  */
-export class Tx {
+export class Tx implements StatementExecutor {
   private timeoutMs: number;
   private readonly commitHooks: (() => void)[] = [];
 
@@ -72,6 +73,18 @@ export class Tx {
     }
   }
 
+  /**
+   * Runs `statements` one after another inside the transaction (the same {@link Statement}s the
+   * pipelined hot path sends as one group), each under the timeouts of {@link query}.
+   * @returns the result of each, in order. @throws the first failing statement's error (the
+   *   transaction is aborted then).
+   */
+  async send(statements: Statement[]): Promise<SqlResult<Record<string, unknown>>[]> {
+    const results: SqlResult<Record<string, unknown>>[] = [];
+    for (const s of statements) results.push(await this.query(s.text, s.values ?? []));
+    return results;
+  }
+
   /** Runs one statement with positional parameters (`$1`…) inside the transaction. */
   async query<T = Record<string, unknown>>(sql: string, params: unknown[] = []): Promise<SqlResult<T>> {
     const left = this.deadline - Date.now();
@@ -115,6 +128,125 @@ export class Tx {
   }
 }
 
+/** A statement with positional parameters; `name` makes it a prepared statement of the connection. */
+export interface Statement {
+  text: string;
+  values?: unknown[];
+  /** Name of the prepared statement (the same name always with the same text). */
+  name?: string;
+}
+
+/**
+ * What statement builders' callers need of a transaction, whichever runs it: {@link Tx} (one
+ * statement after another on its query runner) or {@link PipelinedTx} (groups pipelined on a raw
+ * connection). One implementation of the SQL serves both.
+ */
+export interface StatementExecutor {
+  /** Runs `statements` in order inside the transaction; the result of each. */
+  send(statements: Statement[]): Promise<{ rows: unknown[] }[]>;
+  /** Registers a callback run only after the transaction has committed. */
+  afterCommit(hook: () => void): void;
+}
+
+/**
+ * One open transaction on a raw node-postgres connection, for the callback's hot path: statements
+ * are sent in groups ({@link send}), each group written to the connection back to back, so the
+ * database runs them one after another without waiting for this process in between; the
+ * transaction costs as many event-loop turns as groups. A group starts with {@link timeouts},
+ * which lowers `statement_timeout` and `lock_timeout` to the time left before the deadline
+ * (SET LOCAL), so no statement outlives it. A failed statement makes the later ones of its group fail too (the
+ * transaction is aborted); {@link commitWith} ends the group with COMMIT and reports whether it
+ * committed.
+ */
+export class PipelinedTx implements StatementExecutor {
+  private readonly commitHooks: (() => void)[] = [];
+  /** true while BEGIN was sent and neither COMMIT nor ROLLBACK was. */
+  open = false;
+  /** The timeouts set in this transaction (ms), once set. */
+  private current: { statement: number; lock: number } | undefined;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    readonly deadline: number,
+    private readonly limits: { statementTimeoutMs: number; lockTimeoutMs: number },
+  ) {}
+
+  /** Registers a callback run only after this transaction has committed. */
+  afterCommit(hook: () => void): void {
+    this.commitHooks.push(hook);
+  }
+
+  /** Milliseconds before the deadline. @throws DeadlineExceededError when none is left. */
+  timeLeft(): number {
+    const left = this.deadline - Date.now();
+    if (left <= 0) throw new DeadlineExceededError();
+    return left;
+  }
+
+  /**
+   * The statement that sets `statement_timeout` and `lock_timeout` for the rest of the
+   * transaction (SET LOCAL): the configured ones, or the time left before the deadline when that
+   * is shorter; `untilDeadline` makes both the time left (e.g. to wait on a concurrent delivery of
+   * the same batch id holding its unique index, CONTRACT §4 step 4). None when the values already
+   * set in this transaction stand. Spread it first into a group.
+   * @throws DeadlineExceededError when no time is left.
+   */
+  timeouts(untilDeadline = false): Statement[] {
+    const left = this.timeLeft();
+    const statement = untilDeadline ? left : Math.min(this.limits.statementTimeoutMs, left);
+    const lock = untilDeadline ? left : Math.min(this.limits.lockTimeoutMs, left);
+    if (this.current?.statement === statement && this.current.lock === lock) return [];
+    this.current = { statement, lock };
+    return [
+      {
+        name: 'tx_timeouts',
+        text: "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)",
+        values: [`${statement}ms`, `${lock}ms`],
+      },
+    ];
+  }
+
+  /** BEGIN (READ COMMITTED), then `statements`, as one group. @returns their results. */
+  async begin(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.open = true;
+    const results = await this.group([{ text: 'BEGIN ISOLATION LEVEL READ COMMITTED' }, ...statements]);
+    return results.slice(1);
+  }
+
+  /** `statements` as one group. @returns the result of each, in order. */
+  send(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.timeLeft();
+    return this.group(statements);
+  }
+
+  /**
+   * `statements` and COMMIT as one group, then the after-commit callbacks.
+   * @returns the statements' results once committed.
+   * @throws the first failing statement's error (the transaction was rolled back by then).
+   */
+  async commitWith(statements: Statement[]): Promise<pg.QueryResult[]> {
+    this.timeLeft();
+    const results = await this.group([...statements, { text: 'COMMIT' }]);
+    this.open = false;
+    const commit = results[results.length - 1];
+    if (commit.command !== 'COMMIT') throw new Error(`transaction ended with ${commit.command}, not COMMIT`);
+    for (const hook of this.commitHooks.splice(0)) hook();
+    return results.slice(0, -1);
+  }
+
+  private group(statements: Statement[]): Promise<pg.QueryResult[]> {
+    // With the pool's node-postgres pipeline mode the statements are all written at once and the
+    // database runs them in order: no round trip, no turn of this process in between. If one
+    // fails, the later ones (already sent) fail too or, for COMMIT, answer ROLLBACK; all are awaited.
+    const pending = statements.map((s) => this.client.query(s as pg.QueryConfig));
+    return Promise.all(pending).catch(async (err: unknown) => {
+      await Promise.allSettled(pending);
+      if (statements[statements.length - 1].text === 'COMMIT') this.open = false;
+      throw err;
+    });
+  }
+}
+
 /** Options of {@link TransactionRunner.run}. */
 export interface RunOptions {
   /** Epoch milliseconds after which nothing more is attempted; the transaction rolls back. */
@@ -153,6 +285,73 @@ export class TransactionRunner {
           setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
         );
       }
+    }
+  }
+
+  /**
+   * Like {@link run}, on a raw connection of the same pool driven through {@link PipelinedTx}: the
+   * work sends BEGIN (`tx.begin`), its statement groups and COMMIT (`tx.commitWith`); whatever it
+   * left open is rolled back. Same re-runs after 40001/40P01 and the same deadline.
+   */
+  async runPipelined<T>(work: (tx: PipelinedTx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
+    const retries = options.retries ?? this.config.transientRetries;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.oncePipelined(work, deadline);
+      } catch (err) {
+        const timeLeft = deadline - Date.now();
+        if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
+        this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
+        await new Promise((r) =>
+          setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
+        );
+      }
+    }
+  }
+
+  /** One statement in a transaction of its own (autocommit) on a raw connection of the pool. */
+  async queryOnce(statement: Statement): Promise<pg.QueryResult> {
+    const [client, release] = await this.obtainConnection();
+    try {
+      const result = await client.query(statement as pg.QueryConfig);
+      release();
+      return result;
+    } catch (err) {
+      release(isTransient(err) ? (err as Error) : undefined);
+      throw err;
+    }
+  }
+
+  private obtainConnection(): Promise<[pg.PoolClient, (err?: Error) => void]> {
+    // TypeORM's own pool (one pool, one DB_POOL_SIZE): the PostgreSQL driver hands out a raw pg
+    // client with its release callback, as its query runners use them.
+    const driver = this.dataSource.driver as unknown as {
+      obtainMasterConnection(): Promise<[pg.PoolClient, (err?: Error) => void]>;
+    };
+    return driver.obtainMasterConnection();
+  }
+
+  private async oncePipelined<T>(work: (tx: PipelinedTx) => Promise<T>, deadline: number): Promise<T> {
+    if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
+    const [client, release] = await this.obtainConnection();
+    const tx = new PipelinedTx(client, deadline, {
+      statementTimeoutMs: this.config.statementTimeoutMs,
+      lockTimeoutMs: this.config.lockTimeoutMs,
+    });
+    let broken: Error | undefined;
+    try {
+      const result = await work(tx);
+      if (tx.open) throw new Error('the work returned without committing');
+      return result;
+    } catch (err) {
+      if (tx.open) {
+        await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+        tx.open = false;
+      }
+      throw err;
+    } finally {
+      release(broken);
     }
   }
 

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Tx } from '../database/transaction.js';
+import { Statement, Tx } from '../database/transaction.js';
 import { AccountKind } from './entities/account.entity.js';
 import { OperationType } from './entities/financial-operation.entity.js';
 
@@ -33,9 +33,115 @@ export interface StoredOperation {
   createdAt: Date;
 }
 
+/** SQLSTATEs raised (through `receiver_assert`) by {@link LedgerRepository.postOperationsStatement}. */
+export const LEDGER_SQLSTATE = {
+  /** An account of an operation does not exist. */
+  ACCOUNT_MISSING: 'RL404',
+  /** An account holds another currency than its operation. */
+  CURRENCY_MISMATCH: 'RL422',
+  /** A key that existed already names another operation (type, coupon, generation, account, amount). */
+  KEY_COLLISION: 'RL409',
+} as const;
+
 /** SQL of the ledger tables (accounts, financial operations, ledger entries, adjustments). */
 @Injectable()
 export class LedgerRepository {
+  /** Creates the house accounts that do not exist yet (ascending id order). */
+  ensureHouseAccountsStatement(houses: { id: string; currency: string }[]): Statement {
+    return {
+      name: 'lg_ensure_houses',
+      text: `INSERT INTO accounts (id, kind, currency)
+             SELECT id, 'house', currency FROM unnest($1::text[], $2::text[]) AS h(id, currency) ORDER BY id COLLATE "C"
+             ON CONFLICT (id) DO NOTHING`,
+      values: [houses.map((h) => h.id), houses.map((h) => h.currency)],
+    };
+  }
+
+  /**
+   * The whole posting of settlement operations (CONTRACT §7) in one statement, for a pipelined
+   * transaction whose next statement is COMMIT: locks the player accounts `playerIds`
+   * `FOR NO KEY UPDATE` in ascending id order, checks every operation's player and house account
+   * (`houseIds[i]`) exists in the operation's currency, inserts the operations whose key is new,
+   * two entries per inserted operation (player: +amount for credits, -amount for debits; house:
+   * the opposite) and adds each account's summed delta to its balance: that update, the
+   * statement's last step, is what locks the house account (after the players, the ledger's lock
+   * order, see {@link lockAccounts}), so it is held only until the COMMIT that follows. A key that existed must
+   * name the very same operation. Any failed check raises ({@link LEDGER_SQLSTATE}), so the
+   * statement fails and the transaction rolls back. Returns one row: `inserted`, the count, and
+   * `types`, the type of each inserted operation (null when none).
+   * Amounts are positive decimal strings; signs follow the operation type as in `LedgerService`.
+   */
+  postOperationsStatement(ops: OperationRow[], houseIds: string[], playerIds: string[]): Statement {
+    return {
+      name: 'lg_post_settlement',
+      text: `WITH oin AS MATERIALIZED (
+               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[],
+                                    $7::text[], $8::text[], $9::text[])
+                 AS o(key, type, code, generation, account, amount, currency, batch_id, house)
+             ), lk AS MATERIALIZED (
+               SELECT id, currency::text AS currency FROM accounts
+               WHERE id = ANY($10::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE
+             ), acc AS MATERIALIZED (
+               SELECT id, currency FROM lk
+               UNION ALL
+               SELECT id, currency::text FROM accounts WHERE id IN (SELECT house FROM oin)
+             ), checked AS MATERIALIZED (
+               SELECT coalesce(bool_and(receiver_assert(
+                 a.id IS NOT NULL AND a.currency = x.currency,
+                 CASE WHEN a.id IS NULL THEN '${LEDGER_SQLSTATE.ACCOUNT_MISSING}' ELSE '${LEDGER_SQLSTATE.CURRENCY_MISMATCH}' END,
+                 CASE WHEN a.id IS NULL THEN format('account %s does not exist', x.account)
+                      ELSE format('account %s holds %s, not %s', x.account, a.currency, x.currency) END)), true) AS ok
+               FROM (SELECT account, currency FROM oin UNION ALL SELECT house, currency FROM oin) x
+               LEFT JOIN acc a ON a.id = x.account
+             ), ins AS (
+               INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id)
+               SELECT key, type, code, generation, account, amount, currency, batch_id FROM oin
+               WHERE (SELECT ok FROM checked)
+               ON CONFLICT (operation_key) DO NOTHING
+               RETURNING id, operation_key, type, account_id,
+                 CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
+             ), mv AS MATERIALIZED (
+               SELECT i.id, 0 AS side, i.account_id AS account, i.delta FROM ins i
+               UNION ALL
+               SELECT i.id, 1, o.house, -i.delta FROM ins i JOIN oin o ON o.key = i.operation_key
+             ), ent AS (
+               INSERT INTO ledger_entries (operation_id, account_id, amount)
+               SELECT id, account, delta FROM mv ORDER BY id, side
+             ), bal AS (
+               -- Run after the main query (not referenced by it): the house accounts are locked
+               -- here, in ascending id order, right before the balances change and COMMIT follows.
+               UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
+               FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
+               WHERE a.id = d.account AND d.delta <> 0
+                 AND (SELECT count(*) FROM (
+                       SELECT id FROM accounts WHERE id IN (SELECT house FROM oin)
+                       ORDER BY id COLLATE "C" FOR NO KEY UPDATE) hl) >= 0
+             )
+             SELECT (SELECT count(*) FROM ins)::int AS inserted,
+               (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
+               coalesce(bool_and(receiver_assert(
+                 f.id IS NOT NULL AND f.type = o.type AND f.account_id = o.account
+                   AND f.coupon_code IS NOT DISTINCT FROM o.code AND f.generation IS NOT DISTINCT FROM o.generation
+                   AND f.currency = o.currency AND f.amount = o.amount,
+                 '${LEDGER_SQLSTATE.KEY_COLLISION}',
+                 format('operation key collision on %s: the stored operation differs', o.key))), true) AS same
+             FROM oin o LEFT JOIN financial_operations f ON f.operation_key = o.key
+             WHERE o.key NOT IN (SELECT operation_key FROM ins)`,
+      values: [
+        ops.map((o) => o.key),
+        ops.map((o) => o.type),
+        ops.map((o) => o.couponCode),
+        ops.map((o) => o.generation),
+        ops.map((o) => o.accountId),
+        ops.map((o) => o.amount),
+        ops.map((o) => o.currency),
+        ops.map((o) => o.batchId),
+        houseIds,
+        playerIds,
+      ],
+    };
+  }
+
   /** Creates accounts that do not exist yet; existing ones are left as they are. */
   async ensureAccounts(
     tx: Tx,
@@ -51,7 +157,10 @@ export class LedgerRepository {
   }
 
   /**
-   * Locks the accounts `FOR NO KEY UPDATE` in ascending id order (one fixed order: no deadlocks).
+   * Locks the accounts `FOR NO KEY UPDATE` in the one fixed order of the ledger (no deadlocks):
+   * player accounts by ascending id, then house accounts by ascending id. House accounts come last
+   * because every settlement touches one: the settlement posting locks it with its final balance
+   * update just before COMMIT ({@link postOperationsStatement}), so it is held as briefly as possible.
    * Not `FOR UPDATE`: that conflicts with the `FOR KEY SHARE` locks foreign keys take on accounts
    * (e.g. a coupon registration's `coupons.account_id`), so two transactions that both referenced
    * the account before locking it would deadlock. Only the balance changes, never the key.
@@ -59,7 +168,7 @@ export class LedgerRepository {
   async lockAccounts(tx: Tx, ids: string[]): Promise<AccountRow[]> {
     const { rows } = await tx.query<AccountRow>(
       `SELECT id, kind, currency, balance::text AS balance FROM accounts
-       WHERE id = ANY($1::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE`,
+       WHERE id = ANY($1::text[]) ORDER BY kind = 'house', id COLLATE "C" FOR NO KEY UPDATE`,
       [ids],
     );
     return rows;

@@ -464,6 +464,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       rawBody,
       payloadHash: createHash('sha256').update(rawBody).digest('hex'),
       losslessNumbers: false,
+      payloadsAsSent: false,
     };
   }
 }

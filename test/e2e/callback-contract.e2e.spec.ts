@@ -919,6 +919,66 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       ]);
     });
 
+    it('a byte-identical redelivery is answered from its payload hash alone (§4 step 4, §8): 200 duplicate while the coupons table is locked, attempt recorded, nothing else written', async () => {
+      await deposit(t.app, 'ph', '50.00');
+      await register(t.app, 'PH-1', 'ph', '10.00');
+      const body = batch('hash-1', [coupon('PH-1', { realWin: '4.00' }), coupon('PH-2', { status: 1 })]);
+      expect((await send(t, body)).res.status).toBe(200);
+      const before = await rowsOfBatch(t, 'hash-1', ['PH-1', 'PH-2']);
+      // A first delivery would have to lock coupon rows; a redelivery of committed bytes must not.
+      const locker = await t.db.connect();
+      let again!: Sent;
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE coupons IN ACCESS EXCLUSIVE MODE');
+        again = await send(t, body, { headers: { 'x-request-id': 'hash-redelivery' } });
+      } finally {
+        await locker.query('ROLLBACK');
+        locker.release();
+      }
+      expect(again.res.status).toBe(200);
+      expect(again.res.body).toStrictEqual({ success: true, processed: 2, duplicate: true });
+      expect(await attemptOf(t, 'hash-redelivery')).toEqual({
+        batch_id: 'hash-1',
+        request_id: 'hash-redelivery',
+        outcome: 'duplicate',
+        http_status: 200,
+        error_code: null,
+        payload_hash: sha256(again.bytes),
+      });
+      expect(await rowsOfBatch(t, 'hash-1', ['PH-1', 'PH-2'])).toEqual(before);
+      expect(await balance(t.app, 'ph')).toBe('44.00');
+      // The same batch id with other bytes still goes the whole way: 409.
+      const other = await send(t, batch('hash-1', [coupon('PH-1', { realWin: '5.00' })]));
+      expectError(other.res, 409, 'batch_conflict');
+    });
+
+    it('a redelivery of a batch committed by another replica (unknown to this process) is found by the claim: 200 duplicate, attempt recorded, nothing else written', async () => {
+      const body = Buffer.from(JSON.stringify(batch('hash-2', [coupon('PH-3', { status: 1 })])));
+      // As another replica would have left it: the batch committed, its coupon row written.
+      await t.db.query(`INSERT INTO coupons (coupon_code) VALUES ('PH-3')`);
+      await t.db.query(
+        `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('hash-2', $1, 1, $2)`,
+        [sha256(body), body],
+      );
+      const res = await send(t, body, { headers: { 'x-request-id': 'hash-other-replica' } });
+      expect(res.res.status).toBe(200);
+      expect(res.res.body).toStrictEqual({ success: true, processed: 1, duplicate: true });
+      expect(await attemptOf(t, 'hash-other-replica')).toMatchObject({
+        batch_id: 'hash-2',
+        outcome: 'duplicate',
+        http_status: 200,
+        payload_hash: sha256(body),
+      });
+      expect(await rowsOfBatch(t, 'hash-2', ['PH-3'])).toEqual({
+        batches: 1,
+        snapshots: 0,
+        bets: 0,
+        operations: 0,
+        touched_coupons: 0,
+      });
+    });
+
     it('X-Request-Id is echoed and stored with the attempt (success and failures)', async () => {
       const ok = await send(t, batchOf('rid-ok', { code: 'RID-OK', status: 1 }), {
         headers: { 'x-request-id': 'corr-ok-123' },

@@ -14,6 +14,7 @@ import {
   deliver,
   deposit,
   expectError,
+  OPS_KEY,
   operations,
   ops,
   register,
@@ -175,6 +176,37 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect(await balance(t.app, 'ib-p1')).toBe('275.50');
     expect((await inboxRows(t, 'ib-b1')).map((r) => [r.status, r.outcome, r.last_error])).toEqual([
       ['done', 'processed', null],
+    ]);
+  });
+
+  it("counts a worker's financial operations in the ledger-operations metric once committed, as inline (CONTRACT §7)", async () => {
+    const series = (text: string, type: string) => {
+      const name = `settlement_ledger_operations_total{type="${type}"} `;
+      const line = text.split('\n').find((l) => l.startsWith(name));
+      return line === undefined ? 0 : Number(line.slice(name.length));
+    };
+    const scrape = async () => {
+      const res = await request(t.app.getHttpServer())
+        .get('/metrics')
+        .set('authorization', `Bearer ${OPS_KEY}`);
+      expect(res.status).toBe(200);
+      return res.text;
+    };
+    await register(t.app, 'IB-M1', 'ib-p1', '1.00');
+    const before = await scrape();
+    const body = JSON.stringify(batchOf('ib-m1', { code: 'IB-M1', status: 2, realWin: '3.00' }));
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1 });
+    await drained(t);
+    // A duplicate moves no money and counts nothing.
+    expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+    const after = await scrape();
+    expect({
+      finalCredits: series(after, 'final_credit') - series(before, 'final_credit'),
+      stakeDebits: series(after, 'stake_debit') - series(before, 'stake_debit'),
+    }).toEqual({ finalCredits: 1, stakeDebits: 0 });
+    expect(await operations(t.app, 'IB-M1')).toEqual([
+      'IB-M1:0:final_credit=3.00',
+      'IB-M1:0:stake_debit=1.00',
     ]);
   });
 

@@ -1,4 +1,5 @@
-import { parseBatch } from '../../src/callbacks/callback-body.pipe.js';
+import fc from 'fast-check';
+import { parseBatch, readValidBatch } from '../../src/callbacks/callback-body.pipe.js';
 import { DomainException } from '../../src/common/domain.exception.js';
 
 const coupon = (code: string, extra: Record<string, unknown> = {}) => ({
@@ -169,5 +170,161 @@ describe('parseBatch (CONTRACT §3, §4 step 2)', () => {
     const parsed = parseBatch(Buffer.from(text), 2);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.getPrototypeOf(parsed.coupons[0].payload)).toBe(Object.prototype);
+  });
+});
+
+// The compiled check (readValidBatch) decides the hot path; the DTO decides everything it does not
+// accept. A body the compiled check accepts must be one the DTO accepts, with the same result.
+describe('compiled check and DTO agree (CONTRACT §3)', () => {
+  const outcome = (text: string, compiled: boolean) => {
+    try {
+      const b = parseBatch(Buffer.from(text), 2, { compiled });
+      return { ok: true, batchId: b.batchId, couponCount: b.couponCount, coupons: b.coupons };
+    } catch (err) {
+      const e = err as DomainException;
+      return { ok: false, code: e.code, message: e.message, fields: e.fields };
+    }
+  };
+
+  it('a typical batch is accepted by the compiled check itself', () => {
+    const body = batch({
+      couponCount: 2,
+      coupons: [coupon('000000000272', { realWin: 185.5 }), coupon('000000000273', { realWin: null })],
+    });
+    const compiled = readValidBatch(JSON.parse(JSON.stringify(body)), 2);
+    expect(compiled).toEqual({
+      batchId: 'b-1',
+      couponCount: 2,
+      coupons: [
+        {
+          coupon_code: '000000000272',
+          status: 2,
+          realWin: '185.50',
+          events: [{ uuid: '000000000272-1', status: 2 }],
+        },
+        {
+          coupon_code: '000000000273',
+          status: 2,
+          realWin: null,
+          events: [{ uuid: '000000000273-1', status: 2 }],
+        },
+      ],
+    });
+  });
+
+  it.each([
+    ['an identifier outside printable ASCII', batch({ batchId: 'b-é' })],
+    ['an unsafe-number batchId', '{"batchId":12345678901234567890,"couponCount":1,"coupons":[]}'],
+    [
+      'status 2.0000000000000000001',
+      '{"batchId":"b","couponCount":1,"coupons":[{"coupon_code":"1","status":2.0000000000000000001,"events":[]}]}',
+    ],
+    ['couponCount mismatch', batch({ couponCount: 2 })],
+    ['duplicate coupon_code', batch({ couponCount: 2, coupons: [coupon('1'), coupon('1')] })],
+  ])('%s is left to the DTO', (_name, body) => {
+    const text = typeof body === 'string' ? body : JSON.stringify(body);
+    expect(outcome(text, true)).toEqual(outcome(text, false));
+  });
+
+  // Values each field may take: valid ones and every kind of wrong one.
+  const anyValue = fc.oneof(
+    fc.string({ maxLength: 70 }),
+    fc.string({ unit: 'grapheme', maxLength: 40 }),
+    fc.constantFrom('', 'x'.repeat(32), 'x'.repeat(33), 'x'.repeat(64), 'x'.repeat(65), '\u0000', '\ud800'),
+    fc.integer(),
+    fc.constantFrom(2 ** 31, -(2 ** 31) - 1, 1.5, 0, -0, 1e21),
+    fc.constantFrom('10', '10.5', '10.55', '10.555', '-1', '1e2', ' 1', '0.00', '9999999999999.99'),
+    fc.constant(null),
+    fc.boolean(),
+    fc.constant([]),
+    fc.constant({}),
+  );
+  const event = fc.record(
+    { uuid: fc.oneof(fc.constantFrom('u-1', 'u-2'), anyValue), status: fc.oneof(fc.integer(), anyValue) },
+    { requiredKeys: [] },
+  );
+  const couponArb = fc.record(
+    {
+      coupon_code: fc.oneof(fc.constantFrom('C1', 'C2', '000000000272'), anyValue),
+      status: fc.oneof(fc.constantFrom(1, 2, 3, 4, 15), anyValue),
+      realWin: fc.oneof(fc.constantFrom('10.00', '0', null), anyValue),
+      events: fc.oneof(fc.array(event, { maxLength: 3 }), anyValue),
+      extra: anyValue,
+    },
+    { requiredKeys: [] },
+  );
+  const body = fc.record(
+    {
+      batchId: fc.oneof(fc.constantFrom('b-1'), anyValue),
+      couponCount: fc.oneof(fc.integer({ min: 0, max: 4 }), anyValue),
+      coupons: fc.oneof(fc.array(fc.oneof(couponArb, anyValue), { maxLength: 4 }), anyValue),
+    },
+    { requiredKeys: [] },
+  );
+
+  it('any body: the same verdict, result, error paths and messages on both paths', () => {
+    fc.assert(
+      fc.property(body, (b) => {
+        const text = JSON.stringify(b);
+        expect(outcome(text, true)).toEqual(outcome(text, false));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('near-valid bodies (one field off at most, often none): the same outcome, many of them accepted', () => {
+    let accepted = 0;
+    const validEvent = fc.record({
+      uuid: fc.stringMatching(/^[\x20-\x7e]{1,8}$/),
+      status: fc.integer({ min: -5, max: 20 }),
+    });
+    const validCoupon = fc.record({
+      coupon_code: fc.stringMatching(/^[\x20-\x7e]{1,6}$/),
+      status: fc.constantFrom(1, 2, 3, 4, 15, 99),
+      realWin: fc.constantFrom('10.00', '0', '7.5', null, undefined),
+      events: fc.array(validEvent, { maxLength: 4 }),
+    });
+    const near = fc
+      .tuple(
+        fc.array(validCoupon, { minLength: 1, maxLength: 6 }),
+        fc.option(anyValue, { freq: 3 }),
+        fc.nat(5),
+      )
+      .map(([coupons, odd, where]) => {
+        const b: Record<string, unknown> = { batchId: 'b-9', couponCount: coupons.length, coupons };
+        if (odd !== null) {
+          const c = coupons[0] as Record<string, unknown>;
+          const target = [b, b, c, c, c, (c.events as Record<string, unknown>[])[0] ?? c][where];
+          const key = ['batchId', 'couponCount', 'coupon_code', 'status', 'realWin', 'uuid'][where];
+          target[key] = odd;
+        }
+        return b;
+      });
+    fc.assert(
+      fc.property(near, (b) => {
+        const text = JSON.stringify(b);
+        const fast = outcome(text, true);
+        expect(fast).toEqual(outcome(text, false));
+        if (fast.ok) accepted++;
+      }),
+      { numRuns: 2000 },
+    );
+    expect(accepted).toBeGreaterThan(400);
+  });
+
+  it('valid bodies with realWin numbers of any digits: the same verdict and amounts', () => {
+    const amount = fc.oneof(
+      fc.stringMatching(/^-?\d{1,16}(\.\d{1,4})?$/),
+      fc.stringMatching(/^\d{1,3}(\.\d{1,3})?[eE][+-]?\d$/),
+    );
+    fc.assert(
+      fc.property(amount, fc.boolean(), (a, asNumber) => {
+        const text = `{"batchId":"b-1","couponCount":1,"coupons":[{"coupon_code":"C","status":2,"realWin":${
+          asNumber ? a : JSON.stringify(a)
+        },"events":[]}]}`;
+        expect(outcome(text, true)).toEqual(outcome(text, false));
+      }),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { parseBatch } from '../callback-body.pipe.js';
+import { parseBatch, parseDelivery } from '../callback-body.pipe.js';
 import { CallbackService } from '../callback.service.js';
 import type { CallbackResult } from '../callback.service.js';
 import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
@@ -56,6 +56,16 @@ export class InboxService {
     private readonly callbacks: CallbackService,
     private readonly audit: DeliveryAuditRepository,
   ) {}
+
+  /**
+   * A delivery whose signature was verified (raw body on `request`): parsed and validated
+   * (CONTRACT §3; `batchId` and `couponCount` noted on `request` for the audit and the logs), then
+   * committed to the inbox ({@link accept}).
+   * @throws DomainException MALFORMED_JSON / VALIDATION_FAILED (400), and whatever {@link accept} throws.
+   */
+  receive(request: CallbackRequestState): Promise<CallbackResult> {
+    return this.accept(parseDelivery(request, this.config.amountScale), request);
+  }
 
   /**
    * Commits `batch` to the inbox. A batch id already in the inbox (pending, applied or
