@@ -27,7 +27,7 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
   generate --out DIR --seed N [--coupons 20] [--batches 10] [--prefix P] [--max-batch-size 100] [--force]
       Write a seeded sequence of batch files (0001.json, ...) and the coupons.json manifest.
 
-  serve --port P [--host 127.0.0.1] [--data DIR] [--api-key K]
+  serve --port P [--host 127.0.0.1] [--data FILE|DIR] [--api-key K]
         [--proxy-to URL [--drop-after-response RATE] [--seed N]]
       A stand-in SportAPI: GET /coupons/{coupon_code} from DIR's latest states; POSTs forwarded
       to --proxy-to, the connection dropped after the receiver answered with probability RATE.

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { ConsoleLogger, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
@@ -24,6 +25,11 @@ async function bootstrap(): Promise<void> {
     config = loadConfig(process.env);
   } catch (err) {
     console.error((err as Error).message);
+    process.exit(1);
+  }
+  const portProblem = await httpPortProblem(config.host, config.port);
+  if (portProblem) {
+    console.error(`start-up failed: PORT ${config.port} on ${config.host} ${portProblem}; set PORT`);
     process.exit(1);
   }
   let embedded: EmbeddedPostgresServer | undefined;
@@ -67,6 +73,25 @@ async function bootstrap(): Promise<void> {
         ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
         : '; CALLBACK_MODE=inline: batches applied before the answer'),
   );
+}
+
+/**
+ * Why HTTP could not listen on `host:port`, checked before anything is started (an embedded
+ * PostgreSQL, migrations), or undefined when it can. The real listen comes later; this only makes
+ * the common case (a second copy on the same port) fail at once with a clear message.
+ */
+function httpPortProblem(host: string, port: number): Promise<string | undefined> {
+  return new Promise((done) => {
+    const probe = createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) =>
+      done(
+        err.code === 'EADDRINUSE'
+          ? 'is in use by another process'
+          : `cannot be used (${err.code ?? err.message})`,
+      ),
+    );
+    probe.listen(port, host, () => probe.close(() => done(undefined)));
+  });
 }
 
 /** A start-up failure in one line; a database that cannot be reached is named by its variable. */
