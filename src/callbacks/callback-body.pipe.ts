@@ -192,10 +192,11 @@ export function parseBatch(
 ): ParsedBatch {
   let parsed: unknown;
   let lossless: boolean;
+  let extreme: boolean;
   let text: string;
   try {
     text = utf8.decode(rawBody);
-    ({ value: parsed, lossless } = parseExactJson(text, AMOUNT_KEYS));
+    ({ value: parsed, lossless, extreme } = parseExactJson(text, AMOUNT_KEYS));
   } catch (err) {
     // The parser's message may quote the body: keep it short and storable (it goes to the quarantine).
     const reason = err instanceof SyntaxError ? toStorableText(err.message).slice(0, 200) : 'not UTF-8';
@@ -230,8 +231,11 @@ export function parseBatch(
     payloadHash: createHash('sha256').update(rawBody).digest('hex'),
     losslessNumbers: lossless,
     // jsonb of these bytes holds the same keys and strings as the parsed payloads: no escapes
-    // that decode to U+0000, surrogates or a disguised `__proto__`, no `__proto__` key, no BOM.
-    payloadsAsSent: rawBody[0] !== 0xef && !text.includes('\\u') && !text.includes('__proto__'),
+    // that decode to U+0000, surrogates or a disguised `__proto__`, no `__proto__` key, no BOM;
+    // and PostgreSQL can hold every number of the whole body, unknown fields outside `coupons`
+    // included (an exponent such as 1e1000000 or a very long digit run may not fit `numeric`;
+    // the coupons' own payloads then go as lossless JSON text).
+    payloadsAsSent: rawBody[0] !== 0xef && !text.includes('\\u') && !text.includes('__proto__') && !extreme,
   };
 }
 

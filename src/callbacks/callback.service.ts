@@ -58,8 +58,8 @@ const orderedCoupons = (batch: ParsedBatch): OrderedCoupon[] =>
  * parsed and validated (§3), then, on one connection in two rounds of statements sent back to back
  * (see {@link PipelinedTx}):
  *  1. BEGIN; claim the batch id with its payload hash (waiting on a concurrent delivery of the same
- *     id until the deadline; duplicate → nothing else; other body → 409); row-lock the batch's
- *     coupons in ascending `coupon_code` order (coupons never seen before: one more round);
+ *     id until the deadline; duplicate → nothing else; other body → 409); create the coupons never
+ *     seen before and row-lock all of the batch's coupons in ascending `coupon_code` order;
  *  2. after the settlement transitions are decided in JavaScript (§6): every snapshot, the changed
  *     coupon states, the bets of applied snapshots and the delivery attempt in one statement; the
  *     financial operations of registered coupons in one more (§7: accounts locked in ascending id
@@ -171,13 +171,13 @@ export class CallbackService {
             ...untilDeadline,
             this.batches.claimStatement(batch),
             ...afterClaim,
+            this.coupons.insertClaimedCouponsStatement(codes),
             this.coupons.lockClaimedStatement(codes),
           ]);
           const claim = results[untilDeadline.length];
           const locked = results[results.length - 1];
           if (claim.rows[0].claimed !== 'true') return this.redelivered(tx, batch, request);
           const rows = locked.rows as LockedCoupon[];
-          if (rows.length < codes.length) rows.push(...(await this.createCoupons(tx, codes, rows)));
           return this.apply(tx, batch, request, ordered, new Map(rows.map((r) => [r.couponCode, r])));
         },
         { deadline },
@@ -185,22 +185,6 @@ export class CallbackService {
     } catch (err) {
       throw ledgerError(err);
     }
-  }
-
-  /** Coupons of the batch without a row yet (a callback ahead of the registration): created and locked. */
-  private async createCoupons(
-    tx: PipelinedTx,
-    codes: string[],
-    locked: LockedCoupon[],
-  ): Promise<LockedCoupon[]> {
-    const seen = new Set(locked.map((r) => r.couponCode));
-    const missing = codes.filter((c) => !seen.has(c));
-    const results = await tx.send([
-      ...tx.timeouts(),
-      this.coupons.insertCouponsStatement(missing),
-      this.coupons.lockStatement(missing),
-    ]);
-    return results[results.length - 1].rows as LockedCoupon[];
   }
 
   /** The batch id was committed before: duplicate (same hash, attempt recorded) or 409. */
@@ -353,6 +337,7 @@ export class CallbackService {
         transition: decision.transition,
         generation: decision.state.generation,
         operations: decision.operations,
+        eventStatuses: coupon.events.map((e) => e.status),
       });
       if (decision.operations.length && current.accountId !== null && current.currency !== null) {
         ops.push(

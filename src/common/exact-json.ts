@@ -8,6 +8,21 @@ export interface ExactJson {
   value: unknown;
   /** true when some number kept its original digits (too big or precise for a double, or kept as text). */
   lossless: boolean;
+  /**
+   * true when some number is extreme: more than 1000 characters or an exponent beyond ±1000.
+   * PostgreSQL's `numeric` (and so `jsonb`) may not hold it, so such a body is not converted to
+   * jsonb as a whole.
+   */
+  extreme: boolean;
+}
+
+/** A number's text longer than this, or with an exponent beyond it, counts as extreme. */
+const EXTREME_NUMBER = 1000;
+
+function isExtremeNumber(text: string): boolean {
+  if (text.length > EXTREME_NUMBER) return true;
+  const e = text.search(/[eE]/);
+  return e >= 0 && Math.abs(Number(text.slice(e + 1))) > EXTREME_NUMBER;
 }
 
 /**
@@ -23,13 +38,16 @@ export function parseExactJson(
   maxDepth = MAX_JSON_DEPTH,
 ): ExactJson {
   let lossless = false;
+  let extreme = false;
   let value: unknown;
   try {
     value = parse(text, (key: string, v: unknown) => {
       if (key === '__proto__') return undefined;
       if (isLosslessNumber(v)) {
-        if (!keepAsText.has(key) && isSafeNumber(v.toString())) return Number(v.toString());
+        const digits = v.toString();
+        if (!keepAsText.has(key) && isSafeNumber(digits)) return Number(digits);
         lossless = true;
+        if (!extreme && isExtremeNumber(digits)) extreme = true;
       }
       return v;
     });
@@ -39,7 +57,7 @@ export function parseExactJson(
     throw err;
   }
   if (depthExceeds(value, maxDepth)) throw new SyntaxError(`nested deeper than ${maxDepth} levels`);
-  return { value, lossless };
+  return { value, lossless, extreme };
 }
 
 /** JSON text of a value; `LosslessNumber`s (when `lossless`) are written with their digits. */

@@ -38,8 +38,12 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
 /** What one claimed batch writes besides money (CONTRACT §4 step 5, §6), for {@link CouponRepository.applyBatchStatement}. */
 export interface BatchWrites {
   batchId: string;
-  /** One per coupon; `position` is its 1-based index in the body's `coupons` array. */
-  snapshots: (Omit<SnapshotRow, 'payload'> & { position: number })[];
+  /**
+   * One per coupon; `position` is its 1-based index in the body's `coupons` array,
+   * `eventStatuses` the validated status of each of its events in body order (the bets' status
+   * comes from here, never from the payload's JSON text: `2.0` is a valid status 2, CONTRACT §3).
+   */
+  snapshots: (Omit<SnapshotRow, 'payload'> & { position: number; eventStatuses: number[] })[];
   /**
    * The coupons' payloads in body order as JSON text (lossless writer), or null to take them
    * from the batch's stored body (`callback_batches.payload`, written by the claim in this
@@ -74,7 +78,8 @@ export class CouponRepository {
    * Row-locks `FOR UPDATE`, in ascending `coupon_code` order (bytewise), the existing coupons
    * among `couponCodes`, only when this transaction claimed its batch (`receiver.claimed`, set by
    * {@link BatchRepository.claimStatement} just before); rows as {@link LockedCoupon}. Locking does
-   * not rewrite the rows. Coupons without a row are inserted with {@link insertCouponsStatement}.
+   * not rewrite the rows. Coupons without a row are inserted just before, in the same group, with
+   * {@link insertClaimedCouponsStatement}.
    */
   lockClaimedStatement(couponCodes: string[]): Statement {
     return {
@@ -82,6 +87,23 @@ export class CouponRepository {
       text: `SELECT ${COUPON_COLUMNS} FROM coupons
              WHERE coupon_code = ANY($1::text[]) AND current_setting('receiver.claimed', true) = 'true'
              ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
+      values: [couponCodes],
+    };
+  }
+
+  /**
+   * Like {@link insertCouponsStatement}, only when this transaction claimed its batch
+   * (`receiver.claimed`): sent just before {@link lockClaimedStatement} in the same group, so the
+   * batch's new and existing coupons are locked in one ascending pass, as on every other path.
+   */
+  insertClaimedCouponsStatement(couponCodes: string[]): Statement {
+    return {
+      name: 'cp_insert_claimed',
+      text: `INSERT INTO coupons (coupon_code)
+             SELECT code FROM unnest($1::text[]) AS code
+             WHERE current_setting('receiver.claimed', true) = 'true'
+             ORDER BY code COLLATE "C"
+             ON CONFLICT (coupon_code) DO NOTHING`,
       values: [couponCodes],
     };
   }
@@ -122,7 +144,8 @@ export class CouponRepository {
       name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
       text: `WITH meta AS MATERIALIZED (
                SELECT * FROM jsonb_to_recordset($2::jsonb) AS m(coupon_code text, position int, status int,
-                 real_win numeric, applied boolean, transition text, generation int, operations jsonb)
+                 real_win numeric, applied boolean, transition text, generation int, operations jsonb,
+                 event_statuses jsonb)
              ), body AS MATERIALIZED (
                SELECT p.value AS payload, p.ord FROM jsonb_array_elements(${
                  w.payloadsJson === null
@@ -144,9 +167,9 @@ export class CouponRepository {
                WHERE c.coupon_code = r.coupon_code
              ), bet AS (
                INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id)
-               SELECT m.coupon_code, e.value ->> 'uuid', (e.value ->> 'status')::int, e.value, $1
+               SELECT m.coupon_code, e.value ->> 'uuid', (m.event_statuses ->> (e.ord::int - 1))::int, e.value, $1
                FROM meta m JOIN body b ON b.ord = m.position
-               CROSS JOIN LATERAL jsonb_array_elements(b.payload -> 'events') AS e(value)
+               CROSS JOIN LATERAL jsonb_array_elements(b.payload -> 'events') WITH ORDINALITY AS e(value, ord)
                WHERE m.applied
                ORDER BY m.coupon_code COLLATE "C", (e.value ->> 'uuid') COLLATE "C"
                ON CONFLICT (coupon_code, uuid) DO UPDATE
@@ -173,6 +196,7 @@ export class CouponRepository {
             transition: s.transition,
             generation: s.generation,
             operations: s.operations,
+            event_statuses: s.eventStatuses,
           })),
         ),
         w.payloadsJson === null ? statesJson(w.states) : w.payloadsJson,

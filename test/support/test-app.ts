@@ -25,7 +25,8 @@ export interface TestContext {
 /**
  * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
- * `error` unless set); `options.logDestination` receives the JSON log lines instead of stdout.
+ * `fatal` unless set: tests that provoke failures on purpose would fill the output);
+ * `options.logDestination` receives the JSON log lines instead of stdout.
  */
 export async function createTestApp(
   env: Record<string, string> = {},
@@ -38,7 +39,7 @@ export async function createTestApp(
     OPS_API_KEYS: OPS_KEY,
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
-    LOG_LEVEL: 'error',
+    LOG_LEVEL: 'fatal',
     ...env,
   });
   const moduleRef = await Test.createTestingModule({
