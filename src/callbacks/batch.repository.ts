@@ -56,23 +56,35 @@ export class BatchRepository {
    * The claim for a pipelined transaction: inserts the batch id with its payload hash
    * (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id until it commits or
    * rolls back) and notes in the transaction (`receiver.claimed`) whether this transaction owns
-   * the batch, which {@link CouponRepository.lockForBatchStatement} reads. Returns one row,
-   * `claimed` = 'true' or 'false'.
+   * the batch, which {@link CouponRepository.lockForBatchStatement} reads. Claims nothing while
+   * the inbox holds a pending row with this batch id or any of `couponCodes` (an inbox replica on
+   * the same database got an earlier batch of these coupons). Returns one row: `claimed` =
+   * 'true' or 'false', `inbox_pending` boolean.
    */
-  claimStatement(batch: {
-    batchId: string;
-    payloadHash: string;
-    couponCount: number;
-    rawBody: Buffer;
-  }): Statement {
+  claimStatement(
+    batch: {
+      batchId: string;
+      payloadHash: string;
+      couponCount: number;
+      rawBody: Buffer;
+    },
+    couponCodes: string[],
+  ): Statement {
     return {
       name: 'cb_claim',
-      text: `WITH claim AS (
+      text: `WITH held AS (
+               SELECT EXISTS (
+                 SELECT 1 FROM callback_inbox
+                 WHERE status = 'pending' AND (batch_id = $1 OR coupon_codes && $5::text[])
+               ) AS inbox_pending
+             ), claim AS (
                INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
-               VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING 1
+               SELECT $1, $2, $3, $4 FROM held WHERE NOT held.inbox_pending
+               ON CONFLICT (batch_id) DO NOTHING RETURNING 1
              )
-             SELECT set_config('receiver.claimed', (EXISTS (SELECT 1 FROM claim))::text, true) AS claimed`,
-      values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],
+             SELECT set_config('receiver.claimed', (EXISTS (SELECT 1 FROM claim))::text, true) AS claimed,
+                    (SELECT inbox_pending FROM held) AS inbox_pending`,
+      values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody, couponCodes],
     };
   }
 

@@ -14,7 +14,7 @@ import type { AppConfig } from '../config/configuration.js';
 import type { CallbackRequestState } from '../common/request-context.js';
 import { CallbackBody } from './callback-body.decorator.js';
 import { CallbackResponseInterceptor } from './callback-response.interceptor.js';
-import { CallbackService } from './callback.service.js';
+import { CallbackService, InboxPendingError } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { InboxService } from './inbox/inbox.service.js';
@@ -138,8 +138,11 @@ export class CallbackController {
     ),
   })
   receive(@CallbackBody() request: CallbackRequestState): Promise<CallbackResult> {
-    return this.config.callbackMode === 'inbox'
-      ? this.inbox.receive(request)
-      : this.callbacks.receive(request);
+    if (this.config.callbackMode === 'inbox') return this.inbox.receive(request);
+    return this.callbacks
+      .receive(request)
+      .catch((err: unknown) =>
+        err instanceof InboxPendingError ? this.inbox.receive(request) : Promise.reject(err),
+      );
   }
 }

@@ -31,6 +31,18 @@ import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
 /** What the callback answers after COMMIT (CONTRACT §5). */
+/**
+ * Thrown by {@link CallbackService.receive} (inline mode) when the inbox holds a pending row with
+ * the batch id or one of its coupons: the batch must queue behind it, so the caller hands the
+ * delivery to the inbox instead (CONTRACT §4 step 5: per coupon, batches apply in arrival order).
+ * Nothing was written.
+ */
+export class InboxPendingError extends Error {
+  constructor(readonly batchId: string) {
+    super(`batch ${batchId}: earlier inbox rows of its coupons are pending`);
+  }
+}
+
 export interface CallbackResult {
   processed: number;
   duplicate: boolean;
@@ -169,13 +181,16 @@ export class CallbackService {
           const afterClaim = tx.timeouts();
           const results = await tx.begin([
             ...untilDeadline,
-            this.batches.claimStatement(batch),
+            this.batches.claimStatement(batch, codes),
             ...afterClaim,
             this.coupons.insertClaimedCouponsStatement(codes),
             this.coupons.lockClaimedStatement(codes),
           ]);
           const claim = results[untilDeadline.length];
           const locked = results[results.length - 1];
+          // An inbox replica on this database holds an earlier batch of these coupons (or this
+          // batch id) not applied yet: applying now would overtake it (CONTRACT §4 step 5).
+          if (claim.rows[0].inbox_pending === true) throw new InboxPendingError(batch.batchId);
           if (claim.rows[0].claimed !== 'true') return this.redelivered(tx, batch, request);
           const rows = locked.rows as LockedCoupon[];
           return this.apply(tx, batch, request, ordered, new Map(rows.map((r) => [r.couponCode, r])));

@@ -616,4 +616,49 @@ describe('inline mode with batches left in the inbox', () => {
     expect(await operations(t.app, 'IL-1')).toEqual(['IL-1:0:final_credit=15.00', 'IL-1:0:stake_debit=5.00']);
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
   });
+  it('an inline batch of a coupon with a pending inbox row queues behind it (an inbox replica on the same database): applied in arrival order', async () => {
+    await deposit(t.app, 'il-p2', '100.00');
+    await register(t.app, 'IL-2', 'il-p2', '10.00');
+    expect(
+      (await deliver(t.app, batchOf('il2-a', { code: 'IL-2', status: 2, realWin: '50.00' }))).status,
+    ).toBe(200);
+    expect(await balance(t.app, 'il-p2')).toBe('140.00');
+    // An inbox replica accepted a recalculation (no realWin) and has not applied it yet.
+    const recalculation = JSON.stringify(batchOf('il2-b', { code: 'IL-2', status: 15 }));
+    await t.db.query(
+      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
+       VALUES ('il2-b', $1, 1, ARRAY['IL-2'], $2)`,
+      [sha256(recalculation), Buffer.from(recalculation)],
+    );
+    // The new result arrives at this inline process: it must not overtake the recalculation.
+    const res = await deliver(t.app, batchOf('il2-c', { code: 'IL-2', status: 2, realWin: '30.00' }));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, processed: 1 });
+    await drained(t);
+    expect((await inboxRows(t, 'il2-c')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    expect(await balance(t.app, 'il-p2')).toBe('120.00');
+    expect(await operations(t.app, 'IL-2')).toEqual([
+      'IL-2:0:final_credit=50.00',
+      'IL-2:0:stake_debit=10.00',
+      'IL-2:1:final_credit=30.00',
+      'IL-2:1:recalculation_debit=50.00',
+    ]);
+    const coupon = await ops(t.app).get('/coupons/IL-2');
+    expect(coupon.body.needsReview).toBe(false);
+  });
+
+  it('a batch id pending in the inbox with another body: 409 from this inline process, the pending body applied', async () => {
+    const first = JSON.stringify(batchOf('il3-x', { code: 'IL-3', status: 1 }));
+    await t.db.query(
+      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
+       VALUES ('il3-x', $1, 1, ARRAY['IL-3'], $2)`,
+      [sha256(first), Buffer.from(first)],
+    );
+    const other = await deliver(t.app, batchOf('il3-x', { code: 'IL-3', status: 2, realWin: '9.00' }));
+    expectError(other, 409, 'batch_conflict');
+    await drained(t);
+    expect((await inboxRows(t, 'il3-x')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    const { rows } = await t.db.query(`SELECT status FROM coupons WHERE coupon_code = 'IL-3'`);
+    expect(rows).toEqual([{ status: 1 }]);
+  });
 });

@@ -27,6 +27,9 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.callbackMode === 'inbox') return this.start();
+    // Inline mode: a batch handed to the inbox (earlier rows of its coupons pending, see
+    // InboxPendingError) starts the workers too.
+    this.unsubscribe = this.inbox.onAccepted(() => this.start());
     const left = await this.inbox.pendingCount().catch(() => 0);
     if (left > 0) {
       this.logger.warn(`CALLBACK_MODE=inline but ${left} inbox row(s) are pending: applying them`);
@@ -48,8 +51,9 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private start(): void {
-    if (this.running) return;
+    if (this.running) return this.wake();
     this.running = true;
+    this.unsubscribe?.();
     this.unsubscribe = this.inbox.onAccepted(() => this.wake());
     for (let i = 0; i < this.config.inboxConcurrency; i++) this.loops.push(this.loop());
   }
