@@ -13,6 +13,20 @@ const err = (status: number, description: string, code: string, message = descri
 });
 
 /** Delivery audit endpoints (CONTRACT §8), bearer-protected like the partner API (§10). */
+/** Swagger example of a redelivery's attempt: answered 200 as a duplicate (CONTRACT §8). */
+const REDELIVERY_EXAMPLE = {
+  id: '1841',
+  batchId: 'b-2026-11-30-000123',
+  requestId: 'r-2',
+  receivedAt: '2026-11-30T12:00:11.250Z',
+  outcome: 'duplicate',
+  httpStatus: 200,
+  errorCode: null,
+  couponCount: 1,
+  durationMs: 4,
+  payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+};
+
 @ApiTags('delivery audit')
 @ApiBearerAuth()
 @UseGuards(BearerKeyGuard)
@@ -69,18 +83,7 @@ export class AuditController {
           durationMs: 31,
           payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
         },
-        {
-          id: '1841',
-          batchId: 'b-2026-11-30-000123',
-          requestId: 'r-2',
-          receivedAt: '2026-11-30T12:00:11.250Z',
-          outcome: 'duplicate',
-          httpStatus: 200,
-          errorCode: null,
-          couponCount: 1,
-          durationMs: 4,
-          payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
-        },
+        REDELIVERY_EXAMPLE,
       ],
       quarantined: 0,
     },
@@ -100,20 +103,7 @@ export class AuditController {
     status: 200,
     type: DeliveryPageView,
     example: {
-      items: [
-        {
-          id: '1841',
-          batchId: 'b-2026-11-30-000123',
-          requestId: 'r-2',
-          receivedAt: '2026-11-30T12:00:11.250Z',
-          outcome: 'duplicate',
-          httpStatus: 200,
-          errorCode: null,
-          couponCount: 1,
-          durationMs: 4,
-          payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
-        },
-      ],
+      items: [REDELIVERY_EXAMPLE],
       nextCursor: '1841',
     },
   })

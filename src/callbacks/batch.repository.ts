@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Statement, Tx } from '../database/transaction.js';
-import { DeliveryAttemptRow } from './delivery-audit.repository.js';
+import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.js';
 
 /** Result of claiming a batch id: new, already committed with the same body, or with another. */
 export type BatchClaim = 'claimed' | 'duplicate' | 'conflict';
@@ -9,21 +9,6 @@ export type BatchClaim = 'claimed' | 'duplicate' | 'conflict';
 export interface CommittedBatch {
   batchId: string;
   couponCount: number;
-}
-
-/** Columns and parameters of a delivery attempt row, `$first`… (CONTRACT §8). */
-function attemptValues(a: DeliveryAttemptRow): unknown[] {
-  return [
-    a.batchId,
-    a.requestId,
-    a.receivedAt,
-    a.outcome,
-    a.httpStatus,
-    a.errorCode,
-    a.couponCount,
-    a.durationMs,
-    a.payloadHash,
-  ];
 }
 
 /** SQL of `callback_batches` (CONTRACT §4 step 4). */

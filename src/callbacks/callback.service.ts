@@ -16,9 +16,8 @@ import {
 } from '../database/transaction.js';
 import { BatchWrites, CouponRepository, LockedCoupon } from '../coupons/coupon.repository.js';
 import { settlementPostOperations } from '../coupons/coupons.service.js';
-import { houseAccountId, PostOperation } from '../ledger/ledger.service.js';
-import { LEDGER_SQLSTATE, LedgerRepository, OperationRow } from '../ledger/ledger.repository.js';
-import { formatAmount } from '../common/money.js';
+import { houseAccountId, operationRow, PostOperation } from '../ledger/ledger.service.js';
+import { LEDGER_SQLSTATE, LedgerRepository } from '../ledger/ledger.repository.js';
 import { decideSettlement, sameSettlementState } from '../settlement/decide-settlement.js';
 import { SnapshotSource, TransitionName } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
@@ -398,16 +397,7 @@ export class CallbackService {
       statements.push(this.ledger.ensureHouseAccountsStatement(houses));
       tx.afterCommit(() => houses.forEach((h) => this.knownHouseAccounts.add(h.id)));
     }
-    const rows: OperationRow[] = ops.map((o) => ({
-      key: o.key,
-      type: o.type,
-      couponCode: o.couponCode ?? null,
-      generation: o.generation ?? null,
-      accountId: o.accountId,
-      amount: formatAmount(o.amount),
-      currency: o.currency,
-      batchId: o.batchId ?? null,
-    }));
+    const rows = ops.map(operationRow);
     statements.push(
       this.ledger.postOperationsStatement(
         rows,

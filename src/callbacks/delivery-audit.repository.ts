@@ -26,6 +26,21 @@ export interface QuarantineRow {
   payloadHash: string;
 }
 
+/** Columns and parameters of a delivery attempt row, `$first`… (CONTRACT §8). */
+export function attemptValues(a: DeliveryAttemptRow): unknown[] {
+  return [
+    a.batchId,
+    a.requestId,
+    a.receivedAt,
+    a.outcome,
+    a.httpStatus,
+    a.errorCode,
+    a.couponCount,
+    a.durationMs,
+    a.payloadHash,
+  ];
+}
+
 /** SQL of `delivery_attempts` and `quarantined_bodies`. */
 @Injectable()
 export class DeliveryAuditRepository {
@@ -33,17 +48,7 @@ export class DeliveryAuditRepository {
     await tx.query(
       `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [
-        a.batchId,
-        a.requestId,
-        a.receivedAt,
-        a.outcome,
-        a.httpStatus,
-        a.errorCode,
-        a.couponCount,
-        a.durationMs,
-        a.payloadHash,
-      ],
+      attemptValues(a),
     );
   }
 

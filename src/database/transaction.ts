@@ -271,21 +271,8 @@ export class TransactionRunner {
   ) {}
 
   /** @throws DeadlineExceededError, or the error of the last attempt. */
-  async run<T>(work: (tx: Tx) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
-    const retries = options.retries ?? this.config.transientRetries;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.once(work, deadline);
-      } catch (err) {
-        const timeLeft = deadline - Date.now();
-        if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
-        this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
-        await new Promise((r) =>
-          setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
-        );
-      }
-    }
+  run<T>(work: (tx: Tx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    return this.withReruns((deadline) => this.once(work, deadline), options);
   }
 
   /**
@@ -293,19 +280,26 @@ export class TransactionRunner {
    * work sends BEGIN (`tx.begin`), its statement groups and COMMIT (`tx.commitWith`); whatever it
    * left open is rolled back. Same re-runs after 40001/40P01 and the same deadline.
    */
-  async runPipelined<T>(work: (tx: PipelinedTx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+  runPipelined<T>(work: (tx: PipelinedTx) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    return this.withReruns((deadline) => this.oncePipelined(work, deadline), options);
+  }
+
+  /**
+   * Runs `attempt` (one whole transaction) and re-runs it after 40001/40P01 while retries and
+   * time before the deadline are left, with a short random back-off.
+   * @throws the error of the last attempt.
+   */
+  private async withReruns<T>(attempt: (deadline: number) => Promise<T>, options: RunOptions): Promise<T> {
     const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
     const retries = options.retries ?? this.config.transientRetries;
-    for (let attempt = 0; ; attempt++) {
+    for (let n = 0; ; n++) {
       try {
-        return await this.oncePipelined(work, deadline);
+        return await attempt(deadline);
       } catch (err) {
         const timeLeft = deadline - Date.now();
-        if (!isRetryable(err) || attempt >= retries || timeLeft < 100) throw err;
-        this.logger.warn(`transaction re-run ${attempt + 1}/${retries} after ${(err as Error).message}`);
-        await new Promise((r) =>
-          setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (attempt + 1))),
-        );
+        if (!isRetryable(err) || n >= retries || timeLeft < 100) throw err;
+        this.logger.warn(`transaction re-run ${n + 1}/${retries} after ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, Math.min(timeLeft / 4, 10 + Math.random() * 40 * (n + 1))));
       }
     }
   }

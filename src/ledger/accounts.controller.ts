@@ -2,6 +2,7 @@ import { Body, Controller, Get, Headers, Param, Post, Res, UseGuards } from '@ne
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
@@ -64,12 +65,7 @@ export class AccountsController {
     @Body() dto: AdjustmentDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
-    if (!idempotencyKey || !/^[A-Za-z0-9._~+/=@-]{1,128}$/.test(idempotencyKey)) {
-      throw new DomainException(
-        ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
-        'an Idempotency-Key header of 1..128 characters from A-Z a-z 0-9 . _ ~ + / = @ - is required',
-      );
-    }
+    const key = requireIdempotencyKey(idempotencyKey);
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(id)) {
       throw new DomainException(
         ErrorCode.VALIDATION_FAILED,
@@ -81,7 +77,7 @@ export class AccountsController {
         { path: 'amount', message: 'must not be zero' },
       ]);
     }
-    const { view, replayed } = await this.ledger.adjust(id, idempotencyKey, dto);
+    const { view, replayed } = await this.ledger.adjust(id, key, dto);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return view;

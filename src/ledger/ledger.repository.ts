@@ -43,6 +43,23 @@ export const LEDGER_SQLSTATE = {
   KEY_COLLISION: 'RL409',
 } as const;
 
+/**
+ * Operations as the column arrays the `unnest($1..$8)` of {@link LedgerRepository} statements
+ * reads: key, type, coupon code, generation, account, amount, currency, batch id.
+ */
+function operationColumns(ops: OperationRow[]): unknown[][] {
+  return [
+    ops.map((o) => o.key),
+    ops.map((o) => o.type),
+    ops.map((o) => o.couponCode),
+    ops.map((o) => o.generation),
+    ops.map((o) => o.accountId),
+    ops.map((o) => o.amount),
+    ops.map((o) => o.currency),
+    ops.map((o) => o.batchId),
+  ];
+}
+
 /** SQL of the ledger tables (accounts, financial operations, ledger entries, adjustments). */
 @Injectable()
 export class LedgerRepository {
@@ -127,18 +144,7 @@ export class LedgerRepository {
                  format('operation key collision on %s: the stored operation differs', o.key))), true) AS same
              FROM oin o LEFT JOIN financial_operations f ON f.operation_key = o.key
              WHERE o.key NOT IN (SELECT operation_key FROM ins)`,
-      values: [
-        ops.map((o) => o.key),
-        ops.map((o) => o.type),
-        ops.map((o) => o.couponCode),
-        ops.map((o) => o.generation),
-        ops.map((o) => o.accountId),
-        ops.map((o) => o.amount),
-        ops.map((o) => o.currency),
-        ops.map((o) => o.batchId),
-        houseIds,
-        playerIds,
-      ],
+      values: [...operationColumns(ops), houseIds, playerIds],
     };
   }
 
@@ -185,16 +191,7 @@ export class LedgerRepository {
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[], $7::text[], $8::text[])
        ON CONFLICT (operation_key) DO NOTHING
        RETURNING id::text AS id, operation_key AS key`,
-      [
-        ops.map((o) => o.key),
-        ops.map((o) => o.type),
-        ops.map((o) => o.couponCode),
-        ops.map((o) => o.generation),
-        ops.map((o) => o.accountId),
-        ops.map((o) => o.amount),
-        ops.map((o) => o.currency),
-        ops.map((o) => o.batchId),
-      ],
+      [...operationColumns(ops)],
     );
     const byKey = new Map(ops.map((o) => [o.key, o]));
     return rows.map((r) => ({ ...(byKey.get(r.key) as OperationRow), id: r.id }));

@@ -43,6 +43,20 @@ export interface PostResult {
   balances: Map<string, string>;
 }
 
+/** The `financial_operations` row of an operation to post (amount as a canonical decimal string). */
+export function operationRow(o: PostOperation): OperationRow {
+  return {
+    key: o.key,
+    type: o.type,
+    couponCode: o.couponCode ?? null,
+    generation: o.generation ?? null,
+    accountId: o.accountId,
+    amount: formatAmount(o.amount),
+    currency: o.currency,
+    batchId: o.batchId ?? null,
+  };
+}
+
 /** Operation key of a coupon's financial operation (CONTRACT §7). */
 export function couponOperationKey(couponCode: string, generation: number, type: OperationType): string {
   return `${couponCode}:${generation}:${type}`;
@@ -127,16 +141,7 @@ export class LedgerService {
           `balance of ${o.accountId} is below ${formatAmount(o.amount)}`,
         );
       }
-      rows.push({
-        key: o.key,
-        type: o.type,
-        couponCode: o.couponCode ?? null,
-        generation: o.generation ?? null,
-        accountId: o.accountId,
-        amount: formatAmount(o.amount),
-        currency: o.currency,
-        batchId: o.batchId ?? null,
-      });
+      rows.push(operationRow(o));
       running.set(o.accountId, after);
     }
     const inserted = await this.ledger.insertOperations(tx, rows);

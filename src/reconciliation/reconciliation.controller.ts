@@ -12,7 +12,7 @@ import {
 import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
-import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
@@ -27,7 +27,6 @@ const err = (status: number, description: string, code: string) => ({
 });
 
 /** Idempotency-Key format, the same as for adjustments (CONTRACT §10). */
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~+/=@-]{1,128}$/;
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
 @ApiTags('reconciliation')
@@ -118,17 +117,8 @@ export class ReconciliationController {
     @Body() dto: ResolutionDto,
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolutionResultView> {
-    if (!idempotencyKey || !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw new DomainException(
-        ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
-        'an Idempotency-Key header of 1..128 characters from A-Z a-z 0-9 . _ ~ + / = @ - is required',
-      );
-    }
-    const { resolution, coupon, replayed } = await this.reconciliation.resolve(
-      couponCode,
-      idempotencyKey,
-      dto,
-    );
+    const key = requireIdempotencyKey(idempotencyKey);
+    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return { resolution, coupon };

@@ -1,21 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, Matches } from 'class-validator';
+import { IsIn, IsOptional } from 'class-validator';
+import { QuarantineListQueryDto } from '../../quarantine/dto/quarantine.dto.js';
 
 /** Query of `GET /callbacks/inbox`: page size, keyset cursor (newest first), status filter. */
-export class InboxListQueryDto {
-  @ApiPropertyOptional({ description: 'rows per page, 1..100 (default 20)', example: '20' })
-  @IsOptional()
-  @Matches(/^(?:[1-9]\d?|100)$/, { message: 'limit must be an integer from 1 to 100' })
-  limit?: string;
-
-  @ApiPropertyOptional({
-    description: '`nextCursor` of the previous page: rows with a smaller id',
-    example: '41',
-  })
-  @IsOptional()
-  @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a row id' })
-  cursor?: string;
-
+export class InboxListQueryDto extends QuarantineListQueryDto {
   @ApiPropertyOptional({ enum: ['pending', 'done', 'quarantined'], description: 'only rows in this state' })
   @IsOptional()
   @IsIn(['pending', 'done', 'quarantined'])

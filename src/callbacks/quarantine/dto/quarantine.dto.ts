@@ -1,7 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
 
-/** Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first). */
+/**
+ * Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first); the inbox list
+ * adds its status filter to it.
+ */
 export class QuarantineListQueryDto {
   @ApiPropertyOptional({ description: 'rows per page, 1..100 (default 20)', example: '20' })
   @IsOptional()

@@ -1,0 +1,19 @@
+import { DomainException, ErrorCode } from './domain.exception.js';
+
+/** What an `Idempotency-Key` header may hold: no colon, so it never meets a coupon operation key. */
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~+/=@-]{1,128}$/;
+
+/**
+ * The `Idempotency-Key` header of a partner API write (adjustments, operator resolutions;
+ * CONTRACT §10), checked.
+ * @throws DomainException IDEMPOTENCY_KEY_REQUIRED (400) when it is missing or malformed.
+ */
+export function requireIdempotencyKey(header: string | undefined): string {
+  if (!header || !IDEMPOTENCY_KEY.test(header)) {
+    throw new DomainException(
+      ErrorCode.IDEMPOTENCY_KEY_REQUIRED,
+      'an Idempotency-Key header of 1..128 characters from A-Z a-z 0-9 . _ ~ + / = @ - is required',
+    );
+  }
+  return header;
+}
