@@ -28,6 +28,8 @@ export enum ErrorCode {
   SPORTAPI_COUPON_NOT_FOUND = 'sportapi_coupon_not_found',
   SPORTAPI_BAD_RESPONSE = 'sportapi_bad_response',
   COUPON_NOT_FLAGGED = 'coupon_not_flagged',
+  /** The inbox holds pending batches of the coupon: a read or resolution would overtake them. */
+  COUPON_INBOX_PENDING = 'coupon_inbox_pending',
   INTERNAL = 'internal_error',
 }
 
@@ -53,6 +55,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.SPORTAPI_COUPON_NOT_FOUND]: 404,
   [ErrorCode.SPORTAPI_BAD_RESPONSE]: 502,
   [ErrorCode.COUPON_NOT_FLAGGED]: 409,
+  [ErrorCode.COUPON_INBOX_PENDING]: 409,
   [ErrorCode.INTERNAL]: 500,
 };
 

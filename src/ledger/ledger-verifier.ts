@@ -217,9 +217,9 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
                           AND d.payload_hash = b.payload_hash)
         -- 'accepted': the delivery committed to the inbox (CALLBACK_MODE=inbox), applied by a worker.
         -- Synthetic batches of CONTRACT §9 were not delivered: a coupon read from SportAPI
-        -- (poll:<coupon_code>:<sha256>, longer than any callback batchId) and an operator's
-        -- resolution (recorded in coupon_resolutions).
-        AND NOT (b.batch_id ~ '^poll:.+:[0-9a-f]{64}$' AND length(b.batch_id) > 64)
+        -- (poll:<coupon_code>:<sha256>[:<16 hex>], longer than any callback batchId) and an
+        -- operator's resolution (recorded in coupon_resolutions).
+        AND NOT (b.batch_id ~ '^poll:.+:[0-9a-f]{64}(:[0-9a-f]{16})?$' AND length(b.batch_id) > 64)
         AND NOT EXISTS (SELECT 1 FROM coupon_resolutions r WHERE r.batch_id = b.batch_id)
       ORDER BY b.received_at, b.batch_id`,
   },

@@ -26,7 +26,18 @@ const err = (status: number, description: string, code: string) => ({
   example: { success: false, error: { code, message: description } },
 });
 
-/** Idempotency-Key format, the same as for adjustments (CONTRACT §10). */
+/** One status with several error codes: one Swagger example per code. */
+const errs = (status: number, description: string, cases: Record<string, string>) => ({
+  status,
+  description,
+  type: ErrorResponseDto,
+  examples: Object.fromEntries(
+    Object.entries(cases).map(([code, message]) => [
+      code,
+      { summary: code, value: { success: false, error: { code, message } } },
+    ]),
+  ),
+});
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
 @ApiTags('reconciliation')
@@ -44,7 +55,9 @@ export class ReconciliationController {
       'Read the coupon from SportAPI now and apply it as the synthetic batch poll:<coupon_code>:<sha256>',
     description:
       'Same validation and transaction as a callback coupon; a SportAPI read is authoritative (CONTRACT §9): it may ' +
-      're-settle a needs_review coupon as a new generation. Reading the same coupon JSON again changes nothing.',
+      're-settle a needs_review coupon as a new generation. Reading the same coupon JSON again changes nothing, ' +
+      'unless another batch changed the coupon since: then the read is decided again against its state now, as ' +
+      'poll:<coupon_code>:<sha256>:<16 hex>. Refused (409) while the inbox holds pending batches of the coupon.',
   })
   @ApiResponse({
     status: 200,
@@ -52,17 +65,22 @@ export class ReconciliationController {
     description: 'the coupon after applying the read (as GET /coupons/{coupon_code})',
     headers: {
       'Reconciliation-Outcome': {
-        description: '"applied" (a new snapshot went through the pipeline) or "unchanged" (read before)',
+        description:
+          '"applied" (a new snapshot went through the pipeline) or "unchanged" (the coupon\'s latest snapshot is this same read)',
         schema: { type: 'string' },
       },
       'Reconciliation-Batch-Id': {
-        description: 'poll:<coupon_code>:<sha256 of the coupon JSON>',
+        description:
+          'poll:<coupon_code>:<sha256 of the coupon JSON>, with :<16 hex of the previous batch> when the same JSON was read before',
         schema: { type: 'string' },
       },
     },
   })
   @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(err(404, 'SportAPI does not know the coupon', 'sportapi_coupon_not_found'))
+  @ApiResponse(
+    err(409, 'pending inbox batches of the coupon must apply first, retry later', 'coupon_inbox_pending'),
+  )
   @ApiResponse(err(501, 'polling is disabled: SPORTAPI_BASE_URL is not configured', 'polling_disabled'))
   @ApiResponse(
     err(
@@ -109,7 +127,18 @@ export class ReconciliationController {
   @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(err(404, 'coupon not found', 'not_found'))
-  @ApiResponse(err(409, 'the coupon is not flagged needs_review', 'coupon_not_flagged'))
+  @ApiResponse(
+    errs(
+      409,
+      'the coupon is not flagged, the key was used with another body, or the inbox holds its batches',
+      {
+        coupon_not_flagged: 'coupon 000000000272 is not flagged needs_review; there is nothing to resolve',
+        idempotency_conflict: 'this Idempotency-Key was used with a different request',
+        coupon_inbox_pending:
+          'the inbox holds 1 pending batch(es) of coupon 000000000272; retry after they are applied',
+      },
+    ),
+  )
   @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
   async resolve(
     @Param('coupon_code') couponCode: string,

@@ -54,6 +54,37 @@ export class ReconciliationRepository {
     await tx.query(`UPDATE coupons SET last_reconciled_at = now() WHERE coupon_code = $1`, [couponCode]);
   }
 
+  /**
+   * The batch of the coupon's latest snapshot (its history, CONTRACT §6), or undefined when no
+   * batch has touched it: what a coupon read is compared with to know whether anything changed
+   * since the same read was applied.
+   */
+  async latestSnapshotBatch(tx: Tx, couponCode: string): Promise<string | undefined> {
+    const { rows } = await tx.query<{ batchId: string }>(
+      `SELECT batch_id AS "batchId" FROM coupon_snapshots WHERE coupon_code = $1 ORDER BY id DESC LIMIT 1`,
+      [couponCode],
+    );
+    return rows[0]?.batchId;
+  }
+
+  /** Whether the batch id was claimed (`callback_batches`). */
+  async batchExists(tx: Tx, batchId: string): Promise<boolean> {
+    const { rowCount } = await tx.query(`SELECT 1 FROM callback_batches WHERE batch_id = $1`, [batchId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  /**
+   * How many inbox rows holding `couponCode` are still pending (CALLBACK_MODE=inbox, or an inbox
+   * replica on this database): batches the sender was answered 200 for and that are applied after.
+   */
+  async pendingInboxRows(tx: Tx, couponCode: string): Promise<number> {
+    const { rows } = await tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending' AND coupon_codes && ARRAY[$1::text]`,
+      [couponCode],
+    );
+    return rows[0].n;
+  }
+
   /** What the synthetic batch `batchId` decided for `couponCode`, or undefined. */
   async outcome(tx: Tx, batchId: string, couponCode: string): Promise<SyntheticOutcome | undefined> {
     const { rows } = await tx.query<SyntheticOutcome>(

@@ -44,7 +44,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export type ReconcileOutcome =
   /** The read was a new snapshot and went through the pipeline (transition says what it did). */
   | 'applied'
-  /** The same coupon JSON was applied before (the synthetic batch id exists): nothing changed. */
+  /** The coupon's latest snapshot is this same read (same coupon JSON): nothing was written. */
   | 'unchanged';
 
 /** Result of {@link ReconciliationService.reconcile}. */
@@ -67,6 +67,8 @@ export interface ReconciliationRunSummary {
   unchanged: number;
   notFound: number;
   invalid: number;
+  /** Coupons with pending inbox batches: not read now, tried again next run. */
+  deferred: number;
   failed: number;
   durationMs: number;
 }
@@ -84,7 +86,10 @@ const SETTLING = new Set<TransitionName>([
  * - {@link reconcile}: reads a coupon from SportAPI and applies it through the callback pipeline
  *   (same validation as a callback coupon, the same transaction logic in {@link CallbackService})
  *   as the synthetic batch `poll:<coupon_code>:<sha256 of the coupon JSON>`; reading the same
- *   coupon JSON again finds the batch id and changes nothing.
+ *   coupon JSON again changes nothing unless another batch touched the coupon since (then it is
+ *   decided again against the coupon's state, under a suffixed batch id; see readAndApply).
+ *   Coupons with pending inbox batches are refused (COUPON_INBOX_PENDING) or, in a scheduled
+ *   run, deferred.
  * - {@link runOnce}: one scheduled run under a PostgreSQL advisory lock (one replica at a time):
  *   up to `RECONCILE_BATCH_SIZE` coupons flagged `needs_review` or unsettled for `RECONCILE_AFTER`
  *   are reconciled; one log line with the counts. Scheduled every `RECONCILE_INTERVAL` when
@@ -179,6 +184,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       unchanged: 0,
       notFound: 0,
       invalid: 0,
+      deferred: 0,
       failed: 0,
       durationMs: 0,
     };
@@ -206,7 +212,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     this.logger.log(
       `reconciliation run: ${summary.candidates} candidates, ${summary.applied} applied ` +
         `(${summary.settled} settled), ${summary.unchanged} unchanged, ${summary.notFound} not found at SportAPI, ` +
-        `${summary.invalid} invalid, ${summary.failed} failed, ${summary.durationMs} ms`,
+        `${summary.invalid} invalid, ${summary.deferred} deferred (inbox pending), ${summary.failed} failed, ${summary.durationMs} ms`,
     );
     return summary;
   }
@@ -227,8 +233,13 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         const code_ = err instanceof DomainException ? err.code : undefined;
         if (code_ === ErrorCode.SPORTAPI_COUPON_NOT_FOUND) summary.notFound++;
         else if (code_ === ErrorCode.SPORTAPI_BAD_RESPONSE) summary.invalid++;
+        else if (code_ === ErrorCode.COUPON_INBOX_PENDING) summary.deferred++;
         else summary.failed++;
-        if (code_ !== ErrorCode.SPORTAPI_UNAVAILABLE && code_ !== undefined) {
+        if (
+          code_ !== ErrorCode.SPORTAPI_UNAVAILABLE &&
+          code_ !== ErrorCode.COUPON_INBOX_PENDING &&
+          code_ !== undefined
+        ) {
           // A definite answer: read this coupon again only after RECONCILE_AFTER.
           await this.transactions
             .run((tx) => this.repository.markReconciled(tx, code))
@@ -244,36 +255,84 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * `POST /coupons/{coupon_code}/reconcile`: reads the coupon from SportAPI now and applies it.
    * @returns the outcome and the coupon view (as `GET /coupons/{coupon_code}`).
    * @throws DomainException POLLING_DISABLED (501), SPORTAPI_COUPON_NOT_FOUND (404),
-   *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written).
+   *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written),
+   *   COUPON_INBOX_PENDING (409: pending inbox batches of the coupon apply first).
    */
   async reconcile(couponCode: string): Promise<ReconcileResult> {
     const { outcome, batchId, transition } = await this.readAndApply(couponCode);
     return { outcome, batchId, transition, view: await this.couponsService.get(couponCode) };
   }
 
+  /**
+   * Reads the coupon and, in one transaction holding the coupon's row lock, applies it as a
+   * synthetic batch unless nothing happened to the coupon since the same read was applied:
+   * - the coupon's latest snapshot is this very read (`poll:<code>:<sha256>`, or the same with a
+   *   suffix): `unchanged`, nothing written (calling reconcile twice changes nothing);
+   * - otherwise the read is applied as `poll:<code>:<sha256>`, or, when that batch exists because
+   *   the same coupon JSON was read before and callbacks changed the coupon since, as
+   *   `poll:<code>:<sha256>:<first 16 hex of sha256 of the latest snapshot's batch id>` (CONTRACT
+   *   §9 names one batch per coupon JSON; a read identical to an earlier one must still be decided
+   *   against the coupon's state now, e.g. to resolve a flag a later callback raised). Concurrent
+   *   reads wait on the row lock and find the first one's snapshot.
+   * @throws DomainException COUPON_INBOX_PENDING when the inbox holds pending batches of the
+   *   coupon (they arrived first and must apply first; nothing is written).
+   */
   private async readAndApply(
     couponCode: string,
   ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
-    const read = await this.sportApi.readCoupon(couponCode);
-    const batch = this.pollBatch(couponCode, read.body);
+    const read = this.pollRead(couponCode, (await this.sportApi.readCoupon(couponCode)).body);
+    const base = `poll:${couponCode}:${read.hash}`;
     return this.transactions.run(async (tx) => {
-      const { claim, transitions } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.POLL);
+      if (await this.coupons.find(tx, couponCode)) await this.coupons.lockOne(tx, couponCode);
+      await this.refuseWhileInboxPending(tx, couponCode);
+      const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
+      if (latest === base || latest?.startsWith(`${base}:`)) {
+        await this.repository.markReconciled(tx, couponCode);
+        return { outcome: 'unchanged', batchId: latest, transition: null };
+      }
+      const batchId =
+        latest !== undefined && (await this.repository.batchExists(tx, base))
+          ? `${base}:${createHash('sha256').update(latest).digest('hex').slice(0, 16)}`
+          : base;
+      const { claim, transitions } = await this.callbacks.applySyntheticBatch(
+        tx,
+        this.pollBatch(batchId, read),
+        SnapshotSource.POLL,
+      );
       await this.repository.markReconciled(tx, couponCode);
       return {
         outcome: claim === 'claimed' ? 'applied' : 'unchanged',
-        batchId: batch.batchId,
+        batchId,
         transition: transitions.get(couponCode) ?? null,
       };
     });
   }
 
   /**
-   * The synthetic batch of one coupon read (CONTRACT §9): the body parsed exactly (numbers keep
-   * their digits), written back as compact JSON (the coupon JSON, whose SHA-256 names the batch),
-   * then validated as the one coupon of a callback batch.
+   * Refuses a read or resolution of a coupon that pending inbox rows hold (CONTRACT §4 step 5:
+   * per coupon, batches apply in arrival order; those were answered 200 first).
+   * @throws DomainException COUPON_INBOX_PENDING.
+   */
+  private async refuseWhileInboxPending(tx: Tx, couponCode: string): Promise<void> {
+    const pending = await this.repository.pendingInboxRows(tx, couponCode);
+    if (pending > 0) {
+      throw new DomainException(
+        ErrorCode.COUPON_INBOX_PENDING,
+        `the inbox holds ${pending} pending batch(es) of coupon ${couponCode}; retry after they are applied`,
+      );
+    }
+  }
+
+  /**
+   * One coupon read (CONTRACT §9): the body parsed exactly (numbers keep their digits), written
+   * back as compact JSON (the coupon JSON, whose SHA-256 names the batch), then validated as the
+   * one coupon of a callback batch.
    * @throws DomainException SPORTAPI_BAD_RESPONSE naming what is wrong.
    */
-  private pollBatch(couponCode: string, body: Buffer): ParsedBatch {
+  private pollRead(
+    couponCode: string,
+    body: Buffer,
+  ): { couponJson: string; hash: string; parsed: ParsedBatch } {
     let couponJson: string;
     try {
       const { value, lossless } = parseExactJson(utf8.decode(body), new Set(['realWin']));
@@ -286,8 +345,6 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         `SportAPI's coupon read is not a JSON object (${err instanceof SyntaxError ? err.message.slice(0, 200) : 'not UTF-8'})`,
       );
     }
-    const hash = createHash('sha256').update(couponJson).digest('hex');
-    const batchId = `poll:${couponCode}:${hash}`;
     let parsed: ParsedBatch;
     try {
       // Validated as a callback batch; the real batch id (longer than a callback's 64) is set after.
@@ -310,11 +367,16 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         [{ path: 'coupon_code', message: `must be ${couponCode}` }],
       );
     }
+    return { couponJson, hash: createHash('sha256').update(couponJson).digest('hex'), parsed };
+  }
+
+  /** The synthetic batch `batchId` of a validated coupon read. */
+  private pollBatch(batchId: string, read: { couponJson: string; parsed: ParsedBatch }): ParsedBatch {
     const rawBody = Buffer.from(
-      `{"batchId":${JSON.stringify(batchId)},"couponCount":1,"coupons":[${couponJson}]}`,
+      `{"batchId":${JSON.stringify(batchId)},"couponCount":1,"coupons":[${read.couponJson}]}`,
     );
     return {
-      ...parsed,
+      ...read.parsed,
       batchId,
       rawBody,
       payloadHash: createHash('sha256').update(rawBody).digest('hex'),
@@ -329,7 +391,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * generation with another amount becomes generation g+1: `recalculation_debit` of what it
    * credited, `final_credit` of `realWin`), and recorded with who, why and what it did.
    * @throws DomainException IDEMPOTENCY_CONFLICT (the key with another body or coupon),
-   *   NOT_FOUND, COUPON_NOT_FLAGGED, VALIDATION_FAILED (status/amount inconsistent).
+   *   NOT_FOUND, COUPON_NOT_FLAGGED, VALIDATION_FAILED (status/amount inconsistent),
+   *   COUPON_INBOX_PENDING (pending inbox batches of the coupon must apply first).
    */
   async resolve(
     couponCode: string,
@@ -358,6 +421,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       // A concurrent request with the same key held the lock first: answer as it did.
       const meanwhile = await this.replayResolution(tx, idempotencyKey, requestHash);
       if (meanwhile) return { row: meanwhile, replayed: true };
+      await this.refuseWhileInboxPending(tx, couponCode);
       if (!coupon.needsReview) {
         throw new DomainException(
           ErrorCode.COUPON_NOT_FLAGGED,

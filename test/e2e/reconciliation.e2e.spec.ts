@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { startServe, RunningServe } from '../../sim/serve.js';
+import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import {
   ReconciliationService,
   RECONCILIATION_LOCK_KEY,
@@ -36,6 +37,21 @@ const coupon = (code: string, status: number, realWin: string | number | null, e
 /** `poll:<code>:<sha256 of the coupon JSON>` for a coupon served as JSON.stringify gives it. */
 const pollBatchId = (c: object & { coupon_code: string }) =>
   `poll:${c.coupon_code}:${createHash('sha256').update(JSON.stringify(c)).digest('hex')}`;
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * A pending inbox row holding `code`, as an inbox replica on the same database leaves it before a
+ * worker applies it (due in an hour, so nothing applies it during the test).
+ */
+async function pendingInboxRow(t: TestContext, batchId: string, code: string): Promise<void> {
+  const payload = Buffer.from(JSON.stringify(batchOf(batchId, { code, status: 2, realWin: '1.00' })));
+  await t.db.query(
+    `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, next_attempt_at)
+     VALUES ($1, $2, 1, ARRAY[$3], $4, now() + interval '1 hour')`,
+    [batchId, sha256(payload.toString()), code, payload],
+  );
+}
 
 async function ledgerSum(t: TestContext): Promise<string> {
   const { rows } = await t.db.query(
@@ -253,6 +269,100 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(await ledgerSum(t)).toBe('0.00');
   });
 
+  it('the same read after a callback changed the coupon is decided again (suffixed batch id): the flag it raised is cleared, no money moves', async () => {
+    await deposit(t.app, 'pr6', '10.00');
+    await register(t.app, 'REC-6', 'pr6', '10.00');
+    const read = coupon('REC-6', 2, '30.00');
+    api.serve(read);
+    const first = await reconcile('REC-6');
+    expect(first.headers['reconciliation-batch-id']).toBe(pollBatchId(read));
+    expect(await balance(t.app, 'pr6')).toBe('30.00');
+
+    // A late callback with another final result: not paid, flagged (CONTRACT §6).
+    await deliver(t.app, batchOf('b-rec6-1', { code: 'REC-6', status: 2, realWin: '45.00' }));
+    expect((await ops(t.app).get('/coupons/REC-6')).body).toMatchObject({
+      needsReview: true,
+      reviewReason: 'conflicting_result',
+    });
+
+    // SportAPI answers the very same coupon JSON: decided again against the coupon's state now.
+    const suffixed = `${pollBatchId(read)}:${sha256('b-rec6-1').slice(0, 16)}`;
+    const second = await reconcile('REC-6');
+    expect(second.status).toBe(200);
+    expect(second.headers).toMatchObject({
+      'reconciliation-outcome': 'applied',
+      'reconciliation-batch-id': suffixed,
+    });
+    expect(second.body).toMatchObject({
+      status: 2,
+      realWin: '30.00',
+      settlementGeneration: 0,
+      needsReview: false,
+      reviewReason: null,
+    });
+    // Nothing happened since: unchanged, nothing written.
+    const third = await reconcile('REC-6');
+    expect(third.headers).toMatchObject({
+      'reconciliation-outcome': 'unchanged',
+      'reconciliation-batch-id': suffixed,
+    });
+    expect(await operations(t.app, 'REC-6')).toEqual([
+      'REC-6:0:final_credit=30.00',
+      'REC-6:0:stake_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'pr6')).toBe('30.00');
+    const history = await t.db.query(
+      `SELECT batch_id, transition FROM coupon_snapshots WHERE coupon_code = 'REC-6' ORDER BY id`,
+    );
+    expect(history.rows).toEqual([
+      { batch_id: pollBatchId(read), transition: 'settled' },
+      { batch_id: 'b-rec6-1', transition: 'conflicting_result' },
+      { batch_id: suffixed, transition: 'same_result' },
+    ]);
+    // The suffixed synthetic batch is one ledger:verify knows (no delivery record expected).
+    const report = await new LedgerVerifier(t.db).verify();
+    expect(report.violations).toEqual([]);
+  });
+
+  it('refuses to read or resolve a coupon whose batches wait in the inbox (409 coupon_inbox_pending), nothing written', async () => {
+    await deposit(t.app, 'pr7', '10.00');
+    await register(t.app, 'REC-7', 'pr7', '10.00');
+    await deliver(t.app, batchOf('b-rec7-1', { code: 'REC-7', status: 2, realWin: '5.00' }));
+    await deliver(t.app, batchOf('b-rec7-2', { code: 'REC-7', status: 2, realWin: '6.00' }));
+    await pendingInboxRow(t, 'b-rec7-3', 'REC-7');
+    api.serve(coupon('REC-7', 2, '6.00'));
+    const before = api.reads('REC-7');
+
+    const read = await reconcile('REC-7');
+    expectError(read, 409, 'coupon_inbox_pending');
+    expect(read.body.error.message).toBe(
+      'the inbox holds 1 pending batch(es) of coupon REC-7; retry after they are applied',
+    );
+    const resolution = await ops(t.app).post(
+      '/coupons/REC-7/resolution',
+      { realWin: '6.00', reason: 'ticket', resolvedBy: 'ops' },
+      { 'idempotency-key': 'rec7-res' },
+    );
+    expectError(resolution, 409, 'coupon_inbox_pending');
+    expect(api.reads('REC-7')).toBe(before + 1);
+    expect(await operations(t.app, 'REC-7')).toEqual([
+      'REC-7:0:final_credit=5.00',
+      'REC-7:0:stake_debit=10.00',
+    ]);
+    const written = await t.db.query(
+      `SELECT (SELECT count(*)::int FROM coupon_snapshots WHERE coupon_code = 'REC-7') AS snapshots,
+              (SELECT count(*)::int FROM coupon_resolutions WHERE coupon_code = 'REC-7') AS resolutions,
+              (SELECT needs_review FROM coupons WHERE coupon_code = 'REC-7') AS flagged`,
+    );
+    expect(written.rows[0]).toEqual({ snapshots: 2, resolutions: 0, flagged: true });
+
+    // The inbox drained (here: the row is gone): the read applies.
+    await t.db.query(`DELETE FROM callback_inbox WHERE batch_id = 'b-rec7-3'`);
+    const after = await reconcile('REC-7');
+    expect(after.status).toBe(200);
+    expect(after.body).toMatchObject({ realWin: '6.00', settlementGeneration: 1, needsReview: false });
+  });
+
   it('ten concurrent reconciles of one coupon: one applies, the others find the batch (200 unchanged)', async () => {
     await deposit(t.app, 'pr4', '10.00');
     await register(t.app, 'REC-4', 'pr4', '10.00');
@@ -369,7 +479,16 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   it('Swagger documents reconcile and resolution with their answers and examples', async () => {
     const res = await request(t.app.getHttpServer()).get('/docs-json');
     expect(res.status).toBe(200);
-    type Response = { content?: Record<string, { example?: unknown; schema?: { $ref?: string } }> };
+    type Response = {
+      content?: Record<
+        string,
+        {
+          example?: unknown;
+          examples?: Record<string, { value: { error: { code: string } } }>;
+          schema?: { $ref?: string };
+        }
+      >;
+    };
     const doc = res.body as {
       paths: Record<
         string,
@@ -378,20 +497,42 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
       components: { schemas: Record<string, { properties: Record<string, { example?: unknown }> }> };
     };
     const reconcileOp = doc.paths['/coupons/{coupon_code}/reconcile'].post;
-    expect(Object.keys(reconcileOp.responses).sort()).toEqual(['200', '401', '404', '501', '502', '503']);
+    expect(Object.keys(reconcileOp.responses).sort()).toEqual([
+      '200',
+      '401',
+      '404',
+      '409',
+      '501',
+      '502',
+      '503',
+    ]);
     const resolutionOp = doc.paths['/coupons/{coupon_code}/resolution'].post;
     expect(Object.keys(resolutionOp.responses).sort()).toEqual(['201', '400', '401', '404', '409', '503']);
     expect(resolutionOp.parameters?.map((p) => p.name)).toContain('Idempotency-Key');
     for (const op of [reconcileOp, resolutionOp]) {
       for (const [status, response] of Object.entries(op.responses)) {
         const content = response.content?.['application/json'];
-        if (Number(status) >= 400) expect(content?.example).toMatchObject({ success: false });
-        else expect(content?.schema?.$ref).toMatch(/CouponView|ResolutionResultView/);
+        if (Number(status) >= 400) {
+          const examples = content?.example
+            ? [content.example]
+            : Object.values(content?.examples ?? {}).map((e) => e.value);
+          expect(examples.length).toBeGreaterThan(0);
+          for (const example of examples) expect(example).toMatchObject({ success: false });
+        } else expect(content?.schema?.$ref).toMatch(/CouponView|ResolutionResultView/);
       }
     }
     expect(reconcileOp.responses['502'].content?.['application/json'].example).toMatchObject({
       error: { code: 'sportapi_bad_response' },
     });
+    expect(reconcileOp.responses['409'].content?.['application/json'].example).toMatchObject({
+      error: { code: 'coupon_inbox_pending' },
+    });
+    const conflicts = resolutionOp.responses['409'].content?.['application/json'].examples ?? {};
+    expect(Object.values(conflicts).map((e) => e.value.error.code)).toEqual([
+      'coupon_not_flagged',
+      'idempotency_conflict',
+      'coupon_inbox_pending',
+    ]);
     for (const schema of ['ResolutionDto', 'ResolutionView']) {
       for (const [name, property] of Object.entries(doc.components.schemas[schema].properties)) {
         expect({ schema, name, example: property.example !== undefined }).toEqual({
@@ -625,6 +766,21 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
     expect(await operations(t.app, 'RUN-4')).toEqual([
       'RUN-4:0:final_credit=2.00',
       'RUN-4:0:stake_debit=1.00',
+    ]);
+  });
+
+  it('defers a coupon whose batches wait in the inbox: not read, not stamped, read once they are applied', async () => {
+    await register(t.app, 'RUN-7', 'pq', '1.00');
+    api.serve(coupon('RUN-7', 2, '3.00'));
+    await pendingInboxRow(t, 'b-run7-1', 'RUN-7');
+    expect(await service.runOnce()).toMatchObject({ candidates: 1, deferred: 1, applied: 0, failed: 0 });
+    const stamp = await t.db.query(`SELECT last_reconciled_at FROM coupons WHERE coupon_code = 'RUN-7'`);
+    expect(stamp.rows).toEqual([{ last_reconciled_at: null }]);
+    await t.db.query(`DELETE FROM callback_inbox WHERE batch_id = 'b-run7-1'`);
+    expect(await service.runOnce()).toMatchObject({ candidates: 1, deferred: 0, applied: 1, settled: 1 });
+    expect(await operations(t.app, 'RUN-7')).toEqual([
+      'RUN-7:0:final_credit=3.00',
+      'RUN-7:0:stake_debit=1.00',
     ]);
   });
 
