@@ -51,6 +51,11 @@ export interface AppConfig {
   inboxRetryMaxMs: number;
   /** pino level: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
+  /**
+   * V8's old-generation growing factor, in percent over the live heap after a full GC
+   * (`--heap-growing-percent`, set at start); 0 keeps V8's own factor (up to 4×).
+   */
+  heapGrowingPercent: number;
   /** IP addresses and CIDR blocks allowed to read `GET /metrics` without a bearer key. */
   metricsAllowedNetworks: string[];
   /** SportAPI's coupon read method (CONTRACT §9); polling is disabled when `baseUrl` is unset. */
@@ -176,6 +181,7 @@ export const envSchema = Joi.object({
   RECONCILE_AFTER: duration().default(90 * 60_000),
   RECONCILE_BATCH_SIZE: Joi.number().integer().min(1).max(10_000).default(100),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
+  HEAP_GROWING_PERCENT: Joi.number().integer().min(0).max(300).default(50),
   METRICS_ALLOWED_NETWORKS: Joi.string()
     .custom((v: string, helpers) => {
       const ip = Joi.string().ip({ cidr: 'optional' });
@@ -263,6 +269,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       batchSize: v.RECONCILE_BATCH_SIZE as number,
     },
     logLevel: v.LOG_LEVEL as string,
+    heapGrowingPercent: v.HEAP_GROWING_PERCENT as number,
     metricsAllowedNetworks: csv(v.METRICS_ALLOWED_NETWORKS as string | undefined),
     callbackMode: v.CALLBACK_MODE as 'inline' | 'inbox',
     inboxPollIntervalMs: v.INBOX_POLL_INTERVAL_MS as number,
