@@ -1,16 +1,9 @@
 import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { apiError } from '../common/error-response.dto.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
-
-const err = (status: number, description: string, code: string, message = description) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  example: { success: false, error: { code, message } },
-});
 
 /** Delivery audit endpoints (CONTRACT §8), bearer-protected like the partner API (§10). */
 /** Swagger example of a redelivery's attempt: answered 200 as a duplicate (CONTRACT §8). */
@@ -88,9 +81,9 @@ export class AuditController {
       quarantined: 0,
     },
   })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   batch(@Param('batchId') batchId: string): Promise<BatchAuditView> {
     return this.audit.batch(batchId);
   }
@@ -107,9 +100,9 @@ export class AuditController {
       nextCursor: '1841',
     },
   })
-  @ApiResponse(err(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   deliveries(@Query() query: DeliveryQueryDto): Promise<DeliveryPageView> {
     return this.audit.deliveries(query);
   }

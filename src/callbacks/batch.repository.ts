@@ -11,9 +11,30 @@ export interface CommittedBatch {
   couponCount: number;
 }
 
+/**
+ * Namespace of the transaction-level advisory lock on a new batch id (`hashtext(batch_id)`) that
+ * an inline claim and an inbox append both take first and hold to COMMIT: with replicas of both
+ * modes on one database, the second of two deliveries of one new batch id then sees what the
+ * first committed (a claim or an inbox row) and answers duplicate or 409, never a second 200
+ * for another body (CONTRACT §4 step 4, §5).
+ */
+export const BATCH_ID_LOCK_NAMESPACE = 727_003;
+
 /** SQL of `callback_batches` (CONTRACT §4 step 4). */
 @Injectable()
 export class BatchRepository {
+  /**
+   * Takes the advisory lock {@link BATCH_ID_LOCK_NAMESPACE} of `batchId` (waits for a transaction
+   * holding it to end). Its own statement: the statements after it see what that one committed.
+   */
+  batchIdLockStatement(batchId: string): Statement {
+    return {
+      name: 'cb_batch_lock',
+      text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
+      values: [BATCH_ID_LOCK_NAMESPACE, batchId],
+    };
+  }
+
   /**
    * Inserts the batch id with its payload hash under the primary key. A concurrent transaction
    * inserting the same id makes this wait on the unique index (until the deadline, not just the

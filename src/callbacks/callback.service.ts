@@ -180,12 +180,13 @@ export class CallbackService {
           const afterClaim = tx.timeouts();
           const results = await tx.begin([
             ...untilDeadline,
+            this.batches.batchIdLockStatement(batch.batchId),
             this.batches.claimStatement(batch, codes),
             ...afterClaim,
             this.coupons.insertClaimedCouponsStatement(codes),
             this.coupons.lockClaimedStatement(codes),
           ]);
-          const claim = results[untilDeadline.length];
+          const claim = results[untilDeadline.length + 1];
           const locked = results[results.length - 1];
           // An inbox replica on this database holds an earlier batch of these coupons (or this
           // batch id) not applied yet: applying now would overtake it (CONTRACT §4 step 5).

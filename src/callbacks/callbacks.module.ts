@@ -30,6 +30,6 @@ import { QuarantineService } from './quarantine/quarantine.service.js';
     QuarantineRepository,
     QuarantineService,
   ],
-  exports: [DeliveryAuditService, CallbackService, InboxService, QuarantineService],
+  exports: [DeliveryAuditService, CallbackService, InboxRepository, InboxService, QuarantineService],
 })
 export class CallbacksModule {}

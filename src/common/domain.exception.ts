@@ -30,6 +30,8 @@ export enum ErrorCode {
   COUPON_NOT_FLAGGED = 'coupon_not_flagged',
   /** The inbox holds pending batches of the coupon: a read or resolution would overtake them. */
   COUPON_INBOX_PENDING = 'coupon_inbox_pending',
+  /** Other batches changed the coupon during every read from SportAPI (a read may predate them). */
+  COUPON_CHANGED_DURING_READ = 'coupon_changed_during_read',
   INTERNAL = 'internal_error',
 }
 
@@ -56,6 +58,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.SPORTAPI_BAD_RESPONSE]: 502,
   [ErrorCode.COUPON_NOT_FLAGGED]: 409,
   [ErrorCode.COUPON_INBOX_PENDING]: 409,
+  [ErrorCode.COUPON_CHANGED_DURING_READ]: 409,
   [ErrorCode.INTERNAL]: 500,
 };
 

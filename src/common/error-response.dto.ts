@@ -19,3 +19,31 @@ export class ErrorResponseDto {
   @ApiProperty({ example: false }) success: false;
   @ApiProperty({ type: ErrorDetailDto }) error: ErrorDetailDto;
 }
+
+/**
+ * `@ApiResponse` options of one error answer: the {@link ErrorResponseDto} schema with an example
+ * of `code` (its message defaults to the description).
+ */
+export function apiError(status: number, description: string, code: string, message = description) {
+  return {
+    status,
+    description,
+    type: ErrorResponseDto,
+    example: { success: false, error: { code, message } },
+  };
+}
+
+/** `@ApiResponse` options of one status with several error codes: one named example per code. */
+export function apiErrors(status: number, description: string, cases: Record<string, string>) {
+  return {
+    status,
+    description,
+    type: ErrorResponseDto,
+    examples: Object.fromEntries(
+      Object.entries(cases).map(([code, message]) => [
+        code,
+        { summary: code, value: { success: false, error: { code, message } } },
+      ]),
+    ),
+  };
+}

@@ -2,18 +2,11 @@ import { Body, Controller, Get, Param, Post, Res, UseGuards, UseInterceptors } f
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { apiError } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponsService } from './coupons.service.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
-
-const err = (status: number, description: string, code: string) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  example: { success: false, error: { code, message: description } },
-});
 
 /** Partner API for coupons (CONTRACT §10). */
 @ApiTags('coupons')
@@ -32,11 +25,11 @@ export class CouponsController {
     description: 'registered; settlement that arrived earlier is applied now',
   })
   @ApiResponse({ status: 200, type: CouponView, description: 'the same registration again' })
-  @ApiResponse(err(400, 'invalid body', 'validation_failed'))
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(409, 'coupon registered with another account, stake or currency', 'coupon_conflict'))
-  @ApiResponse(err(422, 'stake above the balance, or account in another currency', 'insufficient_funds'))
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(400, 'invalid body', 'validation_failed'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(409, 'coupon registered with another account, stake or currency', 'coupon_conflict'))
+  @ApiResponse(apiError(422, 'stake above the balance, or account in another currency', 'insufficient_funds'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   async register(
     @Body() dto: RegisterCouponDto,
     @Res({ passthrough: true }) res: Response,
@@ -49,8 +42,8 @@ export class CouponsController {
   @Get(':coupon_code')
   @ApiOperation({ summary: 'A coupon with its bets and financial operations' })
   @ApiResponse({ status: 200, type: CouponView })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'coupon not found', 'not_found'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
   get(@Param('coupon_code') couponCode: string): Promise<CouponView> {
     return this.coupons.get(couponCode);
   }

@@ -4,16 +4,9 @@ import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { apiError } from '../common/error-response.dto.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
 import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js';
-
-const err = (status: number, description: string, code: string) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  example: { success: false, error: { code, message: description } },
-});
 
 /** Partner API for accounts (CONTRACT §10). */
 @ApiTags('accounts')
@@ -26,8 +19,8 @@ export class AccountsController {
   @Get(':id')
   @ApiOperation({ summary: 'A player account and its balance' })
   @ApiResponse({ status: 200, type: AccountViewDto })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'account not found', 'not_found'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'account not found', 'not_found'))
   get(@Param('id') id: string): Promise<AccountView> {
     return this.ledger.getAccount(id);
   }
@@ -54,11 +47,11 @@ export class AccountsController {
       },
     },
   })
-  @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
-  @ApiResponse(err(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
+  @ApiResponse(apiError(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   async adjust(
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,

@@ -13,31 +13,11 @@ import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@n
 import type { Response } from 'express';
 import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { apiError, apiErrors } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
 import { ReconciliationService } from './reconciliation.service.js';
-
-const err = (status: number, description: string, code: string) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  example: { success: false, error: { code, message: description } },
-});
-
-/** One status with several error codes: one Swagger example per code. */
-const errs = (status: number, description: string, cases: Record<string, string>) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  examples: Object.fromEntries(
-    Object.entries(cases).map(([code, message]) => [
-      code,
-      { summary: code, value: { success: false, error: { code, message } } },
-    ]),
-  ),
-});
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
 @ApiTags('reconciliation')
@@ -57,7 +37,8 @@ export class ReconciliationController {
       'Same validation and transaction as a callback coupon; a SportAPI read is authoritative (CONTRACT §9): it may ' +
       're-settle a needs_review coupon as a new generation. Reading the same coupon JSON again changes nothing, ' +
       'unless another batch changed the coupon since: then the read is decided again against its state now, as ' +
-      'poll:<coupon_code>:<sha256>:<16 hex>. Refused (409) while the inbox holds pending batches of the coupon.',
+      'poll:<coupon_code>:<sha256>:<16 hex>. A read taken while another batch changed the coupon is taken again (up to 3 ' +
+      'times). Refused (409) while the inbox holds pending batches of the coupon.',
   })
   @ApiResponse({
     status: 200,
@@ -76,20 +57,25 @@ export class ReconciliationController {
       },
     },
   })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'SportAPI does not know the coupon', 'sportapi_coupon_not_found'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'SportAPI does not know the coupon', 'sportapi_coupon_not_found'))
   @ApiResponse(
-    err(409, 'pending inbox batches of the coupon must apply first, retry later', 'coupon_inbox_pending'),
+    apiErrors(409, 'the coupon cannot be read now, retry later', {
+      coupon_inbox_pending:
+        'the inbox holds 1 pending batch(es) of coupon 000000000272; retry after they are applied',
+      coupon_changed_during_read:
+        'coupon 000000000272 changed during each of 3 reads from SportAPI; retry later',
+    }),
   )
-  @ApiResponse(err(501, 'polling is disabled: SPORTAPI_BASE_URL is not configured', 'polling_disabled'))
+  @ApiResponse(apiError(501, 'polling is disabled: SPORTAPI_BASE_URL is not configured', 'polling_disabled'))
   @ApiResponse(
-    err(
+    apiError(
       502,
       'SportAPI answered something that is not a valid coupon (nothing written)',
       'sportapi_bad_response',
     ),
   )
-  @ApiResponse(err(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
+  @ApiResponse(apiError(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
   async reconcile(
     @Param('coupon_code') couponCode: string,
     @Res({ passthrough: true }) res: Response,
@@ -124,11 +110,11 @@ export class ReconciliationController {
       },
     },
   })
-  @ApiResponse(err(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'coupon not found', 'not_found'))
+  @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
   @ApiResponse(
-    errs(
+    apiErrors(
       409,
       'the coupon is not flagged, the key was used with another body, or the inbox holds its batches',
       {
@@ -139,7 +125,7 @@ export class ReconciliationController {
       },
     ),
   )
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   async resolve(
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,

@@ -73,18 +73,6 @@ export class ReconciliationRepository {
     return (rowCount ?? 0) > 0;
   }
 
-  /**
-   * How many inbox rows holding `couponCode` are still pending (CALLBACK_MODE=inbox, or an inbox
-   * replica on this database): batches the sender was answered 200 for and that are applied after.
-   */
-  async pendingInboxRows(tx: Tx, couponCode: string): Promise<number> {
-    const { rows } = await tx.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending' AND coupon_codes && ARRAY[$1::text]`,
-      [couponCode],
-    );
-    return rows[0].n;
-  }
-
   /** What the synthetic batch `batchId` decided for `couponCode`, or undefined. */
   async outcome(tx: Tx, batchId: string, couponCode: string): Promise<SyntheticOutcome | undefined> {
     const { rows } = await tx.query<SyntheticOutcome>(

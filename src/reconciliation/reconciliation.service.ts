@@ -11,6 +11,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { parseBatch } from '../callbacks/callback-body.pipe.js';
+import { InboxRepository } from '../callbacks/inbox/inbox.repository.js';
 import { ParsedBatch } from '../callbacks/parsed-batch.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { parseExactJson, stringifyExactJson } from '../common/exact-json.js';
@@ -34,6 +35,9 @@ import { SportApiClient } from './sportapi.client.js';
  * (the migrator uses 727_001).
  */
 export const RECONCILIATION_LOCK_KEY = 727_002;
+
+/** Reads of one coupon while callbacks keep changing it, before giving up (COUPON_CHANGED_DURING_READ). */
+const READ_ATTEMPTS = 3;
 
 /** Name of the interval in the SchedulerRegistry. */
 const INTERVAL_NAME = 'reconciliation';
@@ -67,7 +71,7 @@ export interface ReconciliationRunSummary {
   unchanged: number;
   notFound: number;
   invalid: number;
-  /** Coupons with pending inbox batches: not read now, tried again next run. */
+  /** Coupons with pending inbox batches, or changing during every read: tried again next run. */
   deferred: number;
   failed: number;
   durationMs: number;
@@ -116,6 +120,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     private readonly coupons: CouponRepository,
     private readonly couponsService: CouponsService,
     private readonly repository: ReconciliationRepository,
+    private readonly inbox: InboxRepository,
     private readonly scheduler: SchedulerRegistry,
   ) {
     this.statusMap = new StatusMap(config.statusMap);
@@ -233,11 +238,13 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         const code_ = err instanceof DomainException ? err.code : undefined;
         if (code_ === ErrorCode.SPORTAPI_COUPON_NOT_FOUND) summary.notFound++;
         else if (code_ === ErrorCode.SPORTAPI_BAD_RESPONSE) summary.invalid++;
-        else if (code_ === ErrorCode.COUPON_INBOX_PENDING) summary.deferred++;
+        else if (code_ === ErrorCode.COUPON_INBOX_PENDING || code_ === ErrorCode.COUPON_CHANGED_DURING_READ)
+          summary.deferred++;
         else summary.failed++;
         if (
           code_ !== ErrorCode.SPORTAPI_UNAVAILABLE &&
           code_ !== ErrorCode.COUPON_INBOX_PENDING &&
+          code_ !== ErrorCode.COUPON_CHANGED_DURING_READ &&
           code_ !== undefined
         ) {
           // A definite answer: read this coupon again only after RECONCILE_AFTER.
@@ -256,7 +263,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * @returns the outcome and the coupon view (as `GET /coupons/{coupon_code}`).
    * @throws DomainException POLLING_DISABLED (501), SPORTAPI_COUPON_NOT_FOUND (404),
    *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written),
-   *   COUPON_INBOX_PENDING (409: pending inbox batches of the coupon apply first).
+   *   COUPON_INBOX_PENDING (409: pending inbox batches of the coupon apply first),
+   *   COUPON_CHANGED_DURING_READ (409: callbacks kept changing the coupon during each read).
    */
   async reconcile(couponCode: string): Promise<ReconcileResult> {
     const { outcome, batchId, transition } = await this.readAndApply(couponCode);
@@ -272,40 +280,65 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    *   the same coupon JSON was read before and callbacks changed the coupon since, as
    *   `poll:<code>:<sha256>:<first 16 hex of sha256 of the latest snapshot's batch id>` (CONTRACT
    *   §9 names one batch per coupon JSON; a read identical to an earlier one must still be decided
-   *   against the coupon's state now, e.g. to resolve a flag a later callback raised). Concurrent
-   *   reads wait on the row lock and find the first one's snapshot.
+   *   against the coupon's state now, e.g. to resolve a flag a later callback raised).
+   * A read is only applied to the state it was taken after: the coupon's latest snapshot is noted
+   * before the HTTP read and compared under the lock; when another batch (a callback, an inbox
+   * worker, a concurrent read or resolution) touched the coupon meanwhile, the read may predate it
+   * and is taken again, up to {@link READ_ATTEMPTS} times.
    * @throws DomainException COUPON_INBOX_PENDING when the inbox holds pending batches of the
-   *   coupon (they arrived first and must apply first; nothing is written).
+   *   coupon (they arrived first and must apply first); COUPON_CHANGED_DURING_READ when the coupon
+   *   kept changing during every read. Nothing is written then.
    */
   private async readAndApply(
     couponCode: string,
   ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
-    const read = this.pollRead(couponCode, (await this.sportApi.readCoupon(couponCode)).body);
-    const base = `poll:${couponCode}:${read.hash}`;
-    return this.transactions.run(async (tx) => {
-      if (await this.coupons.find(tx, couponCode)) await this.coupons.lockOne(tx, couponCode);
-      await this.refuseWhileInboxPending(tx, couponCode);
-      const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
-      if (latest === base || latest?.startsWith(`${base}:`)) {
-        await this.repository.markReconciled(tx, couponCode);
-        return { outcome: 'unchanged', batchId: latest, transition: null };
+    for (let attempt = 1; ; attempt++) {
+      const before = await this.transactions.run((tx) => this.repository.latestSnapshotBatch(tx, couponCode));
+      const read = this.pollRead(couponCode, (await this.sportApi.readCoupon(couponCode)).body);
+      const result = await this.transactions.run(async (tx) => {
+        if (await this.coupons.find(tx, couponCode)) await this.coupons.lockOne(tx, couponCode);
+        await this.refuseWhileInboxPending(tx, couponCode);
+        const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
+        if (latest !== before) return undefined; // changed during the read: read again
+        return this.applyRead(tx, couponCode, read, latest);
+      });
+      if (result) return result;
+      if (attempt >= READ_ATTEMPTS) {
+        throw new DomainException(
+          ErrorCode.COUPON_CHANGED_DURING_READ,
+          `coupon ${couponCode} changed during each of ${READ_ATTEMPTS} reads from SportAPI; retry later`,
+        );
       }
-      const batchId =
-        latest !== undefined && (await this.repository.batchExists(tx, base))
-          ? `${base}:${createHash('sha256').update(latest).digest('hex').slice(0, 16)}`
-          : base;
-      const { claim, transitions } = await this.callbacks.applySyntheticBatch(
-        tx,
-        this.pollBatch(batchId, read),
-        SnapshotSource.POLL,
-      );
+    }
+  }
+
+  /** The decision of {@link readAndApply} inside its transaction (the coupon locked, if it exists). */
+  private async applyRead(
+    tx: Tx,
+    couponCode: string,
+    read: { couponJson: string; hash: string; parsed: ParsedBatch },
+    latest: string | undefined,
+  ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
+    const base = `poll:${couponCode}:${read.hash}`;
+    if (latest === base || latest?.startsWith(`${base}:`)) {
       await this.repository.markReconciled(tx, couponCode);
-      return {
-        outcome: claim === 'claimed' ? 'applied' : 'unchanged',
-        batchId,
-        transition: transitions.get(couponCode) ?? null,
-      };
-    });
+      return { outcome: 'unchanged', batchId: latest, transition: null };
+    }
+    const batchId =
+      latest !== undefined && (await this.repository.batchExists(tx, base))
+        ? `${base}:${createHash('sha256').update(latest).digest('hex').slice(0, 16)}`
+        : base;
+    const { claim, transitions } = await this.callbacks.applySyntheticBatch(
+      tx,
+      this.pollBatch(batchId, read),
+      SnapshotSource.POLL,
+    );
+    await this.repository.markReconciled(tx, couponCode);
+    return {
+      outcome: claim === 'claimed' ? 'applied' : 'unchanged',
+      batchId,
+      transition: transitions.get(couponCode) ?? null,
+    };
   }
 
   /**
@@ -314,7 +347,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * @throws DomainException COUPON_INBOX_PENDING.
    */
   private async refuseWhileInboxPending(tx: Tx, couponCode: string): Promise<void> {
-    const pending = await this.repository.pendingInboxRows(tx, couponCode);
+    const pending = await this.inbox.pendingWithCoupons(tx, [couponCode]);
     if (pending > 0) {
       throw new DomainException(
         ErrorCode.COUPON_INBOX_PENDING,

@@ -64,7 +64,8 @@ function resettle(
  * authoritative (CONTRACT §9): a final result (or a recalculation result while one is open) that
  * differs from the amount the current generation was settled for is not flagged but applied as
  * a new generation `g+1` (`resettled`: debit what `g` credited, credit the new amount); an
- * authoritative result that settles or confirms the current generation clears `needs_review`.
+ * authoritative result that settles or confirms the current generation clears `needs_review`, and
+ * so does an authoritative PENDING of a coupon that is unsettled without an open recalculation.
  * Operation keys stay `<coupon_code>:<generation>:<type>`, so the same result read again (in a
  * new synthetic batch) finds the generation settled for that amount and moves no money.
  */
@@ -95,10 +96,12 @@ export function decideSettlement(
   switch (kind) {
     case StatusKind.PENDING:
       if (!state.generationSettled && !state.recalculationOpen) {
+        // An authoritative PENDING supersedes a flag raised while unsettled (an unknown status,
+        // a final result without or contradicting its amount): nothing was paid, nothing is owed.
         return {
           transition: TransitionName.PENDING_APPLIED,
           applied: true,
-          state: applyTo({}),
+          state: applyTo(resolved),
           operations: [],
         };
       }

@@ -647,6 +647,40 @@ describe('inline mode with batches left in the inbox', () => {
     expect(coupon.body.needsReview).toBe(false);
   });
 
+  it('one new batch id with two bodies, one to this inline process (its transaction open) and one to an inbox replica: 200 and 409, never two 200s', async () => {
+    expect((await deliver(t.app, batchOf('il4-a', { code: 'IL-4', status: 1 }))).status).toBe(200);
+    const replica = await startReplica({ ...t.config, callbackMode: 'inbox' });
+    const holder = await t.db.connect();
+    try {
+      // The inline delivery claims its batch id, then waits on the coupon row held here.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM coupons WHERE coupon_code = 'IL-4' FOR UPDATE`);
+      const inline = deliver(t.app, batchOf('il4-b', { code: 'IL-4', status: 2, realWin: '4.00' })).then(
+        (r) => r,
+      );
+      await eventually(async () => {
+        const { rowCount } = await t.db.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+             AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()`,
+        );
+        return (rowCount ?? 0) > 0;
+      }, 'the inline delivery to wait on the coupon lock');
+      // The other body of that batch id reaches the inbox replica meanwhile: it waits for the
+      // inline transaction, then finds the claim.
+      const other = deliver(replica, batchOf('il4-b', { code: 'IL-4', status: 1 })).then((r) => r);
+      await new Promise((r) => setTimeout(r, 300));
+      await holder.query('ROLLBACK');
+      const [a, b] = await Promise.all([inline, other]);
+      expect([a.status, a.body]).toEqual([200, { success: true, processed: 1 }]);
+      expectError(b, 409, 'batch_conflict');
+    } finally {
+      holder.release();
+      await replica.close();
+    }
+    expect((await inboxRows(t, 'il4-b')).length).toBe(0);
+    expect((await ops(t.app).get('/coupons/IL-4')).body).toMatchObject({ status: 2, realWin: '4.00' });
+  });
+
   it('a batch id pending in the inbox with another body: 409 from this inline process, the pending body applied', async () => {
     const first = JSON.stringify(batchOf('il3-x', { code: 'IL-3', status: 1 }));
     await t.db.query(

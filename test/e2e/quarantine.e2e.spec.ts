@@ -7,6 +7,7 @@ import {
   expectError,
   operations,
   ops,
+  pendingInboxRow,
   register,
   TestContext,
 } from '../support/test-app.js';
@@ -171,6 +172,39 @@ describe('quarantine endpoints', () => {
       2,
     ]);
     expect(await operations(t.app, 'Q-2')).toEqual(['Q-2:0:final_credit=12.00', 'Q-2:0:stake_debit=10.00']);
+  });
+
+  it('refuses a replay while pending inbox rows hold its coupons (409 coupon_inbox_pending, nothing recorded), applies it after them', async () => {
+    await register(t.app, 'Q-5', 'q-p1', '10.00');
+    const body = JSON.stringify(batchOf('q-b5', { code: 'Q-5', status: 2, realWin: '9.00' }));
+    await t.db.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('q-b5', repeat('0', 64), 1, '\\x00')`,
+    );
+    expectError(await deliver(t.app, body), 409, 'batch_conflict');
+    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'q-b5'`);
+    const [entry] = (await ops(t.app).get('/callbacks/quarantine?limit=1')).body.items;
+    expect(entry.batchId).toBe('q-b5');
+
+    // An earlier batch of Q-5 waits in the inbox (answered 200 before): the replay must not overtake it.
+    await pendingInboxRow(t, 'q-b5-earlier', 'Q-5');
+    const refused = await ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {});
+    expectError(refused, 409, 'coupon_inbox_pending');
+    expect(refused.body.error.message).toBe(
+      "the inbox holds 1 pending batch(es) of this batch's coupons; replay after they are applied",
+    );
+    const unchanged = await ops(t.app).get(`/callbacks/quarantine/${entry.id}`);
+    expect([unchanged.body.replayCount, unchanged.body.replayOutcome]).toEqual([0, null]);
+    expect(await operations(t.app, 'Q-5')).toEqual(['Q-5:0:stake_debit=10.00']);
+    const attempts = await t.db.query(
+      `SELECT count(*)::int AS n FROM delivery_attempts WHERE request_id = $1`,
+      [`quarantine-replay:${entry.id}`],
+    );
+    expect(attempts.rows[0].n).toBe(0);
+
+    await t.db.query(`DELETE FROM callback_inbox WHERE batch_id = 'q-b5-earlier'`);
+    const applied = await ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {});
+    expect([applied.status, applied.body.outcome]).toEqual([200, 'processed']);
+    expect(await operations(t.app, 'Q-5')).toEqual(['Q-5:0:final_credit=9.00', 'Q-5:0:stake_debit=10.00']);
   });
 
   it('applies a batch once when the same entry is replayed twice at the same time', async () => {

@@ -19,6 +19,7 @@ import {
   expectError,
   operations,
   ops,
+  pendingInboxRow,
   register,
   TestContext,
 } from '../support/test-app.js';
@@ -39,19 +40,6 @@ const pollBatchId = (c: object & { coupon_code: string }) =>
   `poll:${c.coupon_code}:${createHash('sha256').update(JSON.stringify(c)).digest('hex')}`;
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
-
-/**
- * A pending inbox row holding `code`, as an inbox replica on the same database leaves it before a
- * worker applies it (due in an hour, so nothing applies it during the test).
- */
-async function pendingInboxRow(t: TestContext, batchId: string, code: string): Promise<void> {
-  const payload = Buffer.from(JSON.stringify(batchOf(batchId, { code, status: 2, realWin: '1.00' })));
-  await t.db.query(
-    `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, next_attempt_at)
-     VALUES ($1, $2, 1, ARRAY[$3], $4, now() + interval '1 hour')`,
-    [batchId, sha256(payload.toString()), code, payload],
-  );
-}
 
 async function ledgerSum(t: TestContext): Promise<string> {
   const { rows } = await t.db.query(
@@ -324,6 +312,66 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(report.violations).toEqual([]);
   });
 
+  it('a read taken while a callback changed the coupon is taken again: the older read is never applied over the newer callback', async () => {
+    await deposit(t.app, 'pr8', '100.00');
+    await register(t.app, 'REC-8', 'pr8', '10.00');
+    await deliver(t.app, batchOf('b-rec8-1', { code: 'REC-8', status: 2, realWin: '10.00' }));
+    expect(await balance(t.app, 'pr8')).toBe('100.00');
+    // SportAPI answers the WIN slowly; meanwhile the recalculation arrives by callback.
+    api.serve(coupon('REC-8', 2, '10.00'), 800);
+    const reads = api.reads('REC-8');
+    const pending = reconcile('REC-8').then((r) => r); // supertest sends on then()
+    await new Promise((r) => setTimeout(r, 200));
+    expect(
+      (await deliver(t.app, batchOf('b-rec8-2', { code: 'REC-8', status: 15, realWin: '5.00' }))).status,
+    ).toBe(200);
+    api.serve(coupon('REC-8', 15, '5.00'));
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(api.reads('REC-8')).toBe(reads + 2);
+    expect(res.body).toMatchObject({
+      status: 15,
+      realWin: '5.00',
+      settlementGeneration: 1,
+      needsReview: false,
+    });
+    expect(await operations(t.app, 'REC-8')).toEqual([
+      'REC-8:0:final_credit=10.00',
+      'REC-8:0:stake_debit=10.00',
+      'REC-8:1:final_credit=5.00',
+      'REC-8:1:recalculation_debit=10.00',
+    ]);
+    expect(await balance(t.app, 'pr8')).toBe('95.00');
+  });
+
+  it('a coupon changing during every read: 409 coupon_changed_during_read after three reads, nothing written', async () => {
+    await deposit(t.app, 'pr9', '10.00');
+    await register(t.app, 'REC-9', 'pr9', '10.00');
+    api.serve(coupon('REC-9', 2, '7.00'), 300);
+    const reads = api.reads('REC-9');
+    let stop = false;
+    let n = 0;
+    const stream = (async () => {
+      while (!stop) {
+        await deliver(t.app, batchOf(`b-rec9-${n++}`, { code: 'REC-9', status: 1, realWin: null }));
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    const res = await reconcile('REC-9');
+    stop = true;
+    await stream;
+    expectError(res, 409, 'coupon_changed_during_read');
+    expect(res.body.error.message).toBe(
+      'coupon REC-9 changed during each of 3 reads from SportAPI; retry later',
+    );
+    expect(api.reads('REC-9')).toBe(reads + 3);
+    const polls = await t.db.query(
+      `SELECT count(*)::int AS n FROM coupon_snapshots WHERE coupon_code = 'REC-9' AND batch_id LIKE 'poll:%'`,
+    );
+    expect(polls.rows[0].n).toBe(0);
+    expect(await operations(t.app, 'REC-9')).toEqual(['REC-9:0:stake_debit=10.00']);
+  });
+
   it('refuses to read or resolve a coupon whose batches wait in the inbox (409 coupon_inbox_pending), nothing written', async () => {
     await deposit(t.app, 'pr7', '10.00');
     await register(t.app, 'REC-7', 'pr7', '10.00');
@@ -524,9 +572,11 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(reconcileOp.responses['502'].content?.['application/json'].example).toMatchObject({
       error: { code: 'sportapi_bad_response' },
     });
-    expect(reconcileOp.responses['409'].content?.['application/json'].example).toMatchObject({
-      error: { code: 'coupon_inbox_pending' },
-    });
+    const readConflicts = reconcileOp.responses['409'].content?.['application/json'].examples ?? {};
+    expect(Object.values(readConflicts).map((e) => e.value.error.code)).toEqual([
+      'coupon_inbox_pending',
+      'coupon_changed_during_read',
+    ]);
     const conflicts = resolutionOp.responses['409'].content?.['application/json'].examples ?? {};
     expect(Object.values(conflicts).map((e) => e.value.error.code)).toEqual([
       'coupon_not_flagged',

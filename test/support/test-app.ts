@@ -157,6 +157,20 @@ export function batchOf(
 }
 
 /** What no response body may contain: SQL, driver errors, stack frames, secrets, table names. */
+/**
+ * Inserts a pending inbox row holding coupon `code` (a one-coupon WIN batch `batchId`), as an inbox
+ * replica on the same database leaves it before a worker applies it; due in an hour, so no worker
+ * applies it during a test.
+ */
+export async function pendingInboxRow(t: TestContext, batchId: string, code: string): Promise<void> {
+  const payload = Buffer.from(JSON.stringify(batchOf(batchId, { code, status: 2, realWin: '1.00' })));
+  await t.db.query(
+    `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, next_attempt_at)
+     VALUES ($1, encode(sha256($2), 'hex'), 1, ARRAY[$3], $2, now() + interval '1 hour')`,
+    [batchId, payload, code],
+  );
+}
+
 export const LEAK =
   /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
 

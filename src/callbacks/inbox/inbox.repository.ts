@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Tx } from '../../database/transaction.js';
+import { BatchRepository } from '../batch.repository.js';
 import type { InboxStatus } from '../entities/inbox-entry.entity.js';
 
 /**
@@ -48,16 +49,22 @@ export type InboxOutcome = 'processed' | 'duplicate' | 'conflict' | 'failed';
 /** SQL of `callback_inbox` (inbox mode, CONTRACT §4, §5) and the quarantine of inbox rows (§8). */
 @Injectable()
 export class InboxRepository {
+  constructor(private readonly batches: BatchRepository) {}
+
   /**
    * Appends a verified, validated batch unless its id is known. A batch id already applied
    * (`callback_batches`, e.g. before a switch from inline mode) or already in the inbox (pending,
    * done or quarantined) is a duplicate when the hash matches, else a conflict; nothing is
-   * inserted then. First takes the advisory lock of every coupon of the batch
+   * inserted then. First takes the batch id's advisory lock
+   * ({@link BatchRepository.batchIdLockStatement}, which an inline claim takes too), then the
+   * advisory lock of every coupon of the batch
    * ({@link INBOX_COUPON_LOCK_NAMESPACE}, in ascending key order so appends never deadlock;
    * waiting up to the deadline) and keeps them to COMMIT: the caller must commit promptly after
    * this. A concurrent delivery of the same batch waits on them too, then finds a duplicate.
    */
   async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
+    const batchLock = this.batches.batchIdLockStatement(entry.batchId);
+    await tx.queryWaitingUntilDeadline(batchLock.text, batchLock.values);
     await tx.queryWaitingUntilDeadline(
       `SELECT pg_advisory_xact_lock($1, k)
          FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
@@ -201,6 +208,19 @@ export class InboxRepository {
       [id, reason, JSON.stringify(details ?? null)],
     );
     return rows[0]?.id;
+  }
+
+  /**
+   * How many pending rows hold one of `couponCodes`: batches the sender was answered 200 for that
+   * a worker has not applied yet, which anything else touching those coupons must not overtake
+   * (CONTRACT §4 step 5).
+   */
+  async pendingWithCoupons(tx: Tx, couponCodes: string[]): Promise<number> {
+    const { rows } = await tx.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending' AND coupon_codes && $1::text[]`,
+      [couponCodes],
+    );
+    return rows[0].n;
   }
 
   /** Rows not yet applied nor quarantined. */

@@ -2,7 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestj
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { BearerKeyGuard } from '../../auth/bearer-key.guard.js';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import { ErrorResponseDto } from '../../common/error-response.dto.js';
+import { apiError, apiErrors } from '../../common/error-response.dto.js';
 import {
   QuarantineEntryDetailView,
   QuarantineListQueryDto,
@@ -11,13 +11,6 @@ import {
 } from './dto/quarantine.dto.js';
 import { DEFAULT_PAGE_SIZE, QuarantineService } from './quarantine.service.js';
 import type { QuarantinePage, ReplayResult } from './quarantine.service.js';
-
-const err = (status: number, description: string, code: string, message = description) => ({
-  status,
-  description,
-  type: ErrorResponseDto,
-  example: { success: false, error: { code, message } },
-});
 
 /** A quarantine id path parameter: digits only, else 404 (never a database error). */
 function entryId(id: string): string {
@@ -70,8 +63,8 @@ export class QuarantineController {
       nextCursor: null,
     },
   })
-  @ApiResponse(err(400, 'limit or cursor out of range', 'validation_failed'))
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(400, 'limit or cursor out of range', 'validation_failed'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   list(@Query() query: QuarantineListQueryDto): Promise<QuarantinePage> {
     return this.quarantine.list(query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE, query.cursor);
   }
@@ -80,8 +73,8 @@ export class QuarantineController {
   @ApiOperation({ summary: 'One quarantined body with its bytes (UTF-8 text and base64)' })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: QuarantineEntryDetailView })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   get(@Param('id') id: string): Promise<QuarantineEntryDetailView> {
     return this.quarantine.get(entryId(id));
   }
@@ -121,25 +114,28 @@ export class QuarantineController {
       },
     },
   })
-  @ApiResponse(err(401, 'a valid bearer key is required', 'unauthorized'))
-  @ApiResponse(err(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
+  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
+  @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   @ApiResponse(
-    err(
+    apiErrors(
       409,
-      'the batch id was accepted with another body',
-      'batch_conflict',
-      'batch b-2026-11-30-000123 was delivered before with a different body',
+      'the batch id was accepted with another body, or pending inbox batches of its coupons apply first',
+      {
+        batch_conflict: 'batch b-2026-11-30-000123 was delivered before with a different body',
+        coupon_inbox_pending:
+          "the inbox holds 1 pending batch(es) of this batch's coupons; replay after they are applied",
+      },
     ),
   )
   @ApiResponse(
-    err(
+    apiError(
       422,
       'the body is still refused by validation',
       'replay_rejected',
       'the quarantined body is still refused: the batch does not match the contract',
     ),
   )
-  @ApiResponse(err(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   replay(@Param('id') id: string): Promise<ReplayResult> {
     return this.quarantine.replay(entryId(id));
   }

@@ -71,12 +71,14 @@ export class QuarantineService {
    *
    * A batch id accepted by the inbox with the same body and still pending is left to the inbox
    * workers (`duplicate`); an inbox row that had been quarantined is marked done when its replay
-   * applies it. Replays of one entry run one at a time (row lock).
+   * applies it. Replays of one entry run one at a time (row lock). A batch whose coupons have
+   * other pending inbox rows is not applied ahead of them (CONTRACT §4 step 5).
    * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
    * @throws DomainException NOT_FOUND (404); REPLAY_REJECTED (422, with the failing fields) when
    *   the body is still invalid; BATCH_CONFLICT (409) when its batch id was accepted with another
-   *   body. Both are recorded (`rejected` / `conflict`) before throwing. Transient database
-   *   errors (503) record nothing.
+   *   body. Both are recorded (`rejected` / `conflict`) before throwing. COUPON_INBOX_PENDING (409)
+   *   while pending inbox rows hold its coupons, and transient database errors (503), record
+   *   nothing.
    */
   async replay(id: string): Promise<ReplayResult> {
     const startedAt = Date.now();
@@ -97,6 +99,17 @@ export class QuarantineService {
           if (queued?.status === 'pending') {
             outcome = 'duplicate';
           } else {
+            // Pending inbox batches of its coupons arrived (and were answered 200) first.
+            const pending = await this.inbox.pendingWithCoupons(
+              tx,
+              batch.coupons.map((c) => c.couponCode),
+            );
+            if (pending > 0) {
+              throw new DomainException(
+                ErrorCode.COUPON_INBOX_PENDING,
+                `the inbox holds ${pending} pending batch(es) of this batch's coupons; replay after they are applied`,
+              );
+            }
             const claim = await this.callbacks.applyClaimed(tx, batch);
             outcome = claim === 'claimed' ? 'processed' : 'duplicate';
             if (queued?.status === 'quarantined') await this.inbox.markDone(tx, queued.id, outcome);
@@ -115,7 +128,12 @@ export class QuarantineService {
         { deadline: startedAt + this.config.callbackDeadlineMs },
       );
     } catch (err) {
-      if (!(err instanceof DomainException) || err.code === ErrorCode.NOT_FOUND) throw err;
+      if (
+        !(err instanceof DomainException) ||
+        err.code === ErrorCode.NOT_FOUND ||
+        err.code === ErrorCode.COUPON_INBOX_PENDING
+      )
+        throw err;
       const conflict = err.code === ErrorCode.BATCH_CONFLICT;
       const answer = conflict
         ? err
