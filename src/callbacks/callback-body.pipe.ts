@@ -240,9 +240,10 @@ export function parseBatch(
 }
 
 /**
- * {@link parseBatch} of a delivery whose signature was verified, noting `batchId` and
- * `couponCount` on the request state for the delivery audit (a best-effort `batchId` when the body
- * is refused). @throws what {@link parseBatch} throws.
+ * {@link parseBatch} of a delivery whose signature was verified, noting `batchId`, `couponCount`
+ * and `payloadHash` (SHA-256 of the raw body) on the request state for the delivery audit and the
+ * quarantine (a best-effort `batchId` when the body is refused). @throws what {@link parseBatch}
+ * throws.
  */
 export function parseDelivery(state: CallbackRequestState, amountScale: number): ParsedBatch {
   const rawBody = state.rawBody ?? Buffer.alloc(0);
@@ -250,9 +251,11 @@ export function parseDelivery(state: CallbackRequestState, amountScale: number):
     const batch = parseBatch(rawBody, amountScale);
     state.batchId = batch.batchId;
     state.couponCount = batch.couponCount;
+    state.payloadHash = batch.payloadHash;
     return batch;
   } catch (err) {
     state.batchId = batchIdHint(rawBody);
+    state.payloadHash ??= createHash('sha256').update(rawBody).digest('hex');
     throw err;
   }
 }

@@ -7,6 +7,7 @@ import { AppModule } from '../../src/app.module.js';
 import { configureApp } from '../../src/app.setup.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
 import type { AppConfig } from '../../src/config/configuration.js';
+import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import {
   balance,
   batchOf,
@@ -245,13 +246,43 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       'conflict:409',
     ]);
     const { rows } = await t.db.query(
-      `SELECT reason, http_status, body, inbox_id FROM quarantined_bodies WHERE batch_id = 'ib-b2' ORDER BY id`,
+      `SELECT reason, http_status, body, inbox_id, payload_hash FROM quarantined_bodies WHERE batch_id = 'ib-b2' ORDER BY id`,
     );
-    expect(rows.map((r) => [r.reason, r.http_status, r.body.toString(), r.inbox_id])).toEqual([
-      ['batch_conflict', 409, other, null],
-      ['batch_conflict', 409, other, null],
-    ]);
+    expect(rows.map((r) => [r.reason, r.http_status, r.body.toString(), r.inbox_id, r.payload_hash])).toEqual(
+      [
+        ['batch_conflict', 409, other, null, sha256(other)],
+        ['batch_conflict', 409, other, null, sha256(other)],
+      ],
+    );
+    // Refused attempts carry the hash of the body they refused, as inline.
+    const hashes = await t.db.query(
+      `SELECT DISTINCT payload_hash FROM delivery_attempts WHERE batch_id = 'ib-b2' AND outcome = 'conflict'`,
+    );
+    expect(hashes.rows).toEqual([{ payload_hash: sha256(other) }]);
     expect(await operations(t.app, 'IB-2')).toEqual(['IB-2:0:final_credit=20.00', 'IB-2:0:stake_debit=5.00']);
+  });
+
+  it('a body refused in inbox mode and replayed later is applied once and leaves ledger:verify clean (its hash kept)', async () => {
+    await register(t.app, 'IB-11', 'ib-p1', '1.00');
+    const body = JSON.stringify(batchOf('ib-b11', { code: 'IB-11', status: 2, realWin: '3.00' }));
+    // Refused (409) because another body holds the batch id; the operator then removes that one.
+    await t.db.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('ib-b11', repeat('0', 64), 1, '\\x00')`,
+    );
+    expectError(await deliver(t.app, body), 409, 'batch_conflict');
+    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'ib-b11'`);
+    const { rows } = await t.db.query(
+      `SELECT id, payload_hash FROM quarantined_bodies WHERE batch_id = 'ib-b11' ORDER BY id`,
+    );
+    expect(rows.map((r) => r.payload_hash)).toEqual([sha256(body)]);
+    const replay = await ops(t.app).post(`/callbacks/quarantine/${rows[0].id}/replay`, {});
+    expect([replay.status, replay.body.outcome]).toEqual([200, 'processed']);
+    expect(await operations(t.app, 'IB-11')).toEqual([
+      'IB-11:0:final_credit=3.00',
+      'IB-11:0:stake_debit=1.00',
+    ]);
+    const report = await new LedgerVerifier(t.db).verify();
+    expect(report.violations.filter((v) => v.subject === 'ib-b11')).toEqual([]);
   });
 
   it('answers concurrent deliveries of one batch 200, keeps one inbox row and applies it once (CONTRACT §4 step 4)', async () => {
