@@ -24,6 +24,11 @@ export interface CheckOptions {
   timeoutMs?: number;
   /** Run suffix; random by default. */
   runId?: string;
+  /**
+   * How long a check of balances and operations may wait for them (ms; 0 by default): for a
+   * receiver that answers 200 once a batch is stored and applies it afterwards (inbox mode).
+   */
+  eventualMs?: number;
   log?: (line: string) => void;
 }
 
@@ -137,7 +142,20 @@ export async function runCheck(options: CheckOptions): Promise<CheckReport> {
   const pendingA = couponJson(c2, 1, null, [[`${c2}-e1`, 0]]);
   const batchA = batch(`chk-${run}-a`, [winA, pendingA]);
 
+  /** {@link moneyNow}, retried every 100 ms until it holds or `eventualMs` has passed. */
   async function money(expectedBalance: string): Promise<string> {
+    const until = performance.now() + (options.eventualMs ?? 0);
+    for (;;) {
+      try {
+        return await moneyNow(expectedBalance);
+      } catch (error) {
+        if (performance.now() >= until) throw error;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+
+  async function moneyNow(expectedBalance: string): Promise<string> {
     const coupon = await api.coupon(c1);
     expect(coupon !== null, `GET /coupons/${c1}: 404`);
     const ops = (coupon?.operations ?? []).map((o) => `${o.key}=${o.amount}`).sort();

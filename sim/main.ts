@@ -32,8 +32,9 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
       A stand-in SportAPI: GET /coupons/{coupon_code} from DIR's latest states; POSTs forwarded
       to --proxy-to, the connection dropped after the receiver answered with probability RATE.
 
-  check --url URL --secret S --ops-key K [--callback-path /sportapi/callback]
-      Conformance run against a receiver: each CONTRACT rule PASS/FAIL.
+  check --url URL --secret S --ops-key K [--callback-path /sportapi/callback] [--eventual MS]
+      Conformance run against a receiver: each CONTRACT rule PASS/FAIL. --eventual MS: money
+      checks wait up to MS for a receiver that applies after its 200 (inbox mode).
 `;
 
 export interface CliIo {
@@ -191,6 +192,7 @@ async function check(args: string[], io: CliIo): Promise<number> {
       'ops-key': { type: 'string' },
       'callback-path': { type: 'string' },
       'signature-header': { type: 'string' },
+      eventual: { type: 'string' },
     },
   });
   const report = await runCheck({
@@ -199,6 +201,7 @@ async function check(args: string[], io: CliIo): Promise<number> {
     opsKey: required(values, 'ops-key'),
     callbackPath: values['callback-path'],
     signatureHeader: values['signature-header'],
+    eventualMs: number(values, 'eventual', 0, integerFrom(0, 600_000), 'an integer from 0 to 600000 (ms)'),
     log: io.out,
   });
   return report.ok ? 0 : 1;

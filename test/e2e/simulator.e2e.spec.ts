@@ -735,6 +735,36 @@ describe('SportAPI simulator (sim/, CONTRACT §2, §9)', () => {
       }
     });
 
+    it('--eventual: passes every rule against an inbox-mode receiver, whose money moves after the 200', async () => {
+      const inbox = await createTestApp({ CALLBACK_MODE: 'inbox', INBOX_POLL_INTERVAL_MS: '50' });
+      try {
+        const io = captureIo();
+        expect(
+          await runCli(
+            ['check', '--url', inbox.url, '--secret', SECRET, '--ops-key', OPS_KEY, '--eventual', '10000'],
+            io,
+          ),
+        ).toBe(0);
+        expect(io.lines.slice(0, -1).map((l) => l.split('  ').slice(0, 2).join(' '))).toEqual(
+          RULES.map((id) => `PASS ${id}`),
+        );
+        expect(io.lines.at(-1)).toBe('14 passed, 0 failed');
+      } finally {
+        await inbox.close();
+      }
+    });
+
+    it('refuses a bad --eventual (usage error, exit code 2)', async () => {
+      const io = captureIo();
+      expect(
+        await runCli(
+          ['check', '--url', t.url, '--secret', SECRET, '--ops-key', OPS_KEY, '--eventual', 'soon'],
+          io,
+        ),
+      ).toBe(2);
+      expect(io.errors.join('\n')).toContain('--eventual must be an integer from 0 to 600000 (ms)');
+    });
+
     it('fails against a server that answers 201 to everything (exit code 1)', async () => {
       const broken = await stub((_req, res) => answer(res, 201, { success: true }));
       try {
