@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { ConsoleLogger, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import pg from 'pg';
 import { AppModule } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { loadConfig } from './config/configuration.js';
@@ -37,6 +38,13 @@ async function bootstrap(): Promise<void> {
   if (portProblem) {
     console.error(`start-up failed: PORT ${config.port} on ${config.host} ${portProblem}; set PORT`);
     process.exit(1);
+  }
+  if (config.databaseUrl) {
+    const problem = await databaseProblem(config.databaseUrl);
+    if (problem) {
+      console.error(`start-up failed: ${describeStartupError(problem)}`);
+      process.exit(1);
+    }
   }
   let embedded: EmbeddedPostgresServer | undefined;
   if (!config.databaseUrl) {
@@ -98,6 +106,30 @@ function httpPortProblem(host: string, port: number): Promise<string | undefined
     );
     probe.listen(port, host, () => probe.close(() => done(undefined)));
   });
+}
+
+/**
+ * Why `DATABASE_URL` cannot be used (the connection error after three tries one second apart), or
+ * undefined once `SELECT 1` answers: a wrong URL fails at once with one clear line, before the
+ * framework starts (and logs its own retries with stacks).
+ */
+async function databaseProblem(url: string): Promise<unknown> {
+  let last: unknown;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+      return undefined;
+    } catch (err) {
+      last = err;
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    if (attempt < 3) await new Promise((r) => setTimeout(r, 1000));
+  }
+  return last;
 }
 
 /** A start-up failure in one line; a database that cannot be reached is named by its variable. */

@@ -4,13 +4,14 @@ import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import { MAIN_JS, portRange, requireBuild } from './support/receiver.js';
+import { testServer, withDatabase } from '../support/database.js';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
 
 // A second copy started on an HTTP port in use stops at once with a message naming PORT, before
 // it starts an embedded PostgreSQL or migrates anything (README: "a second copy ... needs its own
 // PORT").
 
-const [PORT, EMBEDDED_PG_PORT] = portRange(50, 2);
+const [PORT, EMBEDDED_PG_PORT, FREE_PORT, UNUSED_PG_PORT] = portRange(50, 4);
 const DATA_DIR = resolve(tmpdir(), `settlement-startup-test-${process.pid}`);
 
 describe('start-up', () => {
@@ -49,4 +50,41 @@ describe('start-up', () => {
     );
     expect(existsSync(DATA_DIR)).toBe(false);
   }, 20_000);
+
+  /** Starts main.js with `env`; resolves with its exit code and everything it printed. */
+  async function run(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+    const proc = spawn(process.execPath, [MAIN_JS], {
+      env: {
+        PATH: process.env.PATH,
+        SPORTAPI_WEBHOOK_SECRETS: SECRET,
+        OPS_API_KEYS: OPS_KEY,
+        HOST: '127.0.0.1',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    const code = await new Promise<number | null>((done) => proc.once('exit', (c) => done(c)));
+    return { code, output };
+  }
+
+  it('DATABASE_URL that cannot be used → exit 1 with one line naming it, no framework stack traces', async () => {
+    const refused = await run({
+      PORT: String(FREE_PORT),
+      DATABASE_URL: `postgres://postgres@127.0.0.1:${UNUSED_PG_PORT}/settlement`,
+    });
+    expect(refused).toEqual({
+      code: 1,
+      output: `start-up failed: cannot use DATABASE_URL (127.0.0.1:${UNUSED_PG_PORT}/settlement): connect ECONNREFUSED 127.0.0.1:${UNUSED_PG_PORT}\n`,
+    });
+    // A server that answers, without the database.
+    const url = withDatabase(testServer().adminUrl, 'settlement_startup_missing_db');
+    const missing = await run({ PORT: String(FREE_PORT), DATABASE_URL: url });
+    expect(missing.code).toBe(1);
+    expect(missing.output).toMatch(
+      /^start-up failed: cannot use DATABASE_URL \(.+\/settlement_startup_missing_db\): database "settlement_startup_missing_db" does not exist\n$/,
+    );
+  }, 30_000);
 });
