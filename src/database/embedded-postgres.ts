@@ -98,6 +98,25 @@ export class EmbeddedPostgresServer {
     return existsSync(resolve(this.dataDirFor(resolve(this.options.dataDir)), 'PG_VERSION'));
   }
 
+  /**
+   * URL of a server running on this data folder now (e.g. a receiver started with another
+   * `EMBEDDED_PG_PORT`), from its `postmaster.pid` (line 4 is the port), or undefined.
+   */
+  runningUrl(): string | undefined {
+    const running = this.runningServer(this.dataDirFor(resolve(this.options.dataDir)));
+    return running && `postgres://${USER}:${PASSWORD}@127.0.0.1:${running.port}/${this.options.database}`;
+  }
+
+  private runningServer(dataDir: string): { pid: number; port: number } | undefined {
+    const pidFile = resolve(dataDir, 'postmaster.pid');
+    if (!existsSync(pidFile)) return undefined;
+    const lines = readFileSync(pidFile, 'utf8').split('\n');
+    const pid = Number(lines[0]);
+    const port = Number(lines[3]);
+    if (!Number.isInteger(pid) || pid <= 0 || !pidIsAlive(pid)) return undefined;
+    return { pid, port };
+  }
+
   /** True when something (e.g. a running receiver's embedded server) listens on the port. */
   isPortInUse(): Promise<boolean> {
     return portInUse(this.options.port);
@@ -194,15 +213,15 @@ export class EmbeddedPostgresServer {
   }
 
   private async stopOrphan(dataDir: string): Promise<void> {
-    const pidFile = resolve(dataDir, 'postmaster.pid');
-    if (!existsSync(pidFile)) return;
-    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-    if (!Number.isInteger(pid) || pid <= 0 || !pidIsAlive(pid)) return;
+    const running = this.runningServer(dataDir);
+    if (!running) return;
+    const { pid, port } = running;
     const owner = parentOf(pid);
     if (owner !== undefined && owner !== 1 && pidIsAlive(owner) && commandOf(owner) === 'node') {
       throw new Error(
-        `the embedded PostgreSQL data folder ${dataDir} is in use by another running receiver (pid ${owner}); ` +
-          'stop it, or set EMBEDDED_PG_DATA_DIR and EMBEDDED_PG_PORT for a second instance',
+        `the embedded PostgreSQL data folder ${dataDir} is in use by another running receiver (pid ${owner}, ` +
+          `PostgreSQL on port ${port}); stop it, set EMBEDDED_PG_PORT=${port} to use that server, or set ` +
+          'EMBEDDED_PG_DATA_DIR and EMBEDDED_PG_PORT for a second instance',
       );
     }
     this.logger.warn(`stopping PostgreSQL ${pid} left running on ${dataDir}`);

@@ -9,9 +9,9 @@ import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
  * the list of violations otherwise, 2 when the database cannot be checked.
  *
  * Database: `DATABASE_URL`; when unset, the embedded PostgreSQL `npm start` uses
- * (`EMBEDDED_PG_DATA_DIR`, `EMBEDDED_PG_PORT`, `.env` read as at start-up): a running receiver's
- * server is used as it is; otherwise the server is started on its data folder, checked and
- * stopped again.
+ * (`EMBEDDED_PG_DATA_DIR`, `EMBEDDED_PG_PORT`, `.env` read as at start-up): a server running on
+ * that data folder (a running receiver's, whatever its port) is used as it is; otherwise the
+ * server is started on its data folder, checked and stopped again.
  */
 async function main(): Promise<number> {
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -26,8 +26,9 @@ async function main(): Promise<number> {
       },
       { log: () => undefined, warn: (m) => console.warn(m) },
     );
-    if (await server.isPortInUse()) {
-      url = server.url;
+    const running = server.runningUrl();
+    if (running || (await server.isPortInUse())) {
+      url = running ?? server.url;
       console.warn(`using the running embedded PostgreSQL at ${new URL(url).host}`);
     } else if (!server.hasCluster()) {
       console.error(

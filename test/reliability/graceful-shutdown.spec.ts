@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -254,6 +255,15 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
       } finally {
         await after.end().catch(() => undefined);
       }
+      // ledger:verify given only the data folder (not the port) finds the running server and is clean.
+      const verify = spawnSync(process.execPath, [resolve('dist/src/ledger/verify-cli.js')], {
+        env: { PATH: process.env.PATH, EMBEDDED_PG_DATA_DIR: dataDir },
+        encoding: 'utf8',
+      });
+      expect({ status: verify.status, stderr: verify.stderr.trim() }).toEqual({
+        status: 0,
+        stderr: `using the running embedded PostgreSQL at 127.0.0.1:${EMBEDDED_PG_PORT}`,
+      });
     } finally {
       await client.end().catch(() => undefined);
       await stopReceiver(restarted);
