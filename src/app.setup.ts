@@ -97,7 +97,14 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   );
 }
 
-/** Swagger UI at `/docs`, OpenAPI JSON at `/docs-json`, with the signature and bearer schemes. */
+/**
+ * Swagger UI at `/docs` (`/docs/` redirects there), OpenAPI JSON at `/docs-json`, with the
+ * signature and bearer schemes.
+ */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
+  // The UI's page loads its assets relative to `/docs`; from `/docs/` they would 404.
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path === '/docs/' ? res.redirect(301, '/docs') : next(),
+  );
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app, config), { jsonDocumentUrl: 'docs-json' });
 }

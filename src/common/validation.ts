@@ -19,7 +19,13 @@ export function IsDecimalAmount(
       propertyName: propertyName as string,
       options: {
         message: `$property must be a decimal string with at most ${scale} fraction digits${
-          opts.allowNegative ? '' : opts.allowZero ? ', not negative' : ', greater than zero'
+          opts.allowNegative
+            ? opts.allowZero
+              ? ''
+              : ', not zero'
+            : opts.allowZero
+              ? ', not negative'
+              : ', greater than zero'
         }`,
         ...validationOptions,
       },

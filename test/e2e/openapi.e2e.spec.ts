@@ -24,6 +24,16 @@ describe('OpenAPI document', () => {
     expect(served).toEqual(file);
   });
 
+  it('serves Swagger UI at /docs with its assets; /docs/ redirects there', async () => {
+    const http = request(t.app.getHttpServer());
+    const page = await http.get('/docs');
+    expect([page.status, page.headers['content-type']]).toEqual([200, 'text/html; charset=utf-8']);
+    const css = /href="([^"]*swagger-ui\.css)"/.exec(page.text)?.[1] ?? '';
+    expect((await http.get(new URL(css, 'http://x/docs').pathname)).status).toBe(200);
+    const slash = await http.get('/docs/');
+    expect([slash.status, slash.headers.location]).toEqual([301, '/docs']);
+  });
+
   it('documents the operations endpoints', () => {
     const paths = Object.keys(served.paths as Json).sort();
     expect(paths).toEqual(

@@ -707,6 +707,36 @@ describe('partner API (CONTRACT §10)', () => {
       expect(await count(`coupons WHERE coupon_code = 'MJ-1'`)).toBe(0);
     });
 
+    it('a body that is not application/json answers 415, nothing written; a zero adjustment names the rule', async () => {
+      const plain = await http()
+        .post('/coupons')
+        .set('authorization', `Bearer ${OPS_KEY}`)
+        .set('content-type', 'text/plain')
+        .send(JSON.stringify({ coupon_code: 'TP-1', accountId: 'pm1', stake: '1.00', currency: 'EUR' }));
+      expect([plain.status, plain.body]).toEqual([
+        415,
+        {
+          success: false,
+          error: { code: 'unsupported_media_type', message: 'the request body must be application/json' },
+        },
+      ]);
+      expect(await count(`coupons WHERE coupon_code = 'TP-1'`)).toBe(0);
+      const zero = await http()
+        .post('/accounts/pm-zero/adjustments')
+        .set('authorization', `Bearer ${OPS_KEY}`)
+        .set('idempotency-key', 'adj-zero')
+        .send({ amount: '0.00', currency: 'EUR', reason: 'nothing' });
+      expect([zero.status, zero.body.error.fields]).toEqual([
+        400,
+        [
+          {
+            path: 'amount',
+            message: 'amount must be a decimal string with at most 2 fraction digits, not zero',
+          },
+        ],
+      ]);
+    });
+
     it('malformed JSON on an adjustment answers 400 as JSON', async () => {
       const res = await http()
         .post('/accounts/pm1/adjustments')

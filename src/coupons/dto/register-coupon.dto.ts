@@ -15,7 +15,10 @@ export class RegisterCouponDto {
 
   @ApiProperty({
     example: 'player-42',
-    description: 'Player account id (created on first use), 1..64 chars.',
+    pattern: '^[A-Za-z0-9._@-]{1,64}$',
+    description:
+      'Player account id, 1..64 of A-Z a-z 0-9 . _ @ -. An unknown id is created on first use with balance 0, so ' +
+      'its stake debit answers 422 insufficient_funds until a deposit funds it.',
   })
   @IsString()
   @Matches(/^[A-Za-z0-9._@-]{1,64}$/, { message: 'accountId must be 1..64 of A-Z a-z 0-9 . _ @ -' })

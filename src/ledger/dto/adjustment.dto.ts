@@ -6,7 +6,7 @@ import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 export class AdjustmentDto {
   @ApiProperty({
     example: '100.00',
-    description: 'Deposit (positive) or withdrawal (negative), at most 2 fraction digits.',
+    description: 'Deposit (positive) or withdrawal (negative), not zero, at most 2 fraction digits.',
   })
   @IsDecimalAmount({ allowNegative: true })
   amount: string;
