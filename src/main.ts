@@ -30,7 +30,7 @@ async function bootstrap(): Promise<void> {
     process.exit(1);
   }
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under
-  // concurrent load most of that is promoted request garbage. HEAP_GROWING_PERCENT (default 50)
+  // concurrent load most of that is promoted request garbage. HEAP_GROWING_PERCENT (default 100)
   // bounds it; V8 reads the flag each time it sets the next limit, so it applies from here on.
   if (config.heapGrowingPercent > 0)
     setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);

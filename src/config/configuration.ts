@@ -181,7 +181,7 @@ export const envSchema = Joi.object({
   RECONCILE_AFTER: duration().default(90 * 60_000),
   RECONCILE_BATCH_SIZE: Joi.number().integer().min(1).max(10_000).default(100),
   LOG_LEVEL: Joi.string().valid('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent').default('info'),
-  HEAP_GROWING_PERCENT: Joi.number().integer().min(0).max(300).default(50),
+  HEAP_GROWING_PERCENT: Joi.number().integer().min(0).max(300).default(100),
   METRICS_ALLOWED_NETWORKS: Joi.string()
     .custom((v: string, helpers) => {
       const ip = Joi.string().ip({ cidr: 'optional' });

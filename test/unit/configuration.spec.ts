@@ -21,8 +21,8 @@ describe('loadConfig (validated at start-up)', () => {
     expect(c.lockTimeoutMs).toBeLessThan(c.callbackDeadlineMs);
   });
 
-  it('bounds the heap growth by default (HEAP_GROWING_PERCENT 50; 0 keeps V8 own factor)', () => {
-    expect(loadConfig(base).heapGrowingPercent).toBe(50);
+  it('bounds the heap growth by default (HEAP_GROWING_PERCENT 100; 0 keeps V8 own factor)', () => {
+    expect(loadConfig(base).heapGrowingPercent).toBe(100);
     expect(loadConfig({ ...base, HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
     expect(() => loadConfig({ ...base, HEAP_GROWING_PERCENT: '-1' })).toThrow(/HEAP_GROWING_PERCENT/);
     expect(() => loadConfig({ ...base, HEAP_GROWING_PERCENT: '301' })).toThrow(/HEAP_GROWING_PERCENT/);
