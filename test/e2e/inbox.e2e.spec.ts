@@ -18,6 +18,7 @@ import {
   OPS_KEY,
   operations,
   ops,
+  quarantinedConflict,
   register,
   TestContext,
 } from '../support/test-app.js';
@@ -265,17 +266,11 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   it('a body refused in inbox mode and replayed later is applied once and leaves ledger:verify clean (its hash kept)', async () => {
     await register(t.app, 'IB-11', 'ib-p1', '1.00');
     const body = JSON.stringify(batchOf('ib-b11', { code: 'IB-11', status: 2, realWin: '3.00' }));
-    // Refused (409) because another body holds the batch id; the operator then removes that one.
-    await t.db.query(
-      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('ib-b11', repeat('0', 64), 1, '\\x00')`,
-    );
-    expectError(await deliver(t.app, body), 409, 'batch_conflict');
-    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'ib-b11'`);
-    const { rows } = await t.db.query(
-      `SELECT id, payload_hash FROM quarantined_bodies WHERE batch_id = 'ib-b11' ORDER BY id`,
-    );
+    // Refused (409) because another body held the batch id; the operator then removed that one.
+    const id = await quarantinedConflict(t, JSON.parse(body) as { batchId: string });
+    const { rows } = await t.db.query(`SELECT payload_hash FROM quarantined_bodies WHERE id = $1`, [id]);
     expect(rows.map((r) => r.payload_hash)).toEqual([sha256(body)]);
-    const replay = await ops(t.app).post(`/callbacks/quarantine/${rows[0].id}/replay`, {});
+    const replay = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
     expect([replay.status, replay.body.outcome]).toEqual([200, 'processed']);
     expect(await operations(t.app, 'IB-11')).toEqual([
       'IB-11:0:final_credit=3.00',

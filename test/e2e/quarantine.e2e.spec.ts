@@ -8,6 +8,7 @@ import {
   operations,
   ops,
   pendingInboxRow,
+  quarantinedConflict,
   register,
   TestContext,
 } from '../support/test-app.js';
@@ -153,15 +154,10 @@ describe('quarantine endpoints', () => {
     // A conflict whose first body is removed by an operator stands for "the cause is fixed".
     await register(t.app, 'Q-2', 'q-p1', '10.00');
     expect((await deliver(t.app, batchOf('q-b2', { code: 'Q-2', status: 1 }))).status).toBe(200);
-    const body = JSON.stringify(batchOf('q-b2x', { code: 'Q-2', status: 2, realWin: '12.00' }));
-    // Quarantined as a 409 because another body holds the batch id…
-    await t.db.query(
-      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('q-b2x', repeat('0', 64), 1, '\\x00')`,
-    );
-    expectError(await deliver(t.app, body), 409, 'batch_conflict');
-    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'q-b2x'`);
-    const [entry] = (await ops(t.app).get('/callbacks/quarantine?limit=1')).body.items;
-    expect(entry.batchId).toBe('q-b2x');
+    // Quarantined as a 409 because another body held the batch id, which is then removed.
+    const entry = {
+      id: await quarantinedConflict(t, batchOf('q-b2x', { code: 'Q-2', status: 2, realWin: '12.00' })),
+    };
     const r1 = await ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {});
     const r2 = await ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {});
     expect([r1.status, r1.body.outcome, r2.status, r2.body.outcome, r2.body.entry.replayCount]).toEqual([
@@ -176,14 +172,9 @@ describe('quarantine endpoints', () => {
 
   it('refuses a replay while pending inbox rows hold its coupons (409 coupon_inbox_pending, nothing recorded), applies it after them', async () => {
     await register(t.app, 'Q-5', 'q-p1', '10.00');
-    const body = JSON.stringify(batchOf('q-b5', { code: 'Q-5', status: 2, realWin: '9.00' }));
-    await t.db.query(
-      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('q-b5', repeat('0', 64), 1, '\\x00')`,
-    );
-    expectError(await deliver(t.app, body), 409, 'batch_conflict');
-    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'q-b5'`);
-    const [entry] = (await ops(t.app).get('/callbacks/quarantine?limit=1')).body.items;
-    expect(entry.batchId).toBe('q-b5');
+    const entry = {
+      id: await quarantinedConflict(t, batchOf('q-b5', { code: 'Q-5', status: 2, realWin: '9.00' })),
+    };
 
     // An earlier batch of Q-5 waits in the inbox (answered 200 before): the replay must not overtake it.
     await pendingInboxRow(t, 'q-b5-earlier', 'Q-5');
@@ -209,13 +200,9 @@ describe('quarantine endpoints', () => {
 
   it('applies a batch once when the same entry is replayed twice at the same time', async () => {
     await register(t.app, 'Q-3', 'q-p1', '10.00');
-    const body = JSON.stringify(batchOf('q-b3', { code: 'Q-3', status: 2, realWin: '7.00' }));
-    await t.db.query(
-      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('q-b3', repeat('0', 64), 1, '\\x00')`,
-    );
-    expectError(await deliver(t.app, body), 409, 'batch_conflict');
-    await t.db.query(`DELETE FROM callback_batches WHERE batch_id = 'q-b3'`);
-    const [entry] = (await ops(t.app).get('/callbacks/quarantine?limit=1')).body.items;
+    const entry = {
+      id: await quarantinedConflict(t, batchOf('q-b3', { code: 'Q-3', status: 2, realWin: '7.00' })),
+    };
     const both = await Promise.all([
       ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {}),
       ops(t.app).post(`/callbacks/quarantine/${entry.id}/replay`, {}),

@@ -28,22 +28,11 @@ describe('start-up', () => {
   });
 
   it('HTTP port in use → exit 1 with "PORT … in use; set PORT", no embedded cluster created', async () => {
-    const proc = spawn(process.execPath, [MAIN_JS], {
-      env: {
-        PATH: process.env.PATH,
-        SPORTAPI_WEBHOOK_SECRETS: SECRET,
-        OPS_API_KEYS: OPS_KEY,
-        HOST: '127.0.0.1',
-        PORT: String(PORT),
-        EMBEDDED_PG_PORT: String(EMBEDDED_PG_PORT),
-        EMBEDDED_PG_DATA_DIR: DATA_DIR,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+    const { code, output } = await run({
+      PORT: String(PORT),
+      EMBEDDED_PG_PORT: String(EMBEDDED_PG_PORT),
+      EMBEDDED_PG_DATA_DIR: DATA_DIR,
     });
-    let output = '';
-    proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
-    const code = await new Promise<number | null>((done) => proc.once('exit', (c) => done(c)));
     expect(code).toBe(1);
     expect(output).toContain(
       `start-up failed: PORT ${PORT} on 127.0.0.1 is in use by another process; set PORT`,

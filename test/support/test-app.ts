@@ -171,6 +171,25 @@ export async function pendingInboxRow(t: TestContext, batchId: string, code: str
   );
 }
 
+/**
+ * Delivers `batch` while a placeholder holds its batch id, so it is answered 409 `batch_conflict`
+ * and quarantined, then removes the placeholder (an operator fixing the cause), so a replay can
+ * apply it. @returns the quarantine entry's id.
+ */
+export async function quarantinedConflict(t: TestContext, batch: { batchId: string }): Promise<string> {
+  await t.db.query(
+    `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ($1, repeat('0', 64), 1, '\\x00')`,
+    [batch.batchId],
+  );
+  expectError(await deliver(t.app, batch), 409, 'batch_conflict');
+  await t.db.query(`DELETE FROM callback_batches WHERE batch_id = $1`, [batch.batchId]);
+  const { rows } = await t.db.query<{ id: string }>(
+    `SELECT id::text AS id FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
+    [batch.batchId],
+  );
+  return rows[0].id;
+}
+
 export const LEAK =
   /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
 
