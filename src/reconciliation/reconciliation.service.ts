@@ -296,7 +296,9 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       const before = await this.transactions.run((tx) => this.repository.latestSnapshotBatch(tx, couponCode));
       const read = this.pollRead(couponCode, (await this.sportApi.readCoupon(couponCode)).body);
       const result = await this.transactions.run(async (tx) => {
-        if (await this.coupons.find(tx, couponCode)) await this.coupons.lockOne(tx, couponCode);
+        // Locked (its row created when no batch has touched it yet) before the comparison, so no
+        // batch can change the coupon between the comparison and the apply.
+        await this.coupons.lockOne(tx, couponCode);
         await this.refuseWhileInboxPending(tx, couponCode);
         const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
         if (latest !== before) return undefined; // changed during the read: read again
@@ -312,7 +314,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     }
   }
 
-  /** The decision of {@link readAndApply} inside its transaction (the coupon locked, if it exists). */
+  /** The decision of {@link readAndApply} inside its transaction (the coupon row locked). */
   private async applyRead(
     tx: Tx,
     couponCode: string,

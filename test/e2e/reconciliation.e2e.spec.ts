@@ -344,6 +344,28 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(await balance(t.app, 'pr8')).toBe('95.00');
   });
 
+  it('a coupon unknown when its read began and created by a callback during the read: read again, the callback not overwritten', async () => {
+    api.serve(coupon('REC-11', 2, '10.00'), 800);
+    const reads = api.reads('REC-11');
+    const pending = reconcile('REC-11').then((r) => r); // supertest sends on then()
+    await new Promise((r) => setTimeout(r, 200));
+    expect(
+      (await deliver(t.app, batchOf('b-rec11-1', { code: 'REC-11', status: 15, realWin: '5.00' }))).status,
+    ).toBe(200);
+    api.serve(coupon('REC-11', 15, '5.00'));
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(api.reads('REC-11')).toBe(reads + 2);
+    expect(res.body).toMatchObject({ status: 15, realWin: '5.00', settled: true, needsReview: false });
+    const history = await t.db.query(
+      `SELECT batch_id, transition FROM coupon_snapshots WHERE coupon_code = 'REC-11' ORDER BY id`,
+    );
+    expect(history.rows.map((r) => r.transition)).toEqual([
+      'recalculation_settled',
+      'recalculation_repeated',
+    ]);
+  });
+
   it('a coupon changing during every read: 409 coupon_changed_during_read after three reads, nothing written', async () => {
     await deposit(t.app, 'pr9', '10.00');
     await register(t.app, 'REC-9', 'pr9', '10.00');
