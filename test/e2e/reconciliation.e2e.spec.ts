@@ -318,10 +318,10 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     await deliver(t.app, batchOf('b-rec8-1', { code: 'REC-8', status: 2, realWin: '10.00' }));
     expect(await balance(t.app, 'pr8')).toBe('100.00');
     // SportAPI answers the WIN slowly; meanwhile the recalculation arrives by callback.
-    api.serve(coupon('REC-8', 2, '10.00'), 800);
+    api.serve(coupon('REC-8', 2, '10.00'), 900); // under SPORTAPI_TIMEOUT_MS (1000)
     const reads = api.reads('REC-8');
     const pending = reconcile('REC-8').then((r) => r); // supertest sends on then()
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => api.reads('REC-8') === reads + 1); // the slow read is in flight
     expect(
       (await deliver(t.app, batchOf('b-rec8-2', { code: 'REC-8', status: 15, realWin: '5.00' }))).status,
     ).toBe(200);
@@ -345,10 +345,10 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   });
 
   it('a coupon unknown when its read began and created by a callback during the read: read again, the callback not overwritten', async () => {
-    api.serve(coupon('REC-11', 2, '10.00'), 800);
+    api.serve(coupon('REC-11', 2, '10.00'), 900); // under SPORTAPI_TIMEOUT_MS (1000)
     const reads = api.reads('REC-11');
     const pending = reconcile('REC-11').then((r) => r); // supertest sends on then()
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => api.reads('REC-11') === reads + 1); // the slow read is in flight
     expect(
       (await deliver(t.app, batchOf('b-rec11-1', { code: 'REC-11', status: 15, realWin: '5.00' }))).status,
     ).toBe(200);
@@ -369,7 +369,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   it('a coupon changing during every read: 409 coupon_changed_during_read after three reads, nothing written', async () => {
     await deposit(t.app, 'pr9', '10.00');
     await register(t.app, 'REC-9', 'pr9', '10.00');
-    api.serve(coupon('REC-9', 2, '7.00'), 300);
+    api.serve(coupon('REC-9', 2, '7.00'), 800); // under SPORTAPI_TIMEOUT_MS (1000)
     const reads = api.reads('REC-9');
     let stop = false;
     let n = 0;
