@@ -62,7 +62,7 @@ export class BatchRepository {
    * The claim for a pipelined transaction: inserts the batch id with its payload hash
    * (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id until it commits or
    * rolls back) and notes in the transaction (`receiver.claimed`) whether this transaction owns
-   * the batch, which {@link CouponRepository.lockForBatchStatement} reads. Claims nothing while
+   * the batch, which {@link CouponRepository.lockClaimedStatement} reads. Claims nothing while
    * the inbox holds a pending row with this batch id or any of `couponCodes` (an inbox replica on
    * the same database got an earlier batch of these coupons). Returns one row: `claimed` =
    * 'true' or 'false', `inbox_pending` boolean.

@@ -25,7 +25,7 @@ import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { OperationType } from '../ledger/entities/financial-operation.entity.js';
 import { BatchClaim, BatchRepository, CommittedBatch } from './batch.repository.js';
 import { batchIdHint, parseDelivery } from './callback-body.pipe.js';
-import { DeliveryAttemptRow } from './delivery-audit.repository.js';
+import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.js';
 import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
@@ -233,17 +233,7 @@ export class CallbackService {
     const attempt = this.attempt(batch, request, DeliveryOutcome.PROCESSED);
     const results = await tx.commitWith([
       ...tx.timeouts(),
-      ...this.writeStatements(tx, writes, ops, [
-        attempt.batchId,
-        attempt.requestId,
-        attempt.receivedAt,
-        attempt.outcome,
-        attempt.httpStatus,
-        attempt.errorCode,
-        attempt.couponCount,
-        attempt.durationMs,
-        attempt.payloadHash,
-      ]),
+      ...this.writeStatements(tx, writes, ops, attemptValues(attempt)),
     ]);
     // Committed: count the financial operations the posting inserted.
     this.metrics.ledgerOperationsCommitted(postedTypes(results, ops));
@@ -291,11 +281,7 @@ export class CallbackService {
     const ordered = orderedCoupons(batch);
     const codes = ordered.map((c) => c.couponCode);
     try {
-      const results = await tx.send([
-        this.coupons.insertCouponsStatement(codes),
-        this.coupons.lockStatement(codes),
-      ]);
-      const rows = results[results.length - 1].rows as unknown as LockedCoupon[];
+      const rows = await this.coupons.lockForBatch(tx, codes);
       const { writes, ops, transitions } = this.settle(
         batch,
         ordered,

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { parseExactJson } from '../common/exact-json.js';
-import { Statement, Tx } from '../database/transaction.js';
+import { Statement, StatementExecutor, Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
 /** A coupon row locked for a batch or a registration: registration and settlement state. */
@@ -212,19 +212,12 @@ export class CouponRepository {
    * coupons free of deadlocks. Locking does not rewrite the rows (unlike an upsert's no-op update).
    * @returns the state of each coupon before this batch, in ascending `coupon_code` order.
    */
-  async lockForBatch(tx: Tx, couponCodes: string[]): Promise<LockedCoupon[]> {
-    await tx.query(
-      `INSERT INTO coupons (coupon_code)
-       SELECT code FROM unnest($1::text[]) AS code ORDER BY code COLLATE "C"
-       ON CONFLICT (coupon_code) DO NOTHING`,
-      [couponCodes],
-    );
-    const { rows } = await tx.query<LockedCoupon>(
-      `SELECT ${COUPON_COLUMNS} FROM coupons
-       WHERE coupon_code = ANY($1::text[]) ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
-      [couponCodes],
-    );
-    return rows;
+  async lockForBatch(tx: StatementExecutor, couponCodes: string[]): Promise<LockedCoupon[]> {
+    const results = await tx.send([
+      this.insertCouponsStatement(couponCodes),
+      this.lockStatement(couponCodes),
+    ]);
+    return results[results.length - 1].rows as LockedCoupon[];
   }
 
   /** Locks one coupon for registration, creating its row if no callback has arrived yet. */
