@@ -63,8 +63,26 @@ const { values: args } = parseArgs({
     slices: { type: 'string' },
     embedded: { type: 'boolean', default: false },
     'db-prefix': { type: 'string', default: 'bench' },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+
+if (args.help) {
+  console.log(`npm run bench [-- options]: the receiver against a raw node:http + pg baseline (bench/RESULTS.md)
+  --quick                 10 s per run (default 30 s), one slice
+  --large                 then again on databases preloaded with 1 M coupons / 5 M bets
+  --duration S            seconds per side and concurrency
+  --concurrency 1,8,32    concurrencies to run (the ratio line uses 8 when present)
+  --slices N              each run split into N interleaved slices (3; 1 with --quick)
+  --database-url URL      a PostgreSQL where databases can be created (default the local service,
+                          else an embedded server); --embedded forces the embedded one
+  --db-prefix P           databases P_template, P_receiver, P_baseline (bench)
+  --port-base N           receiver N+1, baseline N+2, embedded PostgreSQL N+90 (4100)
+  --pool-coupons N        registered coupons (6400; 4000 with --quick); --players N (200)
+  --baseline-pool-size N  the baseline's connections (16)
+  --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile`);
+  process.exit(0);
+}
 
 const QUICK = args.quick as boolean;
 const DURATION = Number(args.duration ?? (QUICK ? 10 : 30));

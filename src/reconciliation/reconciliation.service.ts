@@ -43,6 +43,8 @@ const READ_ATTEMPTS = 3;
 const INTERVAL_NAME = 'reconciliation';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Keys whose numbers keep their digits in a coupon read (amounts: CONTRACT §3). */
+const REAL_WIN_AS_TEXT: ReadonlySet<string> = new Set(['realWin']);
 
 /** What reading and applying one coupon did. */
 export type ReconcileOutcome =
@@ -370,7 +372,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   ): { couponJson: string; hash: string; parsed: ParsedBatch } {
     let couponJson: string;
     try {
-      const { value, lossless } = parseExactJson(utf8.decode(body), new Set(['realWin']));
+      const { value, lossless } = parseExactJson(utf8.decode(body), REAL_WIN_AS_TEXT);
       if (typeof value !== 'object' || value === null || Array.isArray(value))
         throw new SyntaxError('not a JSON object');
       couponJson = stringifyExactJson(value, lossless);
