@@ -35,6 +35,8 @@ export class AuditController {
   })
   @ApiResponse({
     status: 200,
+    description:
+      'the batch: whether it committed, its payload hash, its financial operations and every delivery attempt',
     type: BatchAuditView,
     example: {
       batchId: 'b-2026-11-30-000123',
@@ -94,6 +96,7 @@ export class AuditController {
   })
   @ApiResponse({
     status: 200,
+    description: 'one page of delivery attempts, newest first, with the cursor of the next page',
     type: DeliveryPageView,
     example: {
       items: [REDELIVERY_EXAMPLE],

@@ -41,7 +41,11 @@ export class CouponsController {
 
   @Get(':coupon_code')
   @ApiOperation({ summary: 'A coupon with its bets and financial operations' })
-  @ApiResponse({ status: 200, type: CouponView })
+  @ApiResponse({
+    status: 200,
+    type: CouponView,
+    description: 'the coupon, its settlement state and its bets',
+  })
   @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
   get(@Param('coupon_code') couponCode: string): Promise<CouponView> {

@@ -18,7 +18,11 @@ export class AccountsController {
 
   @Get(':id')
   @ApiOperation({ summary: 'A player account and its balance' })
-  @ApiResponse({ status: 200, type: AccountViewDto })
+  @ApiResponse({
+    status: 200,
+    type: AccountViewDto,
+    description: 'the account with its balance (decimal string)',
+  })
   @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'account not found', 'not_found'))
   get(@Param('id') id: string): Promise<AccountView> {

@@ -23,6 +23,7 @@ export class InboxController {
   })
   @ApiResponse({
     status: 200,
+    description: 'one page of inbox rows, with the cursor of the next page',
     type: InboxPageDto,
     example: {
       items: [

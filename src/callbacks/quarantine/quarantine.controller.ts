@@ -39,6 +39,7 @@ export class QuarantineController {
   })
   @ApiResponse({
     status: 200,
+    description: 'one page of quarantined deliveries, with the cursor of the next page',
     type: QuarantinePageView,
     example: {
       items: [
@@ -72,7 +73,7 @@ export class QuarantineController {
   @Get(':id')
   @ApiOperation({ summary: 'One quarantined body with its bytes (UTF-8 text and base64)' })
   @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: QuarantineEntryDetailView })
+  @ApiResponse({ status: 200, type: QuarantineEntryDetailView, description: 'the entry with its raw body' })
   @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   get(@Param('id') id: string): Promise<QuarantineEntryDetailView> {
@@ -93,6 +94,7 @@ export class QuarantineController {
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({
     status: 200,
+    description: 'what the replay did, and the entry after it',
     type: QuarantineReplayView,
     example: {
       outcome: 'processed',
