@@ -443,10 +443,14 @@ async function serverUrl(): Promise<string> {
   if (args['database-url']) {
     const url = args['database-url'] as string;
     if (!(await reachable(url))) throw new Error(`--database-url ${url} cannot be reached`);
+    console.log(`PostgreSQL: ${new URL(url).host} (--database-url)`);
     return url;
   }
   const local = 'postgres://postgres@127.0.0.1:5432/postgres';
-  if (!args.embedded && (await reachable(local))) return local;
+  if (!args.embedded && (await reachable(local))) {
+    console.log('PostgreSQL: the local service at 127.0.0.1:5432 (--embedded to use an embedded one)');
+    return local;
+  }
   console.log(
     `${args.embedded ? '--embedded' : 'no PostgreSQL at 127.0.0.1:5432'}: ` +
       `starting an embedded one on port ${PORT_BASE + 90} (as npm start does)`,
@@ -600,6 +604,12 @@ async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promis
   console.log(`same work, rows of the batches both sides committed (up to ${common}):`);
   console.log(`  receiver: ${perBatch(rc)}`);
   console.log(`  baseline: ${perBatch(bc)}`);
+  if (rc.operations !== bc.operations || rc.entries !== bc.entries) {
+    console.log(
+      '  (operations differ: at high concurrency the two sides may apply two batches of one coupon in ' +
+        'different orders, and from there on post different money; bench/RESULTS.md, "Same-work check")',
+    );
+  }
   const total = Object.values(rc.transitions).reduce((a, b) => a + b, 0) || 1;
   console.log(
     'transitions of those snapshots (receiver): ' +

@@ -3,12 +3,14 @@ import { createServer } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { ConsoleLogger, Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Logger as PinoNestLogger, PinoLogger } from 'nestjs-pino';
 import pg from 'pg';
 import { AppModule } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { loadConfig } from './config/configuration.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { ShutdownState } from './health/shutdown-state.js';
+import { loggerParams } from './observability/logging.js';
 
 /**
  * Starts the receiver: validated configuration (a bad variable stops the start with its name),
@@ -18,7 +20,7 @@ import { ShutdownState } from './health/shutdown-state.js';
  * connections included), the pool and the embedded server close; the process exits within 10 s.
  */
 async function bootstrap(): Promise<void> {
-  // JSON lines from the first one; once the app exists, its nestjs-pino logger takes over.
+  // JSON lines from the first one (a configuration error is one plain line on stderr).
   Logger.overrideLogger(new ConsoleLogger({ json: true, colors: false }));
   const logger = new Logger('Bootstrap');
   if (existsSync('.env')) process.loadEnvFile('.env');
@@ -29,6 +31,11 @@ async function bootstrap(): Promise<void> {
     console.error((err as Error).message);
     process.exit(1);
   }
+  // From here on every line is the app's own nestjs-pino format (the embedded PostgreSQL's and
+  // the migrations' included): nestjs-pino builds its one pino-http instance on first use, so
+  // this logger and the app's share it.
+  const logParams = loggerParams(config);
+  Logger.overrideLogger(new PinoNestLogger(new PinoLogger(logParams), logParams));
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under
   // concurrent load most of that is promoted request garbage. HEAP_GROWING_PERCENT (default 100)
   // bounds it; V8 reads the flag each time it sets the next limit, so it applies from here on.
