@@ -9,9 +9,10 @@ export interface ExactJson {
   /** true when some number kept its original digits (too big or precise for a double, or kept as text). */
   lossless: boolean;
   /**
-   * true when some number is extreme: more than 1000 characters or an exponent beyond ±1000.
+   * true when some number is extreme: more than 1000 characters or an exponent beyond ±1000,
+   * whether or not a double holds it (`0e-20000` is 0 for a double, yet PostgreSQL refuses it).
    * PostgreSQL's `numeric` (and so `jsonb`) may not hold it, so such a body is not converted to
-   * jsonb as a whole.
+   * jsonb as a whole; {@link stringifyExactJson} writes such numbers as strings.
    */
   extreme: boolean;
 }
@@ -72,7 +73,7 @@ function countKeys(value: unknown, max: number, depth = 0): number {
  * undefined (the caller then takes the lossless parse, which also words the errors). That holds
  * when the text has no backslash (strings are then plain `"…"` tokens), no `__proto__`, no key of
  * `keepAsText` with a number, every number passes lossless-json's own `isSafeNumber` (the
- * reviver's test), nesting is within `maxDepth`, and no object has a key twice: outside strings a
+ * reviver's test) and is not extreme, nesting is within `maxDepth`, and no object has a key twice: outside strings a
  * colon only ends a key, so there are as many colons as parsed keys. `JSON.parse` and these checks
  * take ~0.3 ms for a 100-coupon batch, lossless-json ~1.2 ms (bench/RESULTS.md).
  */
@@ -89,7 +90,8 @@ function parseNative(text: string, keepAsText: ReadonlySet<string>, maxDepth: nu
   if (keys < 0) return undefined;
   // Valid JSON without backslashes: emptying the string tokens leaves numbers, colons and literals.
   const skeleton = text.replace(PLAIN_STRING, '""');
-  for (const [digits] of skeleton.matchAll(NUMBER_TOKEN)) if (!isSafeNumber(digits)) return undefined;
+  for (const [digits] of skeleton.matchAll(NUMBER_TOKEN))
+    if (!isSafeNumber(digits) || isExtremeNumber(digits)) return undefined;
   let colons = 0;
   for (let i = skeleton.indexOf(':'); i >= 0; i = skeleton.indexOf(':', i + 1)) colons++;
   return colons === keys ? value : undefined;
@@ -99,7 +101,7 @@ function parseNative(text: string, keepAsText: ReadonlySet<string>, maxDepth: nu
  * JSON without floating point (CONTRACT §3: amounts never pass through it; other fields are kept
  * as they came): numbers a double holds exactly become JS numbers, every other number stays a
  * `LosslessNumber` carrying its original digits, as do the numbers under `keepAsText` keys.
- * `__proto__` keys are dropped. Duplicate keys with different values in one object are refused.
+ * `__proto__` keys are dropped. A key twice in one object is refused, whatever its values.
  * A body that needs none of this (the usual case) is read by `JSON.parse`, with the result
  * {@link parseLosslessJson} would give; any other body by {@link parseLosslessJson}.
  * @throws SyntaxError for invalid JSON, duplicate keys or nesting deeper than `maxDepth`.
@@ -132,9 +134,9 @@ export function parseLosslessJson(
       if (key === '__proto__') return undefined;
       if (isLosslessNumber(v)) {
         const digits = v.toString();
+        if (!extreme && isExtremeNumber(digits)) extreme = true;
         if (!keepAsText.has(key) && isSafeNumber(digits)) return Number(digits);
         lossless = true;
-        if (!extreme && isExtremeNumber(digits)) extreme = true;
       }
       return v;
     });
@@ -144,12 +146,56 @@ export function parseLosslessJson(
     throw err;
   }
   if (depthExceeds(value, maxDepth)) throw new SyntaxError(`nested deeper than ${maxDepth} levels`);
+  // lossless-json refuses a repeated key only when its values differ by its own comparison, which
+  // takes [] for {} and a LosslessNumber for an object with its fields: refuse every repeat.
+  const repeated = repeatedKey(text);
+  if (repeated)
+    throw new SyntaxError(`Duplicate key '${repeated.key}' encountered at position ${repeated.position}`);
   return { value, lossless, extreme };
 }
 
-/** JSON text of a value; `LosslessNumber`s (when `lossless`) are written with their digits. */
+const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
+
+/**
+ * The first key that appears twice in one object of `text`, which must be valid JSON (decoded:
+ * `"\u0061"` repeats `"a"`), with the 1-based position of its opening quote; or undefined.
+ */
+function repeatedKey(text: string): { key: string; position: number } | undefined {
+  const objects: (Set<string> | null)[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b) objects.push(new Set());
+    else if (c === 0x5b) objects.push(null);
+    else if (c === 0x7d || c === 0x5d) objects.pop();
+    else if (c === 0x22) {
+      const start = i;
+      for (i++; text.charCodeAt(i) !== 0x22; i++) if (text.charCodeAt(i) === 0x5c) i++;
+      let next = i + 1;
+      while (isJsonWhitespace(text.charCodeAt(next))) next++;
+      const keys = objects[objects.length - 1];
+      if (keys && text.charCodeAt(next) === 0x3a) {
+        const key = JSON.parse(text.slice(start, i + 1)) as string;
+        if (keys.has(key)) return { key, position: start + 1 };
+        keys.add(key);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
+ * JSON text of a value for a `jsonb` column: `LosslessNumber`s (when `lossless`) are written
+ * with their digits, except extreme ones (see {@link ExactJson.extreme}), which PostgreSQL's
+ * `numeric` cannot hold (`1e200000`): those are written as JSON strings of their digits, so a
+ * valid body is never refused for an unknown field's number (CONTRACT §3). The raw body keeps
+ * every byte as sent.
+ */
 export function stringifyExactJson(value: unknown, lossless = true): string {
-  return lossless ? (stringify(value) as string) : JSON.stringify(value);
+  return lossless ? (stringify(value, storableNumber) as string) : JSON.stringify(value);
+}
+
+function storableNumber(_key: string, value: unknown): unknown {
+  return isLosslessNumber(value) && isExtremeNumber(value.toString()) ? value.toString() : value;
 }
 
 /**

@@ -58,6 +58,45 @@ describe('hot path: payloads from the stored body, lock order of new coupons', (
     expect(rows).toEqual([{ note: '12345678901234567890.5', bets: 1 }]);
   });
 
+  it.each([
+    ['0e-20000 at the top level', 0, '"x":0e-20000,', '', '', null, null],
+    ['0e-20000 in a coupon', 1, '', '"x":0e-20000,', '', '0', null],
+    ['0e-20000 in an event', 2, '', '', ',"x":0e-20000', null, '0'],
+    ['1e200000 in a coupon', 3, '', '"x":1e200000,', '', '1e200000', null],
+    ['-1e-200000 in an event', 4, '', '', ',"x":-1e-200000', null, '-1e-200000'],
+  ])(
+    'a number PostgreSQL cannot hold (%s) is an unknown field like any other: 200, credited once, kept (as text when not a storable number)',
+    async (_name, n, top, inCoupon, inEvent, couponX, eventX) => {
+      const code = `HP-X${n}`;
+      await deposit(t.app, `hp-x${n}`, '100.00');
+      await register(t.app, code, `hp-x${n}`, '10.00');
+      const body =
+        `{"batchId":"hp-x${n}",${top}"couponCount":1,"coupons":[{"coupon_code":"${code}","status":2,` +
+        `${inCoupon}"realWin":"25.00","events":[{"uuid":"${code}-e1","status":2${inEvent}}]}]}`;
+      const res = await deliver(t.app, body);
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 200,
+        body: { success: true, processed: 1 },
+      });
+      expect(await balance(t.app, `hp-x${n}`)).toBe('115.00');
+      expect(await operations(t.app, code)).toEqual([
+        `${code}:0:final_credit=25.00`,
+        `${code}:0:stake_debit=10.00`,
+      ]);
+      const { rows } = await t.db.query(
+        `SELECT s.payload->>'x' AS coupon_x, b.payload->>'x' AS event_x, b.status,
+                convert_from(cb.payload, 'UTF8') AS raw
+           FROM coupon_snapshots s JOIN bets b USING (coupon_code) JOIN callback_batches cb ON cb.batch_id = s.batch_id
+          WHERE s.batch_id = $1`,
+        [`hp-x${n}`],
+      );
+      expect(rows).toEqual([{ coupon_x: couponX, event_x: eventX, status: 2, raw: body }]);
+      // A redelivery is a duplicate: no second credit.
+      expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
+      expect(await balance(t.app, `hp-x${n}`)).toBe('115.00');
+    },
+  );
+
   it('a registration inserting a lower new coupon while the batch holds a higher existing one: no deadlock', async () => {
     // HP-9 exists (an earlier batch); HP-3 does not. A registration-like session inserts HP-3 and
     // then locks HP-9, in contract order. The batch (HP-3, HP-9) must wait on HP-3 first.

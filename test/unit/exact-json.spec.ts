@@ -1,5 +1,10 @@
 import { isLosslessNumber } from 'lossless-json';
-import { ExactJson, parseExactJson, parseLosslessJson } from '../../src/common/exact-json.js';
+import {
+  ExactJson,
+  parseExactJson,
+  parseLosslessJson,
+  stringifyExactJson,
+} from '../../src/common/exact-json.js';
 import { LoadGenerator, prng } from '../../bench/load.js';
 
 // parseExactJson reads most bodies with JSON.parse; it must give exactly what the lossless-json
@@ -67,6 +72,15 @@ describe('parseExactJson equals the lossless-json reference (CONTRACT §3)', () 
     ['different duplicate keys', '{"a":1,"a":2}'],
     ['nested duplicate keys', '{"x":[{"uuid":"e","status":1,"status":2}]}'],
     ['an empty key twice', '{"":1,"":2}'],
+    ['[] and {} under one key', '{"x":[],"x":{}}'],
+    ['[5] and {"0":5} under one key', '{"x":[5],"x":{"0":5}}'],
+    [
+      'a LosslessNumber look-alike and a number under one key',
+      '{"s":{"value":"4","isLosslessNumber":true},"s":4}',
+    ],
+    ['a key repeated through an escape', '{"a":1,"\\u0061":1}'],
+    ['a safe but extreme number (0e-20000)', '{"x":0e-20000}'],
+    ['a long run of zeros', `{"x":0.${'0'.repeat(1000)}}`],
     ['a __proto__ key', '{"__proto__":{"polluted":true},"a":1}'],
     ['__proto__ as a value', '{"a":"__proto__"}'],
     ['escaped quotes', '{"a":"x\\":1","b":2}'],
@@ -91,6 +105,36 @@ describe('parseExactJson equals the lossless-json reference (CONTRACT §3)', () 
     ['an unterminated string', '{"a":"x'],
   ])('%s', (_name, text) => {
     expectSame(text);
+  });
+
+  it.each([
+    ['equal values', '{"a":1,"a":1}', 'a', 8],
+    ['[] and {}', '{"x":[],"x":{}}', 'x', 9],
+    ['an escaped repeat', '{"b":{"a":1,"\\u0061":1}}', 'a', 13],
+  ])(
+    'a key twice in one object is refused whatever its values (%s), at the repeat',
+    (_name, text, key, position) => {
+      expect(outcome(() => parseExactJson(text))).toEqual({
+        ok: false,
+        error: `SyntaxError: Duplicate key '${key}' encountered at position ${position}`,
+      });
+    },
+  );
+
+  it('the same key in sibling and nested objects is no repeat', () => {
+    expect(parseExactJson('{"a":{"a":1},"b":[{"a":1},{"a":2}],"\\u0062x":1}').value).toEqual({
+      a: { a: 1 },
+      b: [{ a: 1 }, { a: 2 }],
+      bx: 1,
+    });
+  });
+
+  it('numbers PostgreSQL cannot hold are flagged extreme on both paths and stored as text', () => {
+    expect(parseExactJson('{"x":0e-20000}')).toEqual({ value: { x: 0 }, lossless: false, extreme: true });
+    const big = parseExactJson('{"x":1e200000,"y":12345678901234567890}');
+    expect({ lossless: big.lossless, extreme: big.extreme }).toEqual({ lossless: true, extreme: true });
+    expect(stringifyExactJson(big.value)).toBe('{"x":"1e200000","y":12345678901234567890}');
+    expect(stringifyExactJson(parseExactJson('{"x":0e-20000}').value, false)).toBe('{"x":0}');
   });
 
   it('nesting at and beyond the limit: 32 levels parse, 33 are refused by both', () => {
