@@ -612,6 +612,51 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
     // A redelivery by the sender now is a duplicate too.
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
   });
+
+  it('a value the database cannot hold (SQLSTATE 22003) is quarantined at its first failure, not retried; its replay is 422 until fixed', async () => {
+    await deposit(t.app, 'iq-p3', '100.00');
+    await register(t.app, 'IQ-3', 'iq-p3', '10.00');
+    const remove = await injectTrigger(
+      t,
+      'iq_overflow_3',
+      'callback_batches',
+      `IF NEW.batch_id = 'iq-b3' THEN RAISE EXCEPTION 'injected overflow' USING ERRCODE = '22003'; END IF;`,
+    );
+    try {
+      const body = JSON.stringify(batchOf('iq-b3', { code: 'IQ-3', status: 2, realWin: '40.00' }));
+      expect((await deliver(t.app, body)).status).toBe(200);
+      await eventually(
+        async () => (await inboxRows(t, 'iq-b3'))[0].status === 'quarantined',
+        'the quarantine',
+      );
+      const { rows: inbox } = await t.db.query(
+        `SELECT attempts, outcome, last_error FROM callback_inbox WHERE batch_id = 'iq-b3'`,
+      );
+      expect(inbox).toEqual([{ attempts: 1, outcome: 'failed', last_error: '[22003] injected overflow' }]);
+      const { rows: q } = await t.db.query(
+        `SELECT id, reason, details FROM quarantined_bodies WHERE batch_id = 'iq-b3'`,
+      );
+      expect(q.map((r) => [r.reason, r.details])).toEqual([
+        ['validation_failed', { attempts: 1, lastError: '[22003] injected overflow' }],
+      ]);
+      const id = q[0].id as string;
+      expectError(await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {}), 422, 'replay_rejected');
+      expect(await operations(t.app, 'IQ-3')).toEqual(['IQ-3:0:stake_debit=10.00']);
+      await remove();
+      const replay = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
+      expect({ status: replay.status, outcome: replay.body.outcome }).toEqual({
+        status: 200,
+        outcome: 'processed',
+      });
+      expect(await operations(t.app, 'IQ-3')).toEqual([
+        'IQ-3:0:final_credit=40.00',
+        'IQ-3:0:stake_debit=10.00',
+      ]);
+      expect(await balance(t.app, 'iq-p3')).toBe('130.00');
+    } finally {
+      await remove();
+    }
+  });
 });
 
 describe('inline mode with batches left in the inbox', () => {

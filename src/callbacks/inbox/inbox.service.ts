@@ -4,7 +4,7 @@ import type { CallbackRequestState } from '../../common/request-context.js';
 import { toStorable, toStorableText } from '../../common/validation.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { sqlStateOf } from '../../database/pg-errors.js';
+import { isDataException, sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
 import { parseBatch, parseDelivery } from '../callback-body.pipe.js';
 import { CallbackService } from '../callback.service.js';
@@ -186,19 +186,21 @@ export class InboxService {
   private async recordFailureIn(tx: Tx, row: ClaimedInboxRow, err: unknown): Promise<void> {
     const attempts = row.attempts + 1;
     const error = describe(err);
-    // A conflict or a body the configuration now rejects fails the same way every time.
-    const permanent = err instanceof DomainException;
+    // A conflict, a body the configuration now rejects or a value the database cannot hold (SQLSTATE
+    // class 22, a CHECK) fails the same way every time.
+    const domain = err instanceof DomainException ? err : undefined;
+    const permanent = domain !== undefined || isDataException(err);
     if (permanent || attempts >= this.config.inboxMaxAttempts) {
-      const reason = permanent ? err.code : APPLY_FAILED;
+      const reason = domain ? domain.code : permanent ? ErrorCode.VALIDATION_FAILED : APPLY_FAILED;
       const quarantineId = await this.inbox.quarantine(tx, row.id, row.attempts, {
         reason,
         error,
         details: toStorable({
           attempts,
           lastError: error,
-          ...(permanent && err.fields?.length ? { fields: err.fields } : {}),
+          ...(domain?.fields?.length ? { fields: domain.fields } : {}),
         }),
-        outcome: permanent && err.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
+        outcome: domain?.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
       });
       if (quarantineId)
         this.logger.warn(
