@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import { isLosslessNumber } from 'lossless-json';
-import { losslessToText, parseExactJson } from '../common/exact-json.js';
+import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from '../common/request-context.js';
@@ -119,7 +119,7 @@ function validateWithDto(parsed: Record<string, unknown>, amountScale: number): 
   // do not survive class-transformer.
   const realWinOf = (i: number): unknown =>
     amountText((parsed as { coupons: Record<string, unknown>[] }).coupons[i].realWin);
-  const dto = plainToInstance(CallbackBatchDto, losslessToText(parsed));
+  const dto = plainToInstance(CallbackBatchDto, validationCopy(parsed));
   const fields: FieldError[] = flattenValidationErrors(validateSync(dto, { forbidUnknownValues: false }));
   if (!fields.length) {
     if (dto.couponCount !== dto.coupons.length) {

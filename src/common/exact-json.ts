@@ -199,21 +199,27 @@ function storableNumber(_key: string, value: unknown): unknown {
 }
 
 /**
- * The value prepared for class-transformer: every `LosslessNumber` replaced by its digits as a
- * string, and every `constructor` key dropped. class-transformer takes `value.constructor` for the
- * class of a nested object, so `{"batchId": {"constructor": 1}}` threw a TypeError ("targetType is
- * not a constructor"), answered 503 on the callback (retried forever) and 500 on the partner API
- * instead of 400. No DTO field is named `constructor`; the callback stores the parsed body, not
- * this copy, so an unknown `constructor` field is still kept in the stored payload.
+ * The value prepared for class-transformer and class-validator: every `LosslessNumber` (a JSON
+ * number a double cannot hold exactly) replaced by `NaN`, which no rule accepts, and every
+ * `constructor` key dropped.
+ * - No field takes such a number: identifiers and texts are strings (`"batchId": 1e200000` and
+ *   `"coupon_code": 15707215400000000001` were passed on as their digits and accepted as strings),
+ *   counts and statuses are exact int4 (`2.0000000000000000001` is not 2), amounts have at most
+ *   15 digits (a `realWin` sent as a number is read from the parsed JSON itself).
+ * - class-transformer takes `value.constructor` for the class of a nested object, so
+ *   `{"batchId": {"constructor": 1}}` threw a TypeError ("targetType is not a constructor"),
+ *   answered 503 on the callback (retried forever) and 500 on the partner API instead of 400. No
+ *   DTO field is named `constructor`; the callback stores the parsed body, not this copy, so an
+ *   unknown `constructor` field is still kept in the stored payload.
  */
-export function losslessToText(value: unknown): unknown {
-  if (isLosslessNumber(value)) return value.toString();
-  if (Array.isArray(value)) return value.map(losslessToText);
+export function validationCopy(value: unknown): unknown {
+  if (isLosslessNumber(value)) return NaN;
+  if (Array.isArray(value)) return value.map(validationCopy);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(
       Object.entries(value)
         .filter(([k]) => k !== 'constructor')
-        .map(([k, v]) => [k, losslessToText(v)]),
+        .map(([k, v]) => [k, validationCopy(v)]),
     );
   }
   return value;

@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { text } from 'express';
 import { ErrorCode } from './domain.exception.js';
-import { losslessToText, parseExactJson } from './exact-json.js';
+import { validationCopy, parseExactJson } from './exact-json.js';
 import { toStorableText } from './validation.js';
 
 /**
@@ -37,7 +37,7 @@ export function partnerJsonMiddleware(): RequestHandler {
         return next();
       }
       try {
-        req.body = losslessToText(parseExactJson(body).value);
+        req.body = validationCopy(parseExactJson(body).value);
       } catch (parseError) {
         const reason =
           parseError instanceof SyntaxError ? `: ${toStorableText(parseError.message).slice(0, 200)}` : '';

@@ -293,6 +293,22 @@ describe('partner API (CONTRACT §10)', () => {
       expect(await count(`account_adjustments WHERE idempotency_key = 'adj-house'`)).toBe(0);
     });
 
+    it.each([
+      ['reason', 'pa-n1', '{"amount":"10.00","currency":"EUR","reason":1e200000}', 'reason'],
+      ['amount', 'pa-n2', '{"amount":10.000000000000000001,"currency":"EUR","reason":"x"}', 'amount'],
+    ])(
+      'a JSON number a double cannot hold in a text or amount field (%s) answers 400 at its path and writes nothing',
+      async (_name, account, body, path) => {
+        const res = await adjust(account, body, `adj-${account}`).set('content-type', 'application/json');
+        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res.body) }).toEqual({
+          status: 400,
+          code: 'validation_failed',
+          paths: [path],
+        });
+        expect(await count(`accounts WHERE id = $1`, [account])).toBe(0);
+      },
+    );
+
     it('another currency on an existing account answers 422 currency_mismatch', async () => {
       await adjust('pa8', { amount: '100.00', currency: 'EUR', reason: 'deposit' }, 'adj-pa8-1').expect(201);
       const res = await adjust('pa8', { amount: '10.00', currency: 'USD', reason: 'dollars' }, 'adj-pa8-2');
@@ -416,6 +432,29 @@ describe('partner API (CONTRACT §10)', () => {
       expect(get.status).toBe(200);
       expect(get.body).toEqual(registeredView('RC-1', 'pc1'));
       expect(await entriesOf('RC-1:0:stake_debit')).toEqual(['house:EUR=10.00', 'pc1=-10.00']);
+    });
+
+    it('a coupon_code or accountId sent as a JSON number a double cannot hold answers 400, not its digits as a string', async () => {
+      await deposit(t.app, 'pc-n1', '100.00');
+      for (const [body, path] of [
+        [
+          '{"coupon_code":25707215400000000001,"accountId":"pc-n1","stake":"10.00","currency":"EUR"}',
+          'coupon_code',
+        ],
+        [
+          '{"coupon_code":"RC-N1","accountId":35707215400000000001,"stake":"10.00","currency":"EUR"}',
+          'accountId',
+        ],
+      ]) {
+        const res = await registerCoupon(body).set('content-type', 'application/json');
+        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res.body) }).toEqual({
+          status: 400,
+          code: 'validation_failed',
+          paths: [path],
+        });
+      }
+      expect(await count(`coupons WHERE coupon_code IN ('25707215400000000001', 'RC-N1')`)).toBe(0);
+      expect(await balance(t.app, 'pc-n1')).toBe('100.00');
     });
 
     it('the same registration again answers 200 with the same view and does not debit twice', async () => {

@@ -134,6 +134,35 @@ describe('parseBatch without floating point (CONTRACT §3)', () => {
     expect(failure(raw)).toEqual({ code: 'malformed_json', paths: [] });
   });
 
+  it.each([
+    [
+      'batchId',
+      '{"batchId":1e200000,"couponCount":1,"coupons":[{"coupon_code":"001","status":1,"events":[]}]}',
+      'batchId',
+    ],
+    [
+      'batchId',
+      '{"batchId":95707215400000000001,"couponCount":1,"coupons":[{"coupon_code":"001","status":1,"events":[]}]}',
+      'batchId',
+    ],
+    [
+      'coupon_code',
+      '{"batchId":"b-1","couponCount":1,"coupons":[{"coupon_code":15707215400000000001,"status":1,"events":[]}]}',
+      'coupons[0].coupon_code',
+    ],
+    [
+      'uuid',
+      '{"batchId":"b-1","couponCount":1,"coupons":[{"coupon_code":"001","status":1,' +
+        '"events":[{"uuid":0.1000000000000000055511151231257827,"status":1}]}]}',
+      'coupons[0].events[0].uuid',
+    ],
+  ])(
+    'a %s sent as a JSON number a double cannot hold → 400 at its path (not taken as its digits)',
+    (_n, raw, path) => {
+      expect(failure(Buffer.from(raw))).toEqual({ code: 'validation_failed', paths: [path] });
+    },
+  );
+
   it('__proto__ keys are dropped and change no prototype', () => {
     const raw = Buffer.from(
       '{"batchId":"b-1","couponCount":1,"__proto__":{"polluted":true},"coupons":[{"coupon_code":"001",' +
