@@ -8,15 +8,7 @@
  *   npm run bench                    30 s per run, empty databases
  *   npm run bench -- --quick         10 s per run (finishes in under 3 minutes)
  *   npm run bench -- --large         then again on databases preloaded with 1 M coupons / 5 M bets
- *   options: --database-url URL (a server where databases can be created; default the local
- *   service at postgres://postgres@127.0.0.1:5432/postgres, else an embedded PostgreSQL),
- *   --duration S, --concurrency 1,8,32, --port-base 4100, --pool-coupons N (4000 quick, 6400),
- *   --players N (200), --baseline-pool-size N (16), --slices N (each run split into N interleaved
- *   slices, receiver/baseline/receiver/…; 3 by default, 1 with --quick), --keep-databases,
- *   --profile (CPU profiles of both servers under .data/bench/profile), --embedded (use an
- *   embedded PostgreSQL even when the local service answers), --db-prefix P (databases
- *   `P_template`, `P_receiver`, `P_baseline`; `bench` by default: runs sharing a server need
- *   distinct prefixes and port bases)
+ *   npm run bench -- --help          every option ({@link HELP})
  *
  * The last line is always
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
@@ -67,8 +59,8 @@ const { values: args } = parseArgs({
   },
 });
 
-if (args.help) {
-  console.log(`npm run bench [-- options]: the receiver against a raw node:http + pg baseline (bench/RESULTS.md)
+/** The options, as `--help` prints them. */
+const HELP = `npm run bench [-- options]: the receiver against a raw node:http + pg baseline (bench/RESULTS.md)
   --quick                 10 s per run (default 30 s), one slice
   --large                 then again on databases preloaded with 1 M coupons / 5 M bets
   --duration S            seconds per side and concurrency
@@ -80,7 +72,11 @@ if (args.help) {
   --port-base N           receiver N+1, baseline N+2, embedded PostgreSQL N+90 (4100)
   --pool-coupons N        registered coupons (6400; 4000 with --quick); --players N (200)
   --baseline-pool-size N  the baseline's connections (16)
-  --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile`);
+  --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile
+                          (runs sharing a PostgreSQL need distinct --db-prefix and --port-base)`;
+
+if (args.help) {
+  console.log(HELP);
   process.exit(0);
 }
 

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
-import { ConsoleLogger, Logger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger as PinoNestLogger, PinoLogger } from 'nestjs-pino';
 import pg from 'pg';
@@ -20,8 +20,6 @@ import { loggerParams } from './observability/logging.js';
  * connections included), the pool and the embedded server close; the process exits within 10 s.
  */
 async function bootstrap(): Promise<void> {
-  // JSON lines from the first one (a configuration error is one plain line on stderr).
-  Logger.overrideLogger(new ConsoleLogger({ json: true, colors: false }));
   const logger = new Logger('Bootstrap');
   if (existsSync('.env')) process.loadEnvFile('.env');
   let config;
@@ -31,9 +29,9 @@ async function bootstrap(): Promise<void> {
     console.error((err as Error).message);
     process.exit(1);
   }
-  // From here on every line is the app's own nestjs-pino format (the embedded PostgreSQL's and
-  // the migrations' included): nestjs-pino builds its one pino-http instance on first use, so
-  // this logger and the app's share it.
+  // Every line is the app's own nestjs-pino format (the embedded PostgreSQL's and the migrations'
+  // included; only a configuration error is a plain line on stderr): nestjs-pino builds its one
+  // pino-http instance on first use, so this logger and the app's share it.
   const logParams = loggerParams(config);
   Logger.overrideLogger(new PinoNestLogger(new PinoLogger(logParams), logParams));
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under

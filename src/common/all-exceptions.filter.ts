@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { Response } from 'express';
 import { DeliveryAuditService } from '../callbacks/delivery-audit.service.js';
 import { DeadlineExceededError } from '../database/transaction.js';
-import { isDataException, isTransient } from '../database/pg-errors.js';
+import { dataExceptionRefusal, isTransient } from '../database/pg-errors.js';
 import { DomainException, ErrorCode, HTTP_STATUS_OF } from './domain.exception.js';
 import type { CallbackRequest } from './request-context.js';
 
@@ -77,12 +77,8 @@ export class AllExceptionsFilter implements ExceptionFilter {
       const message = status === 404 ? 'no such route' : status >= 500 ? 'internal error' : exception.message;
       return { status, domain: new DomainException(code, message) };
     }
-    if (isDataException(exception)) {
-      return {
-        status: 400,
-        domain: new DomainException(ErrorCode.VALIDATION_FAILED, 'a value in the request cannot be stored'),
-      };
-    }
+    const refusal = dataExceptionRefusal(exception, 'a value in the request cannot be stored');
+    if (refusal) return { status: 400, domain: refusal };
     if (exception instanceof DeadlineExceededError || isTransient(exception) || isCallback) {
       return {
         status: 503,

@@ -31,17 +31,13 @@ const NO_KEYS: ReadonlySet<string> = new Set();
 const PLAIN_STRING = /"[^"]*"/g;
 /** A number token of JSON text whose strings were emptied. */
 const NUMBER_TOKEN = /-?[0-9][0-9.eE+-]*/g;
-/** Per `keepAsText` set: a pattern finding one of its keys followed by a number. */
-const keptNumberPatterns = new WeakMap<ReadonlySet<string>, RegExp | null>();
-
-function keptNumberPattern(keepAsText: ReadonlySet<string>): RegExp | null {
-  let pattern = keptNumberPatterns.get(keepAsText);
-  if (pattern === undefined) {
-    const keys = [...keepAsText].map((k) => JSON.stringify(k).replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-    pattern = keys.length ? new RegExp(`(?:${keys.join('|')})\\s*:\\s*-?[0-9]`) : null;
-    keptNumberPatterns.set(keepAsText, pattern);
+/** Whether one of `keys` is followed by a number in `text` (JSON without backslashes). */
+function hasNumberUnder(text: string, keys: ReadonlySet<string>): boolean {
+  for (const key of keys) {
+    const quoted = JSON.stringify(key).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    if (new RegExp(`${quoted}\\s*:\\s*-?[0-9]`).test(text)) return true;
   }
-  return pattern;
+  return false;
 }
 
 /**
@@ -79,7 +75,7 @@ function countKeys(value: unknown, max: number, depth = 0): number {
  */
 function parseNative(text: string, keepAsText: ReadonlySet<string>, maxDepth: number): unknown {
   if (text.includes('\\') || text.includes('__proto__')) return undefined;
-  if (keptNumberPattern(keepAsText)?.test(text)) return undefined;
+  if (hasNumberUnder(text, keepAsText)) return undefined;
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,3 +1,5 @@
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+
 /**
  * PostgreSQL errors classified by SQLSTATE. TypeORM wraps driver errors (`err.driverError`);
  * both shapes are read here so callers never parse messages.
@@ -77,4 +79,13 @@ export function isTransient(err: unknown): boolean {
 export function isDataException(err: unknown): boolean {
   const state = sqlStateOf(err);
   return state !== undefined && (state.startsWith('22') || state === SQLSTATE.CHECK_VIOLATION);
+}
+
+/**
+ * A data exception ({@link isDataException}) as the refusal it is: VALIDATION_FAILED with
+ * `message` (400 on a request, 422 on a quarantine replay, quarantined at once in the inbox);
+ * undefined for any other error.
+ */
+export function dataExceptionRefusal(err: unknown, message: string): DomainException | undefined {
+  return isDataException(err) ? new DomainException(ErrorCode.VALIDATION_FAILED, message) : undefined;
 }

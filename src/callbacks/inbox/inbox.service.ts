@@ -4,7 +4,7 @@ import type { CallbackRequestState } from '../../common/request-context.js';
 import { toStorable, toStorableText } from '../../common/validation.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { isDataException, sqlStateOf } from '../../database/pg-errors.js';
+import { dataExceptionRefusal, sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
 import { parseBatch, parseDelivery } from '../callback-body.pipe.js';
 import { CallbackService } from '../callback.service.js';
@@ -188,19 +188,21 @@ export class InboxService {
     const error = describe(err);
     // A conflict, a body the configuration now rejects or a value the database cannot hold (SQLSTATE
     // class 22, a CHECK) fails the same way every time.
-    const domain = err instanceof DomainException ? err : undefined;
-    const permanent = domain !== undefined || isDataException(err);
+    const permanent =
+      err instanceof DomainException
+        ? err
+        : dataExceptionRefusal(err, 'a value in the body cannot be stored');
     if (permanent || attempts >= this.config.inboxMaxAttempts) {
-      const reason = domain ? domain.code : permanent ? ErrorCode.VALIDATION_FAILED : APPLY_FAILED;
+      const reason = permanent?.code ?? APPLY_FAILED;
       const quarantineId = await this.inbox.quarantine(tx, row.id, row.attempts, {
         reason,
         error,
         details: toStorable({
           attempts,
           lastError: error,
-          ...(domain?.fields?.length ? { fields: domain.fields } : {}),
+          ...(permanent?.fields?.length ? { fields: permanent.fields } : {}),
         }),
-        outcome: domain?.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
+        outcome: permanent?.code === ErrorCode.BATCH_CONFLICT ? 'conflict' : 'failed',
       });
       if (quarantineId)
         this.logger.warn(

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import { isDataException } from '../../database/pg-errors.js';
+import { dataExceptionRefusal } from '../../database/pg-errors.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
@@ -130,9 +130,7 @@ export class QuarantineService {
       );
     } catch (caught) {
       // A value the database cannot hold is as refused as a validation failure (the callback's 400).
-      const err = isDataException(caught)
-        ? new DomainException(ErrorCode.VALIDATION_FAILED, 'a value in the body cannot be stored')
-        : caught;
+      const err = dataExceptionRefusal(caught, 'a value in the body cannot be stored') ?? caught;
       if (
         !(err instanceof DomainException) ||
         err.code === ErrorCode.NOT_FOUND ||
