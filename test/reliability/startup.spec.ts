@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
@@ -40,8 +40,10 @@ describe('start-up', () => {
     expect(existsSync(DATA_DIR)).toBe(false);
   }, 20_000);
 
-  /** Starts main.js with `env`; resolves with its exit code and everything it printed. */
-  async function run(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  /** Starts main.js with `env`; resolves with its exit code, everything it printed and its stderr. */
+  async function run(
+    env: Record<string, string>,
+  ): Promise<{ code: number | null; output: string; stderr: string }> {
     const proc = spawn(process.execPath, [MAIN_JS], {
       env: {
         PATH: process.env.PATH,
@@ -54,9 +56,13 @@ describe('start-up', () => {
     });
     let output = '';
     proc.stdout.on('data', (c: Buffer) => (output += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (output += c.toString()));
+    let stderr = '';
+    proc.stderr.on('data', (c: Buffer) => {
+      output += c.toString();
+      stderr += c.toString();
+    });
     const code = await new Promise<number | null>((done) => proc.once('exit', (c) => done(c)));
-    return { code, output };
+    return { code, output, stderr };
   }
 
   it('DATABASE_URL that cannot be used → exit 1 with one line naming it, no framework stack traces', async () => {
@@ -64,7 +70,7 @@ describe('start-up', () => {
       PORT: String(FREE_PORT),
       DATABASE_URL: `postgres://postgres@127.0.0.1:${UNUSED_PG_PORT}/settlement`,
     });
-    expect(refused).toEqual({
+    expect({ code: refused.code, output: refused.output }).toEqual({
       code: 1,
       output: `start-up failed: cannot use DATABASE_URL (127.0.0.1:${UNUSED_PG_PORT}/settlement): connect ECONNREFUSED 127.0.0.1:${UNUSED_PG_PORT}\n`,
     });
@@ -76,4 +82,37 @@ describe('start-up', () => {
       /^start-up failed: cannot use DATABASE_URL \(.+\/settlement_startup_missing_db\): database "settlement_startup_missing_db" does not exist\n$/,
     );
   }, 30_000);
+
+  it('embedded PostgreSQL port taken → exit 1 with one line naming EMBEDDED_PG_PORT', async () => {
+    const { code, output, stderr } = await run({
+      PORT: String(FREE_PORT),
+      EMBEDDED_PG_PORT: String(PORT),
+      EMBEDDED_PG_DATA_DIR: DATA_DIR,
+    });
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      `start-up failed: port ${PORT} for the embedded PostgreSQL is taken by another process; set EMBEDDED_PG_PORT\n`,
+    );
+    expect(output).not.toMatch(/\n\s+at |Unhandled 'error' event/);
+  }, 30_000);
+
+  it('embedded data folder not empty and no cluster → exit 1 with one line naming EMBEDDED_PG_DATA_DIR', async () => {
+    const dataDir = resolve(tmpdir(), `settlement-startup-notempty-${process.pid}`);
+    mkdirSync(dataDir, { recursive: true });
+    writeFileSync(resolve(dataDir, 'something.txt'), 'not a cluster');
+    try {
+      const { code, output, stderr } = await run({
+        PORT: String(FREE_PORT),
+        EMBEDDED_PG_PORT: String(UNUSED_PG_PORT),
+        EMBEDDED_PG_DATA_DIR: dataDir,
+      });
+      expect(code).toBe(1);
+      expect(stderr).toMatch(
+        /^start-up failed: the embedded PostgreSQL could not initialise \S+ \(the folder is not empty and holds no cluster\); set EMBEDDED_PG_DATA_DIR to an empty or new folder\n$/,
+      );
+      expect(output).not.toMatch(/\n\s+at |Unhandled 'error' event/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

