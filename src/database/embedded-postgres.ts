@@ -190,7 +190,7 @@ function isTrustedCopy(copy: string, source: string): boolean {
  * (`settlement-receiver-postgres-<platform>-<version>`), made once, owned by root and writable by
  * nobody else, and checked before every reuse ({@link isTrustedCopy}; an untrusted one is
  * replaced). The copy is written to a private folder and renamed into place, so a half-written
- * copy is never used and concurrent starts agree. docs/embedded-postgres.md has the reasoning.
+ * copy is never used and concurrent starts agree. docs/operating.md ("As root") has the reasoning.
  * @returns the folder to run PostgreSQL from.
  */
 export function trustedCopyOf(source: string, version: string): string {
