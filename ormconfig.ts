@@ -2,12 +2,16 @@ import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './src/database/data-source-options.js';
 
 /**
- * The TypeORM `DataSource` of the migration CLI (`npm run typeorm -- migration:show`), with the
- * app's options. Needs `DATABASE_URL`; `npm run migration:run` also handles the embedded server.
+ * The TypeORM `DataSource` of the TypeORM CLI (`npm run typeorm -- schema:log`, `migration:show`,
+ * `migration:generate`, see docs/schema-changes.md), with the app's options. Needs `DATABASE_URL`
+ * in the environment (`.env` is not read); `npm run migration:run` also handles the embedded server.
  */
 const url = process.env.DATABASE_URL;
-if (!url)
-  throw new Error(
+if (!url) {
+  // The CLI exits 1 without a word on an error thrown while it loads this file: say why here.
+  console.error(
     'DATABASE_URL is required for the TypeORM CLI (npm run migration:run starts the embedded server)',
   );
+  process.exit(1);
+}
 export default new DataSource(buildDataSourceOptions(url));

@@ -11,7 +11,11 @@ import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
 import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
 
-/** Every entity of the schema (the tables themselves come only from `migrations/`). */
+/**
+ * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring
+ * exactly what the migrations create (docs/schema-changes.md). Not modelled by TypeORM, so only in
+ * the migrations: the functions `forbid_ledger_mutation()` (append-only triggers) and `receiver_assert()`.
+ */
 export const ENTITIES = [
   AccountEntity,
   AccountAdjustmentEntity,

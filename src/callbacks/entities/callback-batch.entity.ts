@@ -1,9 +1,13 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
 
 /** A committed batch by `batchId`, with the SHA-256 of its raw body and the body itself (CONTRACT §4, §8). */
 @Entity('callback_batches')
+@Check('callback_batches_batch_id_check', 'length(batch_id) BETWEEN 1 AND 128')
+@Check('callback_batches_coupon_count_check', 'coupon_count BETWEEN 1 AND 100')
+@Index('callback_batches_payload_hash_idx', ['payloadHash'])
 export class CallbackBatchEntity {
-  @PrimaryColumn('text', { name: 'batch_id' }) batchId: string;
+  @PrimaryColumn('text', { name: 'batch_id', primaryKeyConstraintName: 'callback_batches_pkey' })
+  batchId: string;
   @Column('char', { name: 'payload_hash', length: 64 }) payloadHash: string;
   @Column('int', { name: 'coupon_count' }) couponCount: number;
   @Column('bytea') payload: Buffer;

@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 
 /** Outcomes of a delivery attempt (CONTRACT §8). */
 export enum DeliveryOutcome {
@@ -14,8 +14,14 @@ export enum DeliveryOutcome {
 
 /** One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. */
 @Entity('delivery_attempts')
+@Check(
+  'delivery_attempts_outcome_check',
+  "outcome IN ('processed', 'accepted', 'duplicate', 'conflict', 'rejected', 'unauthorized', 'failed')",
+)
+@Index('delivery_attempts_batch_idx', ['batchId'])
+@Index('delivery_attempts_received_idx', ['receivedAt'])
 export class DeliveryAttemptEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'delivery_attempts_pkey' }) id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
   @Column('timestamptz', { name: 'received_at' }) receivedAt: Date;

@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
 
 /** State of an inbox row: waiting to be applied, applied (or found a duplicate), or quarantined. */
 export type InboxStatus = 'pending' | 'done' | 'quarantined';
@@ -9,19 +9,27 @@ export type InboxStatus = 'pending' | 'done' | 'quarantined';
  * order; `couponCodes` lets a worker hold back a row while an earlier pending row shares a coupon.
  */
 @Entity('callback_inbox')
+@Unique('callback_inbox_batch_unique', ['batchId'])
+@Check('callback_inbox_batch_id_check', 'length(batch_id) BETWEEN 1 AND 128')
+@Check('callback_inbox_coupon_count_check', 'coupon_count BETWEEN 1 AND 100')
+@Check('callback_inbox_status_check', "status IN ('pending', 'done', 'quarantined')")
+@Check('callback_inbox_attempts_check', 'attempts >= 0')
+@Check('callback_inbox_outcome_check', "outcome IN ('processed', 'duplicate', 'conflict', 'failed')")
+@Index('callback_inbox_pending_idx', ['id'], { where: "status = 'pending'" })
+@Index('callback_inbox_pending_coupons_idx', ['couponCodes'], { type: 'gin', where: "status = 'pending'" })
 export class InboxEntryEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'callback_inbox_pkey' }) id: string;
   @Column('text', { name: 'batch_id' }) batchId: string;
   @Column('char', { name: 'payload_hash', length: 64 }) payloadHash: string;
   @Column('int', { name: 'coupon_count' }) couponCount: number;
   @Column('text', { name: 'coupon_codes', array: true }) couponCodes: string[];
   @Column('bytea') payload: Buffer;
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
-  @Column('text') status: InboxStatus;
-  @Column('int') attempts: number;
-  @Column('timestamptz', { name: 'next_attempt_at' }) nextAttemptAt: Date;
+  @Column('text', { default: 'pending' }) status: InboxStatus;
+  @Column('int', { default: 0 }) attempts: number;
+  @Column('timestamptz', { name: 'next_attempt_at', default: () => 'now()' }) nextAttemptAt: Date;
   @Column('text', { name: 'last_error', nullable: true }) lastError: string | null;
   @Column('text', { nullable: true }) outcome: string | null;
-  @Column('timestamptz', { name: 'received_at' }) receivedAt: Date;
+  @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
   @Column('timestamptz', { name: 'finished_at', nullable: true }) finishedAt: Date | null;
 }

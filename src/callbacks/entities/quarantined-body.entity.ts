@@ -1,9 +1,21 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+} from 'typeorm';
+import type { Relation } from 'typeorm';
+import { InboxEntryEntity } from './inbox-entry.entity.js';
 
 /** A signed body rejected with 400 or 409, kept verbatim with the reason for a later replay (CONTRACT §8). */
 @Entity('quarantined_bodies')
+@Index('quarantined_bodies_batch_idx', ['batchId'])
+@Index('quarantined_bodies_inbox_idx', ['inboxId'], { where: 'inbox_id IS NOT NULL' })
 export class QuarantinedBodyEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'quarantined_bodies_pkey' }) id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @Column('text') reason: string;
   @Column('jsonb', { nullable: true }) details: unknown;
@@ -14,7 +26,10 @@ export class QuarantinedBodyEntity {
   @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
   @Column('timestamptz', { name: 'replayed_at', nullable: true }) replayedAt: Date | null;
   @Column('text', { name: 'replay_outcome', nullable: true }) replayOutcome: string | null;
-  @Column('int', { name: 'replay_count' }) replayCount: number;
+  @Column('int', { name: 'replay_count', default: 0 }) replayCount: number;
   /** The inbox row whose application failed `INBOX_MAX_ATTEMPTS` times, when it came from there. */
   @Column('bigint', { name: 'inbox_id', nullable: true }) inboxId: string | null;
+  @ManyToOne(() => InboxEntryEntity)
+  @JoinColumn({ name: 'inbox_id', foreignKeyConstraintName: 'quarantined_bodies_inbox_id_fkey' })
+  inbox: Relation<InboxEntryEntity> | null;
 }

@@ -1,10 +1,25 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  UpdateDateColumn,
+} from 'typeorm';
+import type { Relation } from 'typeorm';
+import { CouponEntity } from './coupon.entity.js';
 
 /** A bet (event, selection) of a coupon by (`coupon_code`, `uuid`); `payload` keeps every field sent. */
 @Entity('bets')
+@Check('bets_uuid_check', 'length(uuid) BETWEEN 1 AND 64')
 export class BetEntity {
-  @PrimaryColumn('text', { name: 'coupon_code' }) couponCode: string;
-  @PrimaryColumn('text') uuid: string;
+  @PrimaryColumn('text', { name: 'coupon_code', primaryKeyConstraintName: 'bets_pkey' }) couponCode: string;
+  @ManyToOne(() => CouponEntity)
+  @JoinColumn({ name: 'coupon_code', foreignKeyConstraintName: 'bets_coupon_code_fkey' })
+  coupon: Relation<CouponEntity>;
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'bets_pkey' }) uuid: string;
   @Column('int') status: number;
   @Column('jsonb') payload: Record<string, unknown>;
   @Column('text', { name: 'last_batch_id' }) lastBatchId: string;

@@ -1,20 +1,40 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import {
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+  Unique,
+} from 'typeorm';
+import type { Relation } from 'typeorm';
+import { CallbackBatchEntity } from '../../callbacks/entities/callback-batch.entity.js';
+import { CouponEntity } from './coupon.entity.js';
 
 /**
  * One coupon's state in one batch, kept forever (CONTRACT §6 "every snapshot is stored"), with the
  * transition decided for it, whether it was applied, and the financial operations it decided.
  */
 @Entity('coupon_snapshots')
+@Unique('coupon_snapshots_coupon_batch_unique', ['couponCode', 'batchId'])
+@Index('coupon_snapshots_batch_idx', ['batchId'])
 export class CouponSnapshotEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'coupon_snapshots_pkey' }) id: string;
   @Column('text', { name: 'coupon_code' }) couponCode: string;
+  @ManyToOne(() => CouponEntity)
+  @JoinColumn({ name: 'coupon_code', foreignKeyConstraintName: 'coupon_snapshots_coupon_code_fkey' })
+  coupon: Relation<CouponEntity>;
   @Column('text', { name: 'batch_id' }) batchId: string;
+  @ManyToOne(() => CallbackBatchEntity)
+  @JoinColumn({ name: 'batch_id', foreignKeyConstraintName: 'coupon_snapshots_batch_id_fkey' })
+  batch: Relation<CallbackBatchEntity>;
   @Column('int') status: number;
   @Column('numeric', { name: 'real_win', precision: 20, scale: 2, nullable: true }) realWin: string | null;
   @Column('boolean') applied: boolean;
   @Column('text') transition: string;
   @Column('int') generation: number;
-  @Column('jsonb') operations: unknown[];
+  @Column('jsonb', { default: [] }) operations: unknown[];
   @Column('jsonb') payload: Record<string, unknown>;
   @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
 }

@@ -1,15 +1,27 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import type { Relation } from 'typeorm';
+import { AccountEntity } from './account.entity.js';
+import { FinancialOperationEntity } from './financial-operation.entity.js';
 
 /** A deposit or withdrawal requested with an `Idempotency-Key` and its first result (CONTRACT §10). */
 @Entity('account_adjustments')
+@Check('account_adjustments_idempotency_key_check', 'length(idempotency_key) BETWEEN 1 AND 128')
+@Check('account_adjustments_amount_check', 'amount <> 0')
 export class AccountAdjustmentEntity {
-  @PrimaryColumn('text', { name: 'idempotency_key' }) idempotencyKey: string;
+  @PrimaryColumn('text', { name: 'idempotency_key', primaryKeyConstraintName: 'account_adjustments_pkey' })
+  idempotencyKey: string;
   @Column('text', { name: 'account_id' }) accountId: string;
+  @ManyToOne(() => AccountEntity)
+  @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'account_adjustments_account_id_fkey' })
+  account: Relation<AccountEntity>;
   @Column('char', { name: 'request_hash', length: 64 }) requestHash: string;
   @Column('numeric', { precision: 20, scale: 2 }) amount: string;
   @Column('char', { length: 3 }) currency: string;
   @Column('text') reason: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
+  @ManyToOne(() => FinancialOperationEntity)
+  @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'account_adjustments_operation_id_fkey' })
+  operation: Relation<FinancialOperationEntity>;
   @Column('numeric', { name: 'balance_after', precision: 20, scale: 2 }) balanceAfter: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

@@ -1,4 +1,4 @@
-import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 /** Kinds of ledger account: a player's, or the house settlement account of a currency. */
 export type AccountKind = 'player' | 'house';
@@ -8,11 +8,15 @@ export type AccountKind = 'player' | 'house';
  * JS) equal to the sum of the account's entries, updated under a row lock in the same transaction.
  */
 @Entity('accounts')
+@Check('accounts_id_check', 'length(id) BETWEEN 1 AND 64')
+@Check('accounts_kind_check', "kind IN ('player', 'house')")
+@Check('accounts_currency_check', "currency ~ '^[A-Z]{3}$'")
+@Check('accounts_check', "(kind = 'house') = (id LIKE 'house:%')")
 export class AccountEntity {
-  @PrimaryColumn('text') id: string;
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'accounts_pkey' }) id: string;
   @Column('text') kind: AccountKind;
   @Column('char', { length: 3 }) currency: string;
-  @Column('numeric', { precision: 20, scale: 2 }) balance: string;
+  @Column('numeric', { precision: 20, scale: 2, default: 0 }) balance: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -1,11 +1,36 @@
-import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+} from 'typeorm';
+import type { Relation } from 'typeorm';
+import { AccountEntity } from './account.entity.js';
+import { FinancialOperationEntity } from './financial-operation.entity.js';
 
-/** One side of a financial operation: a signed `numeric` amount on one account. Append-only. */
+/**
+ * One side of a financial operation: a signed `numeric` amount on one account. Append-only:
+ * trigger `ledger_entries_append_only` (function `forbid_ledger_mutation()`, migrations only:
+ * TypeORM does not model triggers) refuses UPDATE and DELETE.
+ */
 @Entity('ledger_entries')
+@Check('ledger_entries_amount_check', 'amount <> 0')
+@Index('ledger_entries_operation_idx', ['operationId'])
+@Index('ledger_entries_account_idx', ['accountId'])
 export class LedgerEntryEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint' }) id: string;
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'ledger_entries_pkey' }) id: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
+  @ManyToOne(() => FinancialOperationEntity)
+  @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'ledger_entries_operation_id_fkey' })
+  operation: Relation<FinancialOperationEntity>;
   @Column('text', { name: 'account_id' }) accountId: string;
+  @ManyToOne(() => AccountEntity)
+  @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'ledger_entries_account_id_fkey' })
+  account: Relation<AccountEntity>;
   @Column('numeric', { precision: 20, scale: 2 }) amount: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }
