@@ -1,12 +1,24 @@
 import { Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { TransactionRunner } from '../database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
 import { BatchAuditView, DeliveryAttemptView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
 
 const DEFAULT_LIMIT = 50;
 
 function attemptView(a: AttemptRecord): DeliveryAttemptView {
-  return { ...a, receivedAt: a.receivedAt.toISOString() };
+  return {
+    id: a.id,
+    batchId: a.batchId,
+    requestId: a.requestId,
+    receivedAt: a.receivedAt.toISOString(),
+    outcome: a.outcome,
+    httpStatus: a.httpStatus,
+    errorCode: a.errorCode,
+    couponCount: a.couponCount,
+    durationMs: a.durationMs,
+    payloadHash: a.payloadHash,
+  };
 }
 
 /**
@@ -15,22 +27,27 @@ function attemptView(a: AttemptRecord): DeliveryAttemptView {
  */
 @Injectable()
 export class AuditService {
-  constructor(private readonly audit: AuditRepository) {}
+  constructor(
+    private readonly transactions: TransactionRunner,
+    private readonly audit: AuditRepository,
+  ) {}
 
   /** @throws DomainException NOT_FOUND when the batch id was never stored nor delivered. */
   async batch(batchId: string): Promise<BatchAuditView> {
-    const [batch, coupons, operations, deliveries, quarantined] = await Promise.all([
-      this.audit.batch(batchId),
-      this.audit.snapshots(batchId),
-      this.audit.operations(batchId),
-      this.audit.attemptsOf(batchId),
-      this.audit.quarantinedCount(batchId),
-    ]);
+    const [batch, coupons, operations, deliveries, quarantined] = await this.transactions.run((tx) =>
+      Promise.all([
+        this.audit.batch(tx, batchId),
+        this.audit.snapshots(tx, batchId),
+        this.audit.operations(tx, batchId),
+        this.audit.attemptsOf(tx, batchId),
+        this.audit.quarantinedCount(tx, batchId),
+      ]),
+    );
     if (!batch && !deliveries.length && !quarantined)
       throw new DomainException(ErrorCode.NOT_FOUND, `batch ${batchId} was never delivered`);
     return {
       batchId,
-      committed: batch !== undefined,
+      committed: batch !== null,
       payloadHash: batch?.payloadHash ?? null,
       couponCount: batch?.couponCount ?? null,
       committedAt: batch?.receivedAt.toISOString() ?? null,
@@ -42,7 +59,15 @@ export class AuditService {
         transition: c.transition,
         generation: c.generation,
       })),
-      operations: operations.map((o) => ({ ...o, createdAt: o.createdAt.toISOString() })),
+      operations: operations.map((o) => ({
+        key: o.operationKey,
+        type: o.type,
+        couponCode: o.couponCode,
+        accountId: o.accountId,
+        amount: o.amount,
+        currency: o.currency,
+        createdAt: o.createdAt.toISOString(),
+      })),
       deliveries: deliveries.map(attemptView),
       quarantined,
     };
@@ -51,14 +76,15 @@ export class AuditService {
   /** Delivery attempts matching `query`, newest first, one page. */
   async deliveries(query: DeliveryQueryDto): Promise<DeliveryPageView> {
     const limit = query.limit ? Number(query.limit) : DEFAULT_LIMIT;
-    const rows = await this.audit.deliveries({
+    const filter = {
       outcome: query.outcome,
       batchId: query.batchId,
       from: query.from ? new Date(query.from) : undefined,
       to: query.to ? new Date(query.to) : undefined,
       before: query.cursor,
       limit: limit + 1,
-    });
+    };
+    const rows = await this.transactions.run((tx) => this.audit.deliveries(tx, filter));
     const page = rows.slice(0, limit);
     return {
       items: page.map(attemptView),

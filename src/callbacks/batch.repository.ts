@@ -20,6 +20,16 @@ export interface CommittedBatch {
  */
 export const BATCH_ID_LOCK_NAMESPACE = 727_003;
 
+/** Transaction setting written by {@link BatchRepository.claimStatement}. */
+const CLAIMED_SETTING = 'receiver.claimed';
+
+/**
+ * SQL condition, true in the statements after {@link BatchRepository.claimStatement} when that
+ * claim inserted the batch id (this transaction owns the batch); for the statements sent in the
+ * same group as the claim, which must do nothing for a redelivery.
+ */
+export const CLAIMED_BY_THIS_TRANSACTION = `current_setting('${CLAIMED_SETTING}', true) = 'true'`;
+
 /** SQL of `callback_batches` (CONTRACT §4 step 4). */
 @Injectable()
 export class BatchRepository {
@@ -32,50 +42,49 @@ export class BatchRepository {
       name: 'cb_batch_lock',
       text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))',
       values: [BATCH_ID_LOCK_NAMESPACE, batchId],
+      waitsUntilDeadline: true,
     };
   }
 
   /**
-   * Inserts the batch id with its payload hash under the primary key. A concurrent transaction
-   * inserting the same id makes this wait on the unique index (until the deadline, not just the
-   * lock timeout); once it commits this returns
-   * `duplicate` (same hash) or `conflict`, never a unique-violation error.
+   * Claims the batch id for a batch applied inside another transaction (inbox workers, replays,
+   * reconciliation): inserts it with its payload hash (a concurrent
+   * transaction inserting the same id makes this wait on the unique index, until the deadline),
+   * and reads the stored hash when it existed: `duplicate` (same hash) or `conflict`, never a
+   * unique-violation error.
    */
   async claim(
     tx: Tx,
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
   ): Promise<BatchClaim> {
-    const inserted = await tx.queryWaitingUntilDeadline(
-      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
-       VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
-      [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],
-    );
+    const { inserted, stored } = await tx.send({
+      inserted: {
+        text: `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
+               VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
+        values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],
+        waitsUntilDeadline: true,
+      },
+      stored: {
+        text: 'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
+        values: [batch.batchId],
+      } as Statement<{ payload_hash: string }>,
+    });
     if (inserted.rowCount === 1) return 'claimed';
-    const { rows } = await tx.query<{ payload_hash: string }>(
-      'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
-      [batch.batchId],
-    );
-    return rows[0]?.payload_hash === batch.payloadHash ? 'duplicate' : 'conflict';
+    return stored.rows[0]?.payload_hash === batch.payloadHash ? 'duplicate' : 'conflict';
   }
 
   /**
-   * The claim for a pipelined transaction: inserts the batch id with its payload hash
-   * (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id until it commits or
-   * rolls back) and notes in the transaction (`receiver.claimed`) whether this transaction owns
-   * the batch, which {@link CouponRepository.lockClaimedStatement} reads. Claims nothing while
-   * the inbox holds a pending row with this batch id or any of `couponCodes` (an inbox replica on
-   * the same database got an earlier batch of these coupons). Returns one row: `claimed` =
-   * 'true' or 'false', `inbox_pending` boolean.
+   * The claim of the callback's hot path, sent in one group with the statements that depend on it:
+   * inserts the batch id with its payload hash (`ON CONFLICT DO NOTHING`, waiting on a concurrent
+   * insert of the same id until it commits or rolls back) and notes in the transaction whether
+   * it owns the batch, which {@link CLAIMED_BY_THIS_TRANSACTION} reads in the statements after it.
+   * Claims nothing while the inbox holds a pending row with this batch id or any of
+   * `couponCodes` (an inbox replica on the same database got an earlier batch of these coupons).
    */
   claimStatement(
-    batch: {
-      batchId: string;
-      payloadHash: string;
-      couponCount: number;
-      rawBody: Buffer;
-    },
+    batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
     couponCodes: string[],
-  ): Statement {
+  ): Statement<{ claimed: boolean; inboxPending: boolean }> {
     return {
       name: 'cb_claim',
       text: `WITH held AS (
@@ -88,9 +97,10 @@ export class BatchRepository {
                SELECT $1, $2, $3, $4 FROM held WHERE NOT held.inbox_pending
                ON CONFLICT (batch_id) DO NOTHING RETURNING 1
              )
-             SELECT set_config('receiver.claimed', (EXISTS (SELECT 1 FROM claim))::text, true) AS claimed,
-                    (SELECT inbox_pending FROM held) AS inbox_pending`,
+             SELECT set_config('${CLAIMED_SETTING}', (EXISTS (SELECT 1 FROM claim))::text, true)::boolean AS claimed,
+                    (SELECT inbox_pending FROM held) AS "inboxPending"`,
       values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody, couponCodes],
+      waitsUntilDeadline: true,
     };
   }
 
@@ -98,7 +108,7 @@ export class BatchRepository {
    * For a batch id this transaction could not claim: the stored payload hash (one row, or none),
    * and, when it equals `attempt.payloadHash`, the `duplicate` delivery attempt `attempt`.
    */
-  redeliveryStatement(attempt: DeliveryAttemptRow): Statement {
+  redeliveryStatement(attempt: DeliveryAttemptRow): Statement<{ payload_hash: string }> {
     return {
       name: 'cb_redelivery',
       text: `WITH h AS (SELECT payload_hash FROM callback_batches WHERE batch_id = $1),
@@ -119,7 +129,9 @@ export class BatchRepository {
    * committed (a concurrent first delivery still in flight is not seen: that delivery goes the
    * normal way and waits on the batch id).
    */
-  committedDuplicateStatement(attempt: Omit<DeliveryAttemptRow, 'batchId' | 'couponCount'>): Statement {
+  committedDuplicateStatement(
+    attempt: Omit<DeliveryAttemptRow, 'batchId' | 'couponCount'>,
+  ): Statement<CommittedBatch> {
     return {
       name: 'cb_committed_duplicate',
       text: `WITH h AS (

@@ -1,5 +1,5 @@
 import { createParamDecorator, ExecutionContext } from '@nestjs/common';
-import type { CallbackRequest, CallbackRequestState } from '../common/request-context.js';
+import type { CallbackRequest, CallbackRequestState } from './callback-request.js';
 
 /** The callback's request state (raw body bytes, timing, request id), as the body middleware left it. */
 export const CallbackBody = createParamDecorator(

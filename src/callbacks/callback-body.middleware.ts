@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { raw } from 'express';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from './callback-request.js';
 
 const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
 const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;

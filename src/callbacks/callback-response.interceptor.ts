@@ -4,11 +4,11 @@ import { Observable, map, timeout, catchError, throwError, TimeoutError } from '
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { DeadlineExceededError } from '../database/transaction.js';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from './callback-request.js';
 import type { CallbackResult } from './callback.service.js';
 import { DeliveryObserver } from '../observability/delivery-observer.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';
-import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from './callback.types.js';
 
 /**
  * The callback's response contract (CONTRACT §5): the handler's result (known only after COMMIT)
@@ -37,7 +37,11 @@ export class CallbackResponseInterceptor implements NestInterceptor {
       ),
       map((result) => {
         res.status(200);
-        const outcome = result.duplicate ? DeliveryOutcome.DUPLICATE : DeliveryOutcome.PROCESSED;
+        const outcome = result.duplicate
+          ? DeliveryOutcome.DUPLICATE
+          : result.accepted
+            ? DeliveryOutcome.ACCEPTED
+            : DeliveryOutcome.PROCESSED;
         this.observer.delivered(this.audit.attemptOf(req, 200, outcome, null));
         return result.duplicate
           ? { success: true, processed: result.processed, duplicate: true }

@@ -1,4 +1,4 @@
-import { Controller, HttpCode, Inject, Post, UseGuards, UseInterceptors } from '@nestjs/common';
+import { Controller, HttpCode, Post, UseFilters, UseGuards, UseInterceptors } from '@nestjs/common';
 import {
   ApiBody,
   ApiHeader,
@@ -9,15 +9,13 @@ import {
   ApiTags,
 } from '@nestjs/swagger';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
-import type { CallbackRequestState } from '../common/request-context.js';
+import type { CallbackRequestState } from './callback-request.js';
 import { CallbackBody } from './callback-body.decorator.js';
 import { CallbackResponseInterceptor } from './callback-response.interceptor.js';
-import { CallbackService, InboxPendingError } from './callback.service.js';
+import { CallbackExceptionFilter } from './callback-exception.filter.js';
+import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
-import { InboxService } from './inbox/inbox.service.js';
 import { SignatureGuard } from './signature.guard.js';
 
 const error = (description: string, code: string, message: string) => ({
@@ -28,18 +26,15 @@ const error = (description: string, code: string, message: string) => ({
 
 /**
  * `POST /sportapi/callback` (path configurable with `CALLBACK_PATH`): SportAPI's settlement
- * callback (CONTRACT §3–§5). Signature guard → {@link CallbackService.receive} (inline mode: parse,
- * validate, apply) or {@link InboxService.receive} (`CALLBACK_MODE=inbox`: parse, validate, commit
- * to the inbox) → 200 after COMMIT; failures are mapped by the exception filter.
+ * callback (CONTRACT §3–§5). Signature guard → {@link CallbackService.receive} → 200 after COMMIT
+ * (response interceptor); failures are answered, recorded and quarantined by
+ * {@link CallbackExceptionFilter}.
  */
 @ApiTags('callback')
 @Controller()
+@UseFilters(CallbackExceptionFilter)
 export class CallbackController {
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly callbacks: CallbackService,
-    private readonly inbox: InboxService,
-  ) {}
+  constructor(private readonly callbacks: CallbackService) {}
 
   @Post()
   @HttpCode(200)
@@ -138,11 +133,6 @@ export class CallbackController {
     ),
   })
   receive(@CallbackBody() request: CallbackRequestState): Promise<CallbackResult> {
-    if (this.config.callbackMode === 'inbox') return this.inbox.receive(request);
-    return this.callbacks
-      .receive(request)
-      .catch((err: unknown) =>
-        err instanceof InboxPendingError ? this.inbox.receive(request) : Promise.reject(err),
-      );
+    return this.callbacks.receive(request);
   }
 }

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { DeliveryObserver } from '../observability/delivery-observer.js';
 import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
-import { DeliveryOutcome } from './entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from './callback.types.js';
 
 /** Outcome recorded for a failed delivery answered with `status`. */
 export function outcomeOf(status: number): DeliveryOutcome {

@@ -3,7 +3,7 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from './callback-request.js';
 import { secureEquals } from '../common/secure-compare.js';
 
 /**

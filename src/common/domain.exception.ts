@@ -22,6 +22,8 @@ export enum ErrorCode {
   IDEMPOTENCY_KEY_REQUIRED = 'idempotency_key_required',
   INSUFFICIENT_FUNDS = 'insufficient_funds',
   CURRENCY_MISMATCH = 'currency_mismatch',
+  /** An operation key that exists already names another operation: a defect, never paid twice. */
+  OPERATION_KEY_COLLISION = 'operation_key_collision',
   // polling fallback and reconciliation (CONTRACT §9)
   POLLING_DISABLED = 'polling_disabled',
   SPORTAPI_UNAVAILABLE = 'sportapi_unavailable',
@@ -52,6 +54,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.IDEMPOTENCY_KEY_REQUIRED]: 400,
   [ErrorCode.INSUFFICIENT_FUNDS]: 422,
   [ErrorCode.CURRENCY_MISMATCH]: 422,
+  [ErrorCode.OPERATION_KEY_COLLISION]: 500,
   [ErrorCode.POLLING_DISABLED]: 501,
   [ErrorCode.SPORTAPI_UNAVAILABLE]: 503,
   [ErrorCode.SPORTAPI_COUPON_NOT_FOUND]: 404,

@@ -195,18 +195,11 @@ function storableNumber(_key: string, value: unknown): unknown {
 }
 
 /**
- * The value prepared for class-transformer and class-validator: every `LosslessNumber` (a JSON
- * number a double cannot hold exactly) replaced by `NaN`, which no rule accepts, and every
- * `constructor` key dropped.
- * - No field takes such a number: identifiers and texts are strings (`"batchId": 1e200000` and
- *   `"coupon_code": 15707215400000000001` were passed on as their digits and accepted as strings),
- *   counts and statuses are exact int4 (`2.0000000000000000001` is not 2), amounts have at most
- *   15 digits (a `realWin` sent as a number is read from the parsed JSON itself).
- * - class-transformer takes `value.constructor` for the class of a nested object, so
- *   `{"batchId": {"constructor": 1}}` threw a TypeError ("targetType is not a constructor"),
- *   answered 503 on the callback (retried forever) and 500 on the partner API instead of 400. No
- *   DTO field is named `constructor`; the callback stores the parsed body, not this copy, so an
- *   unknown `constructor` field is still kept in the stored payload.
+ * The value prepared for class-transformer and class-validator: every `LosslessNumber` (a number a
+ * double cannot hold exactly) replaced by `NaN`, which no rule accepts, so no text field takes a
+ * number's digits; every `constructor` key dropped, which class-transformer would take for a
+ * nested object's class (a TypeError, answered 5xx instead of 400). The stored payload is not
+ * this copy: unknown fields keep their values there.
  */
 export function validationCopy(value: unknown): unknown {
   if (isLosslessNumber(value)) return NaN;

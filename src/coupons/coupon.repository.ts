@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { parseExactJson } from '../common/exact-json.js';
-import { Statement, StatementExecutor, Tx } from '../database/transaction.js';
+import { Statement, Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
 /** A coupon row locked for a batch or a registration: registration and settlement state. */
@@ -75,56 +75,32 @@ function statesJson(states: (CouponSettlementState & { couponCode: string })[]):
 @Injectable()
 export class CouponRepository {
   /**
-   * Row-locks `FOR UPDATE`, in ascending `coupon_code` order (bytewise), the existing coupons
-   * among `couponCodes`, only when this transaction claimed its batch (`receiver.claimed`, set by
-   * {@link BatchRepository.claimStatement} just before); rows as {@link LockedCoupon}. Locking does
-   * not rewrite the rows. Coupons without a row are inserted just before, in the same group, with
-   * {@link insertClaimedCouponsStatement}.
+   * Inserts, in ascending `coupon_code` order, the coupons among `couponCodes` that have no row
+   * yet; only when the SQL condition `onlyIf` holds, when given (the hot path sends this right
+   * after its batch claim in the same group, see {@link BatchRepository.claimStatement}).
    */
-  lockClaimedStatement(couponCodes: string[]): Statement {
+  insertMissingStatement(couponCodes: string[], onlyIf?: string): Statement {
     return {
-      name: 'cp_lock_claimed',
-      text: `SELECT ${COUPON_COLUMNS} FROM coupons
-             WHERE coupon_code = ANY($1::text[]) AND current_setting('receiver.claimed', true) = 'true'
-             ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
-      values: [couponCodes],
-    };
-  }
-
-  /**
-   * Like {@link insertCouponsStatement}, only when this transaction claimed its batch
-   * (`receiver.claimed`): sent just before {@link lockClaimedStatement} in the same group, so the
-   * batch's new and existing coupons are locked in one ascending pass, as on every other path.
-   */
-  insertClaimedCouponsStatement(couponCodes: string[]): Statement {
-    return {
-      name: 'cp_insert_claimed',
+      name: onlyIf ? 'cp_insert_missing_if' : 'cp_insert_missing',
       text: `INSERT INTO coupons (coupon_code)
-             SELECT code FROM unnest($1::text[]) AS code
-             WHERE current_setting('receiver.claimed', true) = 'true'
+             SELECT code FROM unnest($1::text[]) AS code ${onlyIf ? `WHERE ${onlyIf}` : ''}
              ORDER BY code COLLATE "C"
              ON CONFLICT (coupon_code) DO NOTHING`,
       values: [couponCodes],
     };
   }
 
-  /** Inserts, in ascending order, the coupons among `couponCodes` that have no row yet. */
-  insertCouponsStatement(couponCodes: string[]): Statement {
+  /**
+   * Row-locks the coupons `FOR UPDATE` in ascending `coupon_code` order (bytewise), the fixed lock
+   * order that keeps batches sharing coupons free of deadlocks; locking does not rewrite the rows.
+   * Only when the SQL condition `onlyIf` holds, when given. Rows as {@link LockedCoupon}.
+   */
+  lockStatement(couponCodes: string[], onlyIf?: string): Statement<LockedCoupon> {
     return {
-      name: 'cp_insert_missing',
-      text: `INSERT INTO coupons (coupon_code)
-             SELECT code FROM unnest($1::text[]) AS code ORDER BY code COLLATE "C"
-             ON CONFLICT (coupon_code) DO NOTHING`,
-      values: [couponCodes],
-    };
-  }
-
-  /** Row-locks the coupons `FOR UPDATE` in ascending order; rows as {@link LockedCoupon}. */
-  lockStatement(couponCodes: string[]): Statement {
-    return {
-      name: 'cp_lock',
+      name: onlyIf ? 'cp_lock_if' : 'cp_lock',
       text: `SELECT ${COUPON_COLUMNS} FROM coupons
-             WHERE coupon_code = ANY($1::text[]) ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
+             WHERE coupon_code = ANY($1::text[]) ${onlyIf ? `AND ${onlyIf}` : ''}
+             ORDER BY coupon_code COLLATE "C" FOR UPDATE`,
       values: [couponCodes],
     };
   }
@@ -207,49 +183,54 @@ export class CouponRepository {
   }
 
   /**
-   * Creates the coupons of a batch that do not exist yet, then row-locks all of them `FOR UPDATE`
-   * in ascending `coupon_code` order (bytewise): the fixed lock order that keeps batches sharing
-   * coupons free of deadlocks. Locking does not rewrite the rows (unlike an upsert's no-op update).
-   * @returns the state of each coupon before this batch, in ascending `coupon_code` order.
+   * Creates the coupons that do not exist yet, then row-locks all of them (see
+   * {@link lockStatement}), in one round trip.
+   * @returns the state of each coupon before the caller's changes, in ascending `coupon_code` order.
    */
-  async lockForBatch(tx: StatementExecutor, couponCodes: string[]): Promise<LockedCoupon[]> {
-    const results = await tx.send([
-      this.insertCouponsStatement(couponCodes),
-      this.lockStatement(couponCodes),
-    ]);
-    return results[results.length - 1].rows as LockedCoupon[];
+  async lockForBatch(tx: Tx, couponCodes: string[]): Promise<LockedCoupon[]> {
+    const { locked } = await tx.send({
+      insert: this.insertMissingStatement(couponCodes),
+      locked: this.lockStatement(couponCodes),
+    });
+    return locked.rows;
   }
 
-  /** Locks one coupon for registration, creating its row if no callback has arrived yet. */
+  /** Locks one coupon, creating its row if no callback has arrived yet. */
   async lockOne(tx: Tx, couponCode: string): Promise<LockedCoupon> {
     return (await this.lockForBatch(tx, [couponCode]))[0];
   }
 
   /** Records a coupon's registration (account, stake, currency, hash of the request). */
-  async register(
-    tx: Tx,
+  registerStatement(
     couponCode: string,
     reg: { accountId: string; stake: string; currency: string; registrationHash: string },
-  ): Promise<void> {
-    await tx.query(
-      `UPDATE coupons SET account_id = $2, stake = $3, currency = $4, registration_hash = $5,
-         registered_at = now(), updated_at = now()
-       WHERE coupon_code = $1`,
-      [couponCode, reg.accountId, reg.stake, reg.currency, reg.registrationHash],
-    );
+  ): Statement {
+    return {
+      text: `UPDATE coupons SET account_id = $2, stake = $3, currency = $4, registration_hash = $5,
+               registered_at = now(), updated_at = now()
+             WHERE coupon_code = $1`,
+      values: [couponCode, reg.accountId, reg.stake, reg.currency, reg.registrationHash],
+    };
   }
 
   /** Operations decided for a coupon's applied snapshots, oldest first (deferred while unallocated). */
-  async decidedOperations(
-    tx: Tx,
+  decidedOperationsStatement(
     couponCode: string,
-  ): Promise<{ batchId: string; operations: SettlementOperation[] }[]> {
-    const { rows } = await tx.query<{ batchId: string; operations: SettlementOperation[] }>(
-      `SELECT batch_id AS "batchId", operations FROM coupon_snapshots
-       WHERE coupon_code = $1 AND jsonb_array_length(operations) > 0 ORDER BY id`,
-      [couponCode],
+  ): Statement<{ batchId: string; operations: SettlementOperation[] }> {
+    return {
+      text: `SELECT batch_id AS "batchId", operations FROM coupon_snapshots
+             WHERE coupon_code = $1 AND jsonb_array_length(operations) > 0 ORDER BY id`,
+      values: [couponCode],
+    };
+  }
+
+  /** Coupons flagged `needs_review` and unallocated ones, counted over their partial indexes. */
+  async flagCounts(tx: Tx): Promise<{ needingReview: number; unallocated: number }> {
+    const { rows } = await tx.query<{ needingReview: number; unallocated: number }>(
+      `SELECT (SELECT count(*) FROM coupons WHERE needs_review)::int AS "needingReview",
+              (SELECT count(*) FROM coupons WHERE account_id IS NULL)::int AS unallocated`,
     );
-    return rows;
+    return rows[0];
   }
 
   /** A coupon with its registration, or undefined. */

@@ -1,35 +1,15 @@
 import { createHash } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
-import { OperationType } from '../ledger/entities/financial-operation.entity.js';
 import { LedgerRepository } from '../ledger/ledger.repository.js';
-import { couponOperationKey, LedgerService, PostOperation } from '../ledger/ledger.service.js';
-import { SettlementOperation } from '../settlement/settlement.types.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { settlementPostings, stakePosting } from '../ledger/postings.js';
+import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { CouponRepository } from './coupon.repository.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
-
-/** Ledger operations for a coupon's settlement operations (CONTRACT §7 keys). */
-export function settlementPostOperations(
-  couponCode: string,
-  accountId: string,
-  currency: string,
-  batchId: string,
-  operations: SettlementOperation[],
-): PostOperation[] {
-  return operations.map((op) => ({
-    key: couponOperationKey(couponCode, op.generation, op.type as unknown as OperationType),
-    type: op.type as unknown as OperationType,
-    accountId,
-    currency,
-    amount: op.amount,
-    couponCode,
-    generation: op.generation,
-    batchId,
-  }));
-}
 
 /**
  * Coupon registration and reads of the partner API (CONTRACT §10). Registration debits the stake
@@ -37,19 +17,27 @@ export function settlementPostOperations(
  * arrived while the coupon was unallocated (§7).
  */
 @Injectable()
-export class CouponsService {
+export class CouponsService implements OnModuleInit {
   constructor(
     private readonly transactions: TransactionRunner,
     private readonly coupons: CouponRepository,
     private readonly ledger: LedgerService,
     private readonly ledgerRows: LedgerRepository,
+    private readonly metrics: SettlementMetrics,
   ) {}
+
+  /** The coupon gauges of `/metrics` (needing review, unallocated) are counted here at scrape time. */
+  onModuleInit(): void {
+    this.metrics.countCouponsWith(() =>
+      this.transactions.run((tx) => this.coupons.flagCounts(tx), { deadline: Date.now() + 1000, retries: 0 }),
+    );
+  }
 
   /**
    * Registers a placed coupon in one transaction.
    * @returns the coupon view; `created` is false when the same registration was already made.
-   * @throws DomainException COUPON_CONFLICT (same code, other body), INSUFFICIENT_FUNDS,
-   *   CURRENCY_MISMATCH.
+   * @throws DomainException COUPON_CONFLICT (same code, other body); LedgerException
+   *   INSUFFICIENT_FUNDS, CURRENCY_MISMATCH.
    */
   async register(dto: RegisterCouponDto): Promise<{ view: CouponView; created: boolean }> {
     const stake = formatAmount(dto.stake);
@@ -67,37 +55,21 @@ export class CouponsService {
         }
         return { view: await this.view(tx, dto.coupon_code), created: false };
       }
-      await this.ledger.ensurePlayerAccount(tx, dto.accountId, dto.currency);
-      await this.coupons.register(tx, dto.coupon_code, {
-        accountId: dto.accountId,
-        stake,
-        currency: dto.currency,
-        registrationHash,
-      });
-      const ops: PostOperation[] = [
-        {
-          key: couponOperationKey(dto.coupon_code, 0, OperationType.STAKE_DEBIT),
-          type: OperationType.STAKE_DEBIT,
+      const { decided } = await tx.send({
+        account: this.ledger.ensurePlayerAccountStatement(dto.accountId, dto.currency),
+        registration: this.coupons.registerStatement(dto.coupon_code, {
           accountId: dto.accountId,
+          stake,
           currency: dto.currency,
-          amount: stake,
-          couponCode: dto.coupon_code,
-          generation: 0,
-          requireFunds: true,
-        },
-      ];
-      for (const decided of await this.coupons.decidedOperations(tx, dto.coupon_code)) {
-        ops.push(
-          ...settlementPostOperations(
-            dto.coupon_code,
-            dto.accountId,
-            dto.currency,
-            decided.batchId,
-            decided.operations,
-          ),
-        );
-      }
-      await this.ledger.post(tx, ops);
+          registrationHash,
+        }),
+        decided: this.coupons.decidedOperationsStatement(dto.coupon_code),
+      });
+      const owner = { couponCode: dto.coupon_code, accountId: dto.accountId, currency: dto.currency };
+      await this.ledger.post(tx, [
+        stakePosting(dto.coupon_code, dto.accountId, dto.currency, stake),
+        ...decided.rows.flatMap((d) => settlementPostings(owner, d.batchId, d.operations)),
+      ]);
       return { view: await this.view(tx, dto.coupon_code), created: true };
     });
   }
@@ -129,7 +101,7 @@ export class CouponsService {
       unallocated: coupon.accountId === null,
       events,
       operations: operations.map((o) => ({
-        key: o.key,
+        key: o.operationKey,
         type: o.type,
         generation: o.generation,
         amount: formatAmount(o.amount),

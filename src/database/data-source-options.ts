@@ -1,6 +1,23 @@
+import { Logger } from '@nestjs/common';
+import pg from 'pg';
 import { DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from '../../migrations/index.js';
+
+/**
+ * The pool's client class (pg-pool's `Client` option): every connection gets a permanent 'error'
+ * listener. A backend terminated while its client sits idle or between hand-overs (admin
+ * shutdown, failover) emits 'error' on the client, and without a listener Node would end the
+ * process; the broken client is discarded on its next use and that request is answered 503.
+ */
+class ListenedClient extends pg.Client {
+  private static readonly logger = new Logger('Database');
+
+  constructor(config?: string | pg.ClientConfig) {
+    super(config);
+    this.on('error', (err: Error) => ListenedClient.logger.warn(`database connection lost: ${err.message}`));
+  }
+}
 
 /** Session timeouts applied to every connection of the pool (milliseconds). */
 export interface SessionTimeouts {
@@ -37,10 +54,11 @@ export function buildDataSourceOptions(
     poolSize,
     extra: {
       max: poolSize,
+      Client: ListenedClient,
       connectionTimeoutMillis: 3000,
       // node-postgres pipeline mode: statements queued on one connection are written without
       // waiting for the previous answer (the callback's hot path sends its transaction in two
-      // such groups, see PipelinedTx); statements awaited one by one behave exactly as without it.
+      // such groups, see Tx.send); statements awaited one by one behave exactly as without it.
       pipeline: true,
       options: [
         `-c statement_timeout=${timeouts.statementTimeoutMs}`,

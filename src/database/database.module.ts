@@ -1,31 +1,11 @@
 import { Global, Logger, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import type { Client as PgClient, Pool as PgPool } from 'pg';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { buildDataSourceOptions } from './data-source-options.js';
 import { runMigrationsLocked } from './migrator.js';
 import { TransactionRunner } from './transaction.js';
-
-/**
- * Every pooled pg client gets a permanent 'error' listener: a backend terminated while its client
- * sits idle or between pool hand-overs (admin shutdown, failover) emits 'error' on the client, and
- * without a listener Node would end the process. The broken client is discarded by the pool on
- * its next use; the request that meets it fails and is answered 503.
- */
-function guardPoolClients(dataSource: DataSource): void {
-  const logger = new Logger('Database');
-  const pool = (dataSource.driver as unknown as { master?: PgPool }).master;
-  if (!pool) return;
-  const guard = (client: PgClient) => {
-    if ((client as PgClient & { __guarded?: boolean }).__guarded) return;
-    (client as PgClient & { __guarded?: boolean }).__guarded = true;
-    client.on('error', (err: Error) => logger.warn(`database connection lost: ${err.message}`));
-  };
-  pool.on('connect', guard);
-  for (const client of (pool as unknown as { _clients?: PgClient[] })._clients ?? []) guard(client);
-}
 
 /**
  * PostgreSQL through TypeORM: the `DataSource` (pool with session timeouts), pending migrations
@@ -56,7 +36,6 @@ function guardPoolClients(dataSource: DataSource): void {
           migrationsRunOnStart?: boolean;
         };
         const dataSource = await new DataSource(rest as typeof options & object).initialize();
-        guardPoolClients(dataSource);
         if (migrationsRunOnStart !== false) await runMigrationsLocked(dataSource, new Logger('Migrations'));
         return dataSource;
       },

@@ -1,4 +1,5 @@
 import { DataSource } from 'typeorm';
+import type { Tx } from './transaction.js';
 
 /** Advisory lock key that serialises migrations of replicas starting together. */
 export const MIGRATION_LOCK_KEY = 727_001;
@@ -31,4 +32,10 @@ export async function runMigrationsLocked(
   } finally {
     await runner.release();
   }
+}
+
+/** Names of the migrations recorded as applied in `schema_migrations`. */
+export async function appliedMigrations(tx: Tx): Promise<Set<string>> {
+  const { rows } = await tx.query<{ name: string }>('SELECT name FROM schema_migrations');
+  return new Set(rows.map((r) => r.name));
 }

@@ -3,6 +3,8 @@ import { HealthIndicatorService } from '@nestjs/terminus';
 import type { HealthIndicatorResult } from '@nestjs/terminus';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { appliedMigrations } from '../database/migrator.js';
+import { TransactionRunner } from '../database/transaction.js';
 import { ShutdownState } from './shutdown-state.js';
 
 /** Milliseconds a readiness probe waits for PostgreSQL before reporting it down. */
@@ -21,6 +23,7 @@ export class ReadinessIndicators {
     private readonly indicators: HealthIndicatorService,
     private readonly shutdown: ShutdownState,
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly transactions: TransactionRunner,
   ) {}
 
   /** `shutdown` is down from the first termination signal on. */
@@ -41,10 +44,7 @@ export class ReadinessIndicators {
       .check('migrations')
       .attempt(async () => {
         if (!this.migrationsApplied) {
-          const rows = (await this.dataSource.query('SELECT name FROM schema_migrations')) as {
-            name: string;
-          }[];
-          const applied = new Set(rows.map((r) => r.name));
+          const applied = await this.transactions.run((tx) => appliedMigrations(tx), { retries: 0 });
           const pending = expected.filter((name) => !applied.has(name));
           if (pending.length) throw new Error(`pending migrations: ${pending.join(', ')}`);
           this.migrationsApplied = true;

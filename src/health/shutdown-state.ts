@@ -5,23 +5,17 @@ import type { NextFunction, Request, Response } from 'express';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { ErrorCode } from '../common/domain.exception.js';
-import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from '../callbacks/callback.types.js';
 import { DeliveryObserver } from '../observability/delivery-observer.js';
 
 /** Paths still served while shutting down: probes and scrapes must see the real state. */
 const SERVED_WHILE_CLOSING = /^\/(health|metrics)(\/|$)/i;
 
 /**
- * The graceful-shutdown state of the process (CONTRACT §5: "shutting down" is a 503).
- *
- * On SIGTERM/SIGINT (`main.ts` calls {@link begin} at once, Nest calls
- * {@link beforeApplicationShutdown} from `app.close()`):
- * 1. readiness turns 503 and every NEW request is answered 503 `transient_failure` with
- *    `Connection: close` (SportAPI retries the delivery elsewhere or later);
- * 2. requests already in flight (batch transactions) finish: they commit and are answered, or roll
- *    back at their own deadline; this waits at most the callback deadline plus 300 ms;
- * 3. every remaining (idle keep-alive) connection is closed, so Nest's HTTP close does not wait for
- *    clients; Nest then closes the pool (and `main.ts` the embedded PostgreSQL).
+ * The graceful-shutdown state (CONTRACT §5: "shutting down" is a 503). From SIGTERM/SIGINT
+ * ({@link begin}): readiness and every new request 503 with `Connection: close`; requests in
+ * flight finish or roll back at their deadline (waited for at most the deadline plus 300 ms in
+ * {@link beforeApplicationShutdown}); then idle keep-alive connections close (docs/operating.md).
  */
 @Injectable()
 export class ShutdownState implements BeforeApplicationShutdown {

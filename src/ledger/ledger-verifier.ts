@@ -238,16 +238,10 @@ const SUMMARY_SQL = `
          (SELECT coalesce(sum(balance), 0)::numeric(20,2)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
 
 /**
- * Checks a whole database against the ledger invariants of CONTRACT §7 (and the delivery record
- * of §8): balanced operations and ledger, balances equal to their entries, unique well-formed
- * operation keys, stakes, every registered coupon's callback money equal to its latest settled
- * generation, the ledger equal to what the stored snapshots decided, a delivery attempt for every
- * committed batch. Used by `npm run ledger:verify` and by the reliability tests.
- *
- * All statements run in one REPEATABLE READ READ ONLY transaction on `db`, so the report is one
- * consistent snapshot even while the receiver writes. `db` must be a single connection (a
- * `pg.Client` or a checked-out pool client) for that; a pool works but each check then sees its
- * own snapshot.
+ * Checks a whole database against the ledger invariants of CONTRACT §7 and the delivery record of
+ * §8 (the checks: docs/reliability.md); `npm run ledger:verify` and the reliability tests use it.
+ * All statements run in one REPEATABLE READ READ ONLY transaction on `db`, one consistent snapshot
+ * while the receiver writes, so `db` must be a single connection (`pg.Client` or a pool client).
  */
 export class LedgerVerifier {
   constructor(private readonly db: SqlQueryable) {}

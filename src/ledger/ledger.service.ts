@@ -3,69 +3,11 @@ import { Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
-import { TransactionRunner, Tx } from '../database/transaction.js';
+import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
-import { OperationType } from './entities/financial-operation.entity.js';
-import { AdjustmentRow, LedgerRepository, OperationRow } from './ledger.repository.js';
-
-/** Direction of each operation type, seen from the player's account (+1 credit, -1 debit). */
-const PLAYER_SIGN: Record<OperationType, 1 | -1> = {
-  [OperationType.STAKE_DEBIT]: -1,
-  [OperationType.FINAL_CREDIT]: 1,
-  [OperationType.RECALCULATION_DEBIT]: -1,
-  [OperationType.DEPOSIT]: 1,
-  [OperationType.WITHDRAWAL]: -1,
-};
-
-/** A financial operation to post (CONTRACT §7). */
-export interface PostOperation {
-  /** Unique operation key, e.g. `000000000272:1:final_credit`. */
-  key: string;
-  type: OperationType;
-  accountId: string;
-  currency: string;
-  /** Positive decimal string. */
-  amount: string;
-  couponCode?: string;
-  generation?: number;
-  batchId?: string;
-  /** Refuse (422 insufficient_funds) when the player's balance would go below zero. */
-  requireFunds?: boolean;
-}
-
-/** Result of {@link LedgerService.post}. */
-export interface PostResult {
-  /** Keys of the operations inserted by this call (keys that existed are skipped). */
-  inserted: string[];
-  /** Database ids of the inserted operations, by key. */
-  operationIds: Map<string, string>;
-  /** Balances after posting, of every locked account (decimal strings). */
-  balances: Map<string, string>;
-}
-
-/** The `financial_operations` row of an operation to post (amount as a canonical decimal string). */
-export function operationRow(o: PostOperation): OperationRow {
-  return {
-    key: o.key,
-    type: o.type,
-    couponCode: o.couponCode ?? null,
-    generation: o.generation ?? null,
-    accountId: o.accountId,
-    amount: formatAmount(o.amount),
-    currency: o.currency,
-    batchId: o.batchId ?? null,
-  };
-}
-
-/** Operation key of a coupon's financial operation (CONTRACT §7). */
-export function couponOperationKey(couponCode: string, generation: number, type: OperationType): string {
-  return `${couponCode}:${generation}:${type}`;
-}
-
-/** Id of the house settlement account of a currency. */
-export function houseAccountId(currency: string): string {
-  return `house:${currency}`;
-}
+import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
+import { OperationType, Posting, PostingResult } from './ledger.types.js';
+import { adjustmentOperationKey, houseAccountId } from './postings.js';
 
 /** Public view of an account (CONTRACT §10). */
 export interface AccountView {
@@ -87,13 +29,15 @@ export interface AdjustmentView {
 }
 
 /**
- * The double-entry ledger (CONTRACT §7). Every financial operation moves money between a player
- * account and the house account of its currency; its two entries sum to zero. Operations carry
- * unique keys, so posting the same operation twice is a no-op. Accounts are locked in one fixed
- * (ascending id) order before their materialised balances change, in the caller's transaction.
+ * The double-entry ledger (CONTRACT §7), the only way money moves. Every financial operation
+ * moves money between a player account and the house account of its currency in one posting
+ * statement ({@link LedgerRepository.postingStatement}): two entries summing to zero, balances
+ * updated under row locks taken players first (ascending id), house last. Operation keys are
+ * unique, so posting the same operation twice is a no-op. Refusals are LedgerExceptions.
  */
 @Injectable()
 export class LedgerService {
+  /** House accounts known to exist (created by a committed transaction). */
   private readonly knownHouseAccounts = new Set<string>();
 
   constructor(
@@ -103,127 +47,53 @@ export class LedgerService {
   ) {}
 
   /**
-   * Posts operations inside `tx`: locks the player and house accounts (sorted), inserts the
-   * operations whose keys are new, appends two entries per inserted operation and updates the
-   * balances. All or nothing with the caller's transaction; the inserted operations are counted
-   * in `settlement_ledger_operations_total` only after that transaction has committed.
-   * @throws DomainException CURRENCY_MISMATCH when an account holds another currency;
-   *   INSUFFICIENT_FUNDS when an operation with `requireFunds` would overdraw the player.
+   * The statements that post `postings` inside `tx`, for the caller to send in one of its groups
+   * (the callback sends them with COMMIT): the house accounts never seen before, then the
+   * posting. The inserted operations are counted in `settlement_ledger_operations_total` once
+   * `tx` has committed. The posting's error is a LedgerException.
    */
-  async post(tx: Tx, ops: PostOperation[]): Promise<PostResult> {
-    if (!ops.length) return { inserted: [], operationIds: new Map(), balances: new Map() };
-    await this.ensureHouseAccounts(tx, [...new Set(ops.map((o) => o.currency))]);
-    const accountIds = new Set<string>();
-    for (const o of ops) {
-      accountIds.add(o.accountId);
-      accountIds.add(houseAccountId(o.currency));
-    }
-    const locked = new Map((await this.ledger.lockAccounts(tx, [...accountIds])).map((a) => [a.id, a]));
-    for (const o of ops) {
-      const account = locked.get(o.accountId);
-      if (!account) throw new DomainException(ErrorCode.NOT_FOUND, `account ${o.accountId} does not exist`);
-      if (account.currency !== o.currency) {
-        throw new DomainException(
-          ErrorCode.CURRENCY_MISMATCH,
-          `account ${o.accountId} holds ${account.currency}, not ${o.currency}`,
-        );
-      }
-    }
-    // Funds are checked against the balance as it will be after the earlier operations of this call.
-    const running = new Map([...locked.values()].map((a) => [a.id, new Decimal(a.balance)]));
-    const rows: OperationRow[] = [];
-    for (const o of ops) {
-      const delta = new Decimal(o.amount).times(PLAYER_SIGN[o.type]);
-      const after = (running.get(o.accountId) as Decimal).plus(delta);
-      if (o.requireFunds && delta.isNegative() && after.isNegative()) {
-        throw new DomainException(
-          ErrorCode.INSUFFICIENT_FUNDS,
-          `balance of ${o.accountId} is below ${formatAmount(o.amount)}`,
-        );
-      }
-      rows.push(operationRow(o));
-      running.set(o.accountId, after);
-    }
-    const inserted = await this.ledger.insertOperations(tx, rows);
-    if (inserted.length)
-      tx.afterCommit(() => this.metrics.ledgerOperationsCommitted(inserted.map((o) => o.type)));
-    if (inserted.length < rows.length) await this.assertSameOperations(tx, rows, inserted);
-    const entries: { operationId: string; accountId: string; amount: string }[] = [];
-    const deltas = new Map<string, Decimal>();
-    const add = (id: string, amount: Decimal) =>
-      deltas.set(id, (deltas.get(id) ?? new Decimal(0)).plus(amount));
-    for (const op of inserted) {
-      const playerAmount = new Decimal(op.amount).times(PLAYER_SIGN[op.type]);
-      const house = houseAccountId(op.currency);
-      entries.push({ operationId: op.id, accountId: op.accountId, amount: playerAmount.toFixed(2) });
-      entries.push({ operationId: op.id, accountId: house, amount: playerAmount.negated().toFixed(2) });
-      add(op.accountId, playerAmount);
-      add(house, playerAmount.negated());
-    }
-    await this.ledger.insertEntries(tx, entries);
-    const changed = new Map([...deltas].filter(([, d]) => !d.isZero()).map(([id, d]) => [id, d.toFixed(2)]));
-    const updated = await this.ledger.applyBalanceDeltas(tx, changed);
-    const balances = new Map([...locked.values()].map((a) => [a.id, updated.get(a.id) ?? a.balance]));
+  postingStatements(tx: Tx, postings: Posting[]): { houses?: Statement; posting: Statement<PostingRow> } {
+    const houses = [...new Set(postings.map((p) => p.currency))]
+      .map((currency) => ({ id: houseAccountId(currency), currency }))
+      .filter((h) => !this.knownHouseAccounts.has(h.id));
+    const posting: Statement<PostingRow> = {
+      ...this.ledger.postingStatement(
+        postings,
+        postings.map((p) => houseAccountId(p.currency)),
+        [...new Set(postings.map((p) => p.accountId))],
+      ),
+      onResult: ({ rows }) => {
+        const types = rows[0]?.types ?? [];
+        if (types.length) tx.afterCommit(() => this.metrics.ledgerOperationsCommitted(types));
+      },
+    };
+    if (!houses.length) return { posting };
+    tx.afterCommit(() => houses.forEach((h) => this.knownHouseAccounts.add(h.id)));
+    return { houses: this.ledger.ensureHouseAccountsStatement(houses), posting };
+  }
+
+  /**
+   * Posts `postings` inside `tx` now (one round trip).
+   * @throws LedgerException NOT_FOUND (no such account), CURRENCY_MISMATCH, INSUFFICIENT_FUNDS
+   *   (a `requireFunds` operation would overdraw its player), OPERATION_KEY_COLLISION.
+   */
+  async post(tx: Tx, postings: Posting[]): Promise<PostingResult> {
+    if (!postings.length) return { inserted: new Map(), types: [], balances: new Map() };
+    const { posting } = await tx.send(this.postingStatements(tx, postings));
+    const row = posting.rows[0];
     return {
-      inserted: inserted.map((o) => o.key),
-      operationIds: new Map(inserted.map((o) => [o.key, o.id])),
-      balances,
+      inserted: new Map(Object.entries(row.inserted ?? {})),
+      types: row.types ?? [],
+      balances: new Map(Object.entries(row.balances ?? {})),
     };
   }
 
-  /**
-   * An operation key that already existed must name the very same operation (type, coupon,
-   * generation, account, amount); anything else is a key collision that would silently skip
-   * money, so the whole transaction is refused.
-   * @throws Error (answered 503 on the callback, 500 elsewhere, and logged).
-   */
-  private async assertSameOperations(
-    tx: Tx,
-    wanted: OperationRow[],
-    inserted: OperationRow[],
-  ): Promise<void> {
-    const insertedKeys = new Set(inserted.map((o) => o.key));
-    const skipped = wanted.filter((o) => !insertedKeys.has(o.key));
-    const existing = new Map(
-      (
-        await this.ledger.findOperations(
-          tx,
-          skipped.map((o) => o.key),
-        )
-      ).map((o) => [o.key, o]),
-    );
-    for (const o of skipped) {
-      const e = existing.get(o.key);
-      const same =
-        e !== undefined &&
-        e.type === o.type &&
-        e.accountId === o.accountId &&
-        e.couponCode === o.couponCode &&
-        e.generation === o.generation &&
-        e.currency === o.currency &&
-        new Decimal(e.amount).equals(o.amount);
-      if (!same) throw new Error(`operation key collision on ${o.key}: the stored operation differs`);
-    }
+  /** The statement creating a player account on first use (CONTRACT §10); its currency is checked by the posting. */
+  ensurePlayerAccountStatement(accountId: string, currency: string): Statement {
+    return this.ledger.ensurePlayerAccountStatement(accountId, currency);
   }
 
-  /**
-   * Creates a player account on first use (CONTRACT §10) inside `tx`.
-   * @throws DomainException CURRENCY_MISMATCH when it exists with another currency.
-   */
-  async ensurePlayerAccount(tx: Tx, accountId: string, currency: string): Promise<void> {
-    await this.ledger.ensureAccounts(tx, [{ id: accountId, kind: 'player', currency }]);
-    const account = await this.ledger.findAccount(tx, accountId);
-    if (account && account.currency !== currency) {
-      throw new DomainException(
-        ErrorCode.CURRENCY_MISMATCH,
-        `account ${accountId} holds ${account.currency}, not ${currency}`,
-      );
-    }
-  }
-
-  /**
-   * `GET /accounts/{id}` (CONTRACT §10). @throws DomainException NOT_FOUND.
-   */
+  /** `GET /accounts/{id}` (CONTRACT §10). @throws DomainException NOT_FOUND. */
   async getAccount(accountId: string): Promise<AccountView> {
     return this.transactions.run(async (tx) => {
       const account = await this.ledger.findAccount(tx, accountId);
@@ -239,7 +109,8 @@ export class LedgerService {
    * transaction (CONTRACT §10). The same key and body return the first result; the same key with
    * another body is refused.
    * @returns the view and whether it was replayed from an earlier request.
-   * @throws DomainException IDEMPOTENCY_CONFLICT, CURRENCY_MISMATCH, INSUFFICIENT_FUNDS.
+   * @throws DomainException IDEMPOTENCY_CONFLICT; LedgerException CURRENCY_MISMATCH,
+   *   INSUFFICIENT_FUNDS.
    */
   async adjust(
     accountId: string,
@@ -253,14 +124,14 @@ export class LedgerService {
     return this.transactions.run(async (tx) => {
       const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
       if (earlier) return { view: earlier, replayed: true };
-      await this.ensurePlayerAccount(tx, accountId, request.currency);
-      // Lock both accounts in the one fixed order, then look again: a concurrent request with the
-      // same key has committed by now if it came first, and is answered as it was.
-      await this.ensureHouseAccounts(tx, [request.currency]);
-      await this.ledger.lockAccounts(tx, [accountId, houseAccountId(request.currency)]);
-      const committedMeanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-      if (committedMeanwhile) return { view: committedMeanwhile, replayed: true };
-      const key = `adjustment:${idempotencyKey}`;
+      // The player's row lock orders requests with the same key: look again once it is held.
+      await tx.send({
+        account: this.ledger.ensurePlayerAccountStatement(accountId, request.currency),
+        lock: this.ledger.lockPlayersStatement([accountId]),
+      });
+      const meanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+      if (meanwhile) return { view: meanwhile, replayed: true };
+      const key = adjustmentOperationKey(idempotencyKey);
       const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
       const result = await this.post(tx, [
         {
@@ -272,13 +143,9 @@ export class LedgerService {
           requireFunds: type === OperationType.WITHDRAWAL,
         },
       ]);
-      if (!result.inserted.length) {
-        // A concurrent request with the same key committed first: answer as it did.
-        const concurrent = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-        if (concurrent) return { view: concurrent, replayed: true };
+      const operationId = result.inserted.get(key);
+      if (operationId === undefined)
         throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'operation key already used');
-      }
-      const balanceAfter = result.balances.get(accountId) as string;
       await this.ledger.insertAdjustment(tx, {
         idempotencyKey,
         accountId,
@@ -286,8 +153,8 @@ export class LedgerService {
         amount: amount.toFixed(2),
         currency: request.currency,
         reason: request.reason,
-        operationId: result.operationIds.get(key) as string,
-        balanceAfter,
+        operationId,
+        balanceAfter: result.balances.get(accountId) as string,
       });
       const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
       return { view: toAdjustmentView(stored), replayed: false };
@@ -308,17 +175,6 @@ export class LedgerService {
       );
     }
     return toAdjustmentView(earlier);
-  }
-
-  private async ensureHouseAccounts(tx: Tx, currencies: string[]): Promise<void> {
-    const missing = currencies.filter((c) => !this.knownHouseAccounts.has(houseAccountId(c)));
-    if (!missing.length) return;
-    await this.ledger.ensureAccounts(
-      tx,
-      missing.map((c) => ({ id: houseAccountId(c), kind: 'house' as const, currency: c })),
-    );
-    // Remembered only once the creating transaction has committed (see CallbackService / callers).
-    tx.afterCommit(() => missing.forEach((c) => this.knownHouseAccounts.add(houseAccountId(c))));
   }
 }
 

@@ -4,14 +4,9 @@ import { EmbeddedPostgresServer } from '../database/embedded-postgres.js';
 import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
 
 /**
- * `npm run ledger:verify`: checks the whole database against CONTRACT §7 with
- * {@link LedgerVerifier} and prints a summary. Exit code 0 when every invariant holds, 1 with
- * the list of violations otherwise, 2 when the database cannot be checked.
- *
- * Database: `DATABASE_URL`; when unset, the embedded PostgreSQL `npm start` uses
- * (`EMBEDDED_PG_DATA_DIR`, `EMBEDDED_PG_PORT`, `.env` read as at start-up): a server running on
- * that data folder (a running receiver's, whatever its port) is used as it is; otherwise the
- * server is started on its data folder, checked and stopped again.
+ * `npm run ledger:verify`: checks the whole database with {@link LedgerVerifier}; exit code 0
+ * clean, 1 with the violations, 2 when it cannot check. Database: `DATABASE_URL`, else the
+ * embedded PostgreSQL of `npm start` (running, or started and stopped for the check).
  */
 async function main(): Promise<number> {
   if (existsSync('.env')) process.loadEnvFile('.env');

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { DeliveryAttemptRow } from '../callbacks/delivery-audit.repository.js';
-import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from '../callbacks/callback.types.js';
 import { inRequestContext } from './log-context.js';
 import { SettlementMetrics } from './settlement-metrics.js';
 

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { NextFunction, Response } from 'express';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from '../callbacks/callback-request.js';
 
 /** The request being handled, for log lines written anywhere below it (CONTRACT §3: X-Request-Id next to batchId). */
 const current = new AsyncLocalStorage<CallbackRequest>();

@@ -4,7 +4,7 @@ import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/configuration.js';
-import type { CallbackRequest } from '../common/request-context.js';
+import type { CallbackRequest } from '../callbacks/callback-request.js';
 import { logContextMixin } from './log-context.js';
 
 /** Probe and scrape paths: answered often, not worth a line each. */
@@ -18,15 +18,10 @@ function requestIdOf(req: CallbackRequest): string {
 }
 
 /**
- * `nestjs-pino` settings: one JSON object per line on stdout (or `destination`), level `LOG_LEVEL`.
- * - Every line of a request carries `requestId` (`X-Request-Id` or generated, echoed in the
- *   response header) and, on the callback, `batchId` once known.
- * - Requests are described by method, URL and remote address only: no headers (signature,
- *   `Authorization`), no bodies. The secret-bearing headers are also redacted by path, in case a
- *   line ever carries them.
- * - The callback is not auto-logged: {@link DeliveryObserver} writes one summary line per delivery;
- *   other requests (probes and scrapes excepted) get pino-http's "request completed" line
- *   (4xx and 501–504 warn, 500 error; no made-up stack for a designed 5xx answer).
+ * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
+ * every line of a request carries `requestId` (and the callback's `batchId`); requests are logged
+ * by method, URL and address only, secret-bearing headers redacted; the callback's summary line is
+ * {@link DeliveryObserver}'s, other requests get "request completed" (docs/operating.md#logs).
  */
 export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();

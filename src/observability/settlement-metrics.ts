@@ -1,9 +1,13 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DataSource } from 'typeorm';
-import { DeliveryOutcome } from '../callbacks/entities/delivery-attempt.entity.js';
-import { OperationType } from '../ledger/entities/financial-operation.entity.js';
+import { DeliveryOutcome } from '../callbacks/callback.types.js';
+import { OperationType } from '../ledger/ledger.types.js';
+
+/** Counts behind the coupon gauges, read at scrape time. */
+export interface CouponCounts {
+  needingReview: number;
+  unallocated: number;
+}
 
 /** Milliseconds a scrape waits for the coupon gauges' query before leaving them unchanged. */
 const GAUGE_QUERY_TIMEOUT_MS = 1000;
@@ -19,17 +23,11 @@ export const METRIC = {
 } as const;
 
 /**
- * The receiver's Prometheus metrics (prom-client), in a registry of this application (not the
- * process-global one, so several apps in one process, as in the tests, keep their own):
- * - `settlement_callback_deliveries_total{outcome}`: answered deliveries by outcome (CONTRACT §8:
- *   processed, duplicate, conflict, rejected, unauthorized, failed); every outcome starts at 0;
- * - `settlement_callback_duration_seconds{outcome}`: receipt to answer, seconds (histogram);
- * - `settlement_callback_batch_coupons`: `couponCount` of deliveries whose body was read (histogram);
- * - `settlement_ledger_operations_total{type}`: financial operations COMMITTED, by type;
- * - `settlement_coupons_needing_review`, `settlement_coupons_unallocated`: gauges counted at
- *   scrape time over partial indexes (left unchanged when PostgreSQL does not answer in 1 s);
- * - prom-client's default process metrics (CPU, memory, event loop lag, GC, handles).
- * Recording never throws and never touches the database.
+ * The receiver's Prometheus metrics (prom-client) in a registry of this application (apps in one
+ * process, as in the tests, keep their own): deliveries and their duration by outcome, batch
+ * sizes, committed financial operations by type, the coupon gauges counted at scrape time by the
+ * source the coupons module registers ({@link countCouponsWith}), and the process defaults. The
+ * list: docs/operating.md#metrics. Recording never throws and never touches the database.
  */
 @Injectable()
 export class SettlementMetrics {
@@ -39,8 +37,9 @@ export class SettlementMetrics {
   private readonly duration: Histogram<'outcome'>;
   private readonly batchCoupons: Histogram;
   private readonly ledgerOperations: Counter<'type'>;
+  private couponCountSource: (() => Promise<CouponCounts>) | undefined;
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+  constructor() {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     this.deliveries = new Counter({
@@ -113,15 +112,20 @@ export class SettlementMetrics {
     }
   }
 
+  /** Registers where the coupon gauges are read from at scrape time (the coupons module). */
+  countCouponsWith(source: () => Promise<CouponCounts>): void {
+    this.couponCountSource = source;
+  }
+
   /** The exposition text (Prometheus text format 0.0.4) and its content type. */
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 
   /** Both coupon gauges in one query over their partial indexes; undefined when it fails or times out. */
-  private couponCounts: () => Promise<{ needingReview: number; unallocated: number } | undefined> = (() => {
+  private couponCounts: () => Promise<CouponCounts | undefined> = (() => {
     // One query per scrape even though two gauges ask.
-    let pending: Promise<{ needingReview: number; unallocated: number } | undefined> | undefined;
+    let pending: Promise<CouponCounts | undefined> | undefined;
     return () => {
       pending ??= this.queryCouponCounts().finally(() => {
         setImmediate(() => (pending = undefined));
@@ -130,13 +134,11 @@ export class SettlementMetrics {
     };
   })();
 
-  private async queryCouponCounts(): Promise<{ needingReview: number; unallocated: number } | undefined> {
+  private async queryCouponCounts(): Promise<CouponCounts | undefined> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      const query = this.dataSource.query(
-        `SELECT (SELECT count(*) FROM coupons WHERE needs_review)::int AS needing_review,
-                (SELECT count(*) FROM coupons WHERE account_id IS NULL)::int AS unallocated`,
-      ) as Promise<{ needing_review: number; unallocated: number }[]>;
+      if (!this.couponCountSource) return undefined;
+      const query = this.couponCountSource();
       const timeout = new Promise<never>((_, fail) => {
         timer = setTimeout(
           () => fail(new Error(`no answer in ${GAUGE_QUERY_TIMEOUT_MS} ms`)),
@@ -144,8 +146,7 @@ export class SettlementMetrics {
         );
       });
       query.catch(() => undefined);
-      const [row] = await Promise.race([query, timeout]);
-      return { needingReview: row.needing_review, unallocated: row.unallocated };
+      return await Promise.race([query, timeout]);
     } catch (err) {
       this.logger.warn(`coupon gauges not refreshed: ${(err as Error).message}`);
       return undefined;

@@ -1,5 +1,8 @@
 import { Injectable } from '@nestjs/common';
+import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
+import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
 import { Tx } from '../database/transaction.js';
+import { CouponResolutionEntity } from './entities/coupon-resolution.entity.js';
 import { SettlementOperation } from '../settlement/settlement.types.js';
 
 /** A stored operator resolution (`coupon_resolutions`), amounts as decimal strings. */
@@ -25,11 +28,7 @@ export interface SyntheticOutcome {
   operations: SettlementOperation[];
 }
 
-const RESOLUTION_COLUMNS = `idempotency_key AS "idempotencyKey", coupon_code AS "couponCode",
-  request_hash AS "requestHash", status, real_win::text AS "realWin", reason, resolved_by AS "resolvedBy",
-  batch_id AS "batchId", transition, generation, operations, resolved_at AS "resolvedAt"`;
-
-/** SQL of the polling fallback and reconciliation (CONTRACT §9). */
+/** Queries of the polling fallback and reconciliation (CONTRACT §9). */
 @Injectable()
 export class ReconciliationRepository {
   /**
@@ -60,35 +59,38 @@ export class ReconciliationRepository {
    * since the same read was applied.
    */
   async latestSnapshotBatch(tx: Tx, couponCode: string): Promise<string | undefined> {
-    const { rows } = await tx.query<{ batchId: string }>(
-      `SELECT batch_id AS "batchId" FROM coupon_snapshots WHERE coupon_code = $1 ORDER BY id DESC LIMIT 1`,
-      [couponCode],
-    );
-    return rows[0]?.batchId;
+    const latest = await tx.manager.findOne(CouponSnapshotEntity, {
+      select: { batchId: true },
+      where: { couponCode },
+      order: { id: 'DESC' },
+    });
+    return latest?.batchId;
   }
 
   /** Whether the batch id was claimed (`callback_batches`). */
-  async batchExists(tx: Tx, batchId: string): Promise<boolean> {
-    const { rowCount } = await tx.query(`SELECT 1 FROM callback_batches WHERE batch_id = $1`, [batchId]);
-    return (rowCount ?? 0) > 0;
+  batchExists(tx: Tx, batchId: string): Promise<boolean> {
+    return tx.manager.existsBy(CallbackBatchEntity, { batchId });
   }
 
   /** What the synthetic batch `batchId` decided for `couponCode`, or undefined. */
   async outcome(tx: Tx, batchId: string, couponCode: string): Promise<SyntheticOutcome | undefined> {
-    const { rows } = await tx.query<SyntheticOutcome>(
-      `SELECT transition, generation, operations FROM coupon_snapshots WHERE batch_id = $1 AND coupon_code = $2`,
-      [batchId, couponCode],
-    );
-    return rows[0];
+    const snapshot = await tx.manager.findOne(CouponSnapshotEntity, {
+      select: { transition: true, generation: true, operations: true },
+      where: { batchId, couponCode },
+    });
+    return snapshot
+      ? {
+          transition: snapshot.transition,
+          generation: snapshot.generation,
+          operations: snapshot.operations as SettlementOperation[],
+        }
+      : undefined;
   }
 
   /** A resolution by its Idempotency-Key, or undefined. */
   async findResolution(tx: Tx, idempotencyKey: string): Promise<ResolutionRow | undefined> {
-    const { rows } = await tx.query<ResolutionRow>(
-      `SELECT ${RESOLUTION_COLUMNS} FROM coupon_resolutions WHERE idempotency_key = $1`,
-      [idempotencyKey],
-    );
-    return rows[0];
+    const row = await tx.manager.findOneBy(CouponResolutionEntity, { idempotencyKey });
+    return row ? { ...row, operations: row.operations as SettlementOperation[] } : undefined;
   }
 
   /**

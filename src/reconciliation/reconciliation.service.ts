@@ -7,10 +7,8 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
 import { CallbackService } from '../callbacks/callback.service.js';
-import { parseBatch } from '../callbacks/callback-body.pipe.js';
+import { parseBatch } from '../callbacks/callback-body.parser.js';
 import { InboxRepository } from '../callbacks/inbox/inbox.repository.js';
 import { ParsedBatch } from '../callbacks/parsed-batch.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
@@ -22,8 +20,7 @@ import { CouponRepository } from '../coupons/coupon.repository.js';
 import { CouponsService } from '../coupons/coupons.service.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
-import { couponOperationKey } from '../ledger/ledger.service.js';
-import { OperationType } from '../ledger/entities/financial-operation.entity.js';
+import { couponOperationKey } from '../ledger/postings.js';
 import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
 import { ResolutionDto, ResolutionView } from './dto/resolution.dto.js';
@@ -87,25 +84,11 @@ const SETTLING = new Set<TransitionName>([
 ]);
 
 /**
- * The polling fallback and reconciliation (CONTRACT §9).
- *
- * - {@link reconcile}: reads a coupon from SportAPI and applies it through the callback pipeline
- *   (same validation as a callback coupon, the same transaction logic in {@link CallbackService})
- *   as the synthetic batch `poll:<coupon_code>:<sha256 of the coupon JSON>`; reading the same
- *   coupon JSON again changes nothing unless another batch touched the coupon since (then it is
- *   decided again against the coupon's state, under a suffixed batch id; see readAndApply).
- *   Coupons with pending inbox batches are refused (COUPON_INBOX_PENDING) or, in a scheduled
- *   run, deferred.
- * - {@link runOnce}: one scheduled run under a PostgreSQL advisory lock (one replica at a time):
- *   up to `RECONCILE_BATCH_SIZE` coupons flagged `needs_review` or unsettled for `RECONCILE_AFTER`
- *   are reconciled; one log line with the counts. Scheduled every `RECONCILE_INTERVAL` when
- *   polling is configured and the interval is not 0.
- * - {@link resolve}: an operator's resolution of a flagged coupon, under an Idempotency-Key,
- *   recorded with who and why and applied once as a synthetic batch `resolution:<coupon_code>:
- *   <sha256 of the key>`.
- *
- * Reads from SportAPI and resolutions are authoritative (`SnapshotSource.POLL`/`RESOLUTION`): a
- * result that differs from what the coupon's generation paid re-settles it as a new generation.
+ * The polling fallback and reconciliation (CONTRACT §9): {@link reconcile} reads a coupon from
+ * SportAPI and applies it as the synthetic batch `poll:<coupon_code>:<sha256>`; {@link runOnce} is
+ * one scheduled run (one replica at a time); {@link resolve} applies an operator's resolution of a
+ * flagged coupon. Reads and resolutions are authoritative (§9). docs/reconciliation.md has the
+ * rules (suffixed batch ids, deferral behind pending inbox rows, the run's counts).
  */
 @Injectable()
 export class ReconciliationService implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -115,7 +98,6 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    @InjectDataSource() private readonly dataSource: DataSource,
     private readonly transactions: TransactionRunner,
     private readonly sportApi: SportApiClient,
     private readonly callbacks: CallbackService,
@@ -195,25 +177,12 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       failed: 0,
       durationMs: 0,
     };
-    const lockConnection = this.dataSource.createQueryRunner();
-    try {
-      await lockConnection.connect();
-      const [{ locked }] = (await lockConnection.query('SELECT pg_try_advisory_lock($1) AS locked', [
-        RECONCILIATION_LOCK_KEY,
-      ])) as { locked: boolean }[];
-      if (!locked) {
-        summary.skipped = true;
-        summary.durationMs = Date.now() - started;
-        this.logger.log('reconciliation run skipped: another replica holds the lock');
-        return summary;
-      }
-      try {
-        await this.work(summary);
-      } finally {
-        await lockConnection.query('SELECT pg_advisory_unlock($1)', [RECONCILIATION_LOCK_KEY]);
-      }
-    } finally {
-      await lockConnection.release();
+    const run = await this.transactions.withSessionLock(RECONCILIATION_LOCK_KEY, () => this.work(summary));
+    if ('skipped' in run) {
+      summary.skipped = true;
+      summary.durationMs = Date.now() - started;
+      this.logger.log('reconciliation run skipped: another replica holds the lock');
+      return summary;
     }
     summary.durationMs = Date.now() - started;
     this.logger.log(
@@ -274,22 +243,11 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /**
-   * Reads the coupon and, in one transaction holding the coupon's row lock, applies it as a
-   * synthetic batch unless nothing happened to the coupon since the same read was applied:
-   * - the coupon's latest snapshot is this very read (`poll:<code>:<sha256>`, or the same with a
-   *   suffix): `unchanged`, nothing written (calling reconcile twice changes nothing);
-   * - otherwise the read is applied as `poll:<code>:<sha256>`, or, when that batch exists because
-   *   the same coupon JSON was read before and callbacks changed the coupon since, as
-   *   `poll:<code>:<sha256>:<first 16 hex of sha256 of the latest snapshot's batch id>` (CONTRACT
-   *   §9 names one batch per coupon JSON; a read identical to an earlier one must still be decided
-   *   against the coupon's state now, e.g. to resolve a flag a later callback raised).
-   * A read is only applied to the state it was taken after: the coupon's latest snapshot is noted
-   * before the HTTP read and compared under the lock; when another batch (a callback, an inbox
-   * worker, a concurrent read or resolution) touched the coupon meanwhile, the read may predate it
-   * and is taken again, up to {@link READ_ATTEMPTS} times.
-   * @throws DomainException COUPON_INBOX_PENDING when the inbox holds pending batches of the
-   *   coupon (they arrived first and must apply first); COUPON_CHANGED_DURING_READ when the coupon
-   *   kept changing during every read. Nothing is written then.
+   * Reads the coupon and applies it under its row lock unless its latest snapshot is this very
+   * read (`unchanged`); when the same coupon JSON was applied before and other batches changed the
+   * coupon since, under a suffixed batch id. A read is applied only to the state it was taken
+   * after: otherwise it is taken again, up to {@link READ_ATTEMPTS} times (docs/reconciliation.md).
+   * @throws DomainException COUPON_INBOX_PENDING, COUPON_CHANGED_DURING_READ; nothing written then.
    */
   private async readAndApply(
     couponCode: string,
@@ -422,14 +380,11 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
 
   /**
    * `POST /coupons/{coupon_code}/resolution`: an operator's result for a `needs_review` coupon,
-   * in one transaction: the same key and body again return the stored resolution (`replayed`);
-   * otherwise the coupon is locked, must be flagged, and the result is applied as the synthetic
-   * batch `resolution:<coupon_code>:<sha256 of the key>` with the authoritative rules (a settled
-   * generation with another amount becomes generation g+1: `recalculation_debit` of what it
-   * credited, `final_credit` of `realWin`), and recorded with who, why and what it did.
-   * @throws DomainException IDEMPOTENCY_CONFLICT (the key with another body or coupon),
-   *   NOT_FOUND, COUPON_NOT_FLAGGED, VALIDATION_FAILED (status/amount inconsistent),
-   *   COUPON_INBOX_PENDING (pending inbox batches of the coupon must apply first).
+   * applied once as the synthetic batch `resolution:<coupon_code>:<sha256 of the key>` with the
+   * authoritative rules and recorded with who, why and what it did; the same key and body again
+   * return the stored resolution (`replayed`).
+   * @throws DomainException IDEMPOTENCY_CONFLICT, NOT_FOUND, COUPON_NOT_FLAGGED,
+   *   VALIDATION_FAILED (status and amount disagree), COUPON_INBOX_PENDING.
    */
   async resolve(
     couponCode: string,
@@ -582,8 +537,7 @@ function toResolutionView(row: ResolutionRow): ResolutionView {
     transition: row.transition,
     generation: row.generation,
     operations: row.operations.map(
-      (o) =>
-        `${couponOperationKey(row.couponCode, o.generation, o.type as unknown as OperationType)}=${formatAmount(o.amount)}`,
+      (o) => `${couponOperationKey(row.couponCode, o.generation, o.type)}=${formatAmount(o.amount)}`,
     ),
     resolvedAt: new Date(row.resolvedAt).toISOString(),
   };

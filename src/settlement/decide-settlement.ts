@@ -1,9 +1,9 @@
+import { OperationType } from '../ledger/ledger.types.js';
 import { isPositive, sameAmount } from '../common/money.js';
 import {
   CouponSettlementState,
   SettlementDecision,
   SettlementOperation,
-  SettlementOperationType,
   SettlementSnapshot,
   SnapshotSource,
   StatusKind,
@@ -23,7 +23,7 @@ export const INITIAL_SETTLEMENT_STATE: CouponSettlementState = Object.freeze({
 });
 
 function credit(generation: number, amount: string): SettlementOperation[] {
-  return isPositive(amount) ? [{ type: SettlementOperationType.FINAL_CREDIT, generation, amount }] : [];
+  return isPositive(amount) ? [{ type: OperationType.FINAL_CREDIT, generation, amount }] : [];
 }
 
 function flagged(state: CouponSettlementState, reason: string): CouponSettlementState {
@@ -44,30 +44,18 @@ function resettle(
   const generation = state.generation + 1;
   const credited = state.settledAmount ?? '0.00';
   const operations: SettlementOperation[] = isPositive(credited)
-    ? [{ type: SettlementOperationType.RECALCULATION_DEBIT, generation, amount: credited }]
+    ? [{ type: OperationType.RECALCULATION_DEBIT, generation, amount: credited }]
     : [];
   operations.push(...credit(generation, amount));
   return { generation, operations };
 }
 
 /**
- * The settlement rules of CONTRACT §6, as one pure function: from a coupon's current state, one
- * snapshot and the snapshot's status kind, decide whether the snapshot is applied or history only,
- * the coupon's next state, and the financial operations to post (at most one of each type).
- *
- * Amounts are canonical decimal strings; no I/O, no clock, no exceptions for any input.
- * A WIN or REFUND without `realWin` cannot be paid: history only and `needs_review`; so is a WIN
- * of 0 or a LOSS above 0 (status and amount contradict each other). A LOSS without `realWin` is
- * settled for 0.
- *
- * `source` other than `callback` (a coupon read from SportAPI, an operator's resolution) is
- * authoritative (CONTRACT §9): a final result (or a recalculation result while one is open) that
- * differs from the amount the current generation was settled for is not flagged but applied as
- * a new generation `g+1` (`resettled`: debit what `g` credited, credit the new amount); an
- * authoritative result that settles or confirms the current generation clears `needs_review`, and
- * so does an authoritative PENDING of a coupon that is unsettled without an open recalculation.
- * Operation keys stay `<coupon_code>:<generation>:<type>`, so the same result read again (in a
- * new synthetic batch) finds the generation settled for that amount and moves no money.
+ * The settlement rules of CONTRACT §6 as one pure function: from a coupon's state, one snapshot
+ * and its status kind, whether the snapshot is applied or history only, the next state and the
+ * operations to post (at most one per type). No I/O, no clock, no exception for any input. A
+ * `source` other than `callback` is authoritative (§9): a differing result re-settles the coupon
+ * as generation g+1. The rules beyond the contract's table: docs/architecture.md#settlement-rules-contract-6.
  */
 export function decideSettlement(
   state: CouponSettlementState,
@@ -177,7 +165,7 @@ export function decideSettlement(
         const credited =
           state.generationSettled && state.settledAmount !== null ? state.settledAmount : '0.00';
         const operations: SettlementOperation[] = isPositive(credited)
-          ? [{ type: SettlementOperationType.RECALCULATION_DEBIT, generation: next, amount: credited }]
+          ? [{ type: OperationType.RECALCULATION_DEBIT, generation: next, amount: credited }]
           : [];
         const settledNow = snapshot.realWin !== null;
         if (settledNow) operations.push(...credit(next, snapshot.realWin as string));

@@ -1,4 +1,5 @@
 import type { Money } from '../common/money.js';
+import { OperationType } from '../ledger/ledger.types.js';
 
 /** Kinds a coupon status code maps to (CONTRACT §6). */
 export enum StatusKind {
@@ -20,12 +21,6 @@ export enum SnapshotSource {
   CALLBACK = 'callback',
   POLL = 'poll',
   RESOLUTION = 'resolution',
-}
-
-/** Types of financial operation a settlement transition can create (CONTRACT §7). */
-export enum SettlementOperationType {
-  FINAL_CREDIT = 'final_credit',
-  RECALCULATION_DEBIT = 'recalculation_debit',
 }
 
 /**
@@ -53,7 +48,7 @@ export interface SettlementSnapshot {
 
 /** A financial operation decided by a transition; the ledger turns it into entries. */
 export interface SettlementOperation {
-  type: SettlementOperationType;
+  type: OperationType.FINAL_CREDIT | OperationType.RECALCULATION_DEBIT;
   generation: number;
   /** Positive decimal string; the type gives the direction. */
   amount: Money;

@@ -1,16 +1,5 @@
 import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-
-/** Outcomes of a delivery attempt (CONTRACT §8). */
-export enum DeliveryOutcome {
-  PROCESSED = 'processed',
-  /** Inbox mode: committed to the inbox and answered 200; a worker applies it later. */
-  ACCEPTED = 'accepted',
-  DUPLICATE = 'duplicate',
-  CONFLICT = 'conflict',
-  REJECTED = 'rejected',
-  UNAUTHORIZED = 'unauthorized',
-  FAILED = 'failed',
-}
+import { DeliveryOutcome } from '../callback.types.js';
 
 /** One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. */
 @Entity('delivery_attempts')

@@ -1,7 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
-
-/** State of an inbox row: waiting to be applied, applied (or found a duplicate), or quarantined. */
-export type InboxStatus = 'pending' | 'done' | 'quarantined';
+import type { InboxStatus } from '../callback.types.js';
 
 /**
  * A batch accepted in inbox mode (`CALLBACK_MODE=inbox`): verified, validated and committed with

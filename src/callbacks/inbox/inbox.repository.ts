@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { Tx } from '../../database/transaction.js';
+import { LessThan } from 'typeorm';
+import { Statement, Tx } from '../../database/transaction.js';
 import { BatchRepository } from '../batch.repository.js';
-import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+import type { InboxStatus } from '../callback.types.js';
+import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
 
 /**
  * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
@@ -52,28 +54,25 @@ export class InboxRepository {
   constructor(private readonly batches: BatchRepository) {}
 
   /**
-   * Appends a verified, validated batch unless its id is known. A batch id already applied
-   * (`callback_batches`, e.g. before a switch from inline mode) or already in the inbox (pending,
-   * done or quarantined) is a duplicate when the hash matches, else a conflict; nothing is
-   * inserted then. First takes the batch id's advisory lock
-   * ({@link BatchRepository.batchIdLockStatement}, which an inline claim takes too), then the
-   * advisory lock of every coupon of the batch
-   * ({@link INBOX_COUPON_LOCK_NAMESPACE}, in ascending key order so appends never deadlock;
-   * waiting up to the deadline) and keeps them to COMMIT: the caller must commit promptly after
-   * this. A concurrent delivery of the same batch waits on them too, then finds a duplicate.
+   * Appends a batch unless its id is known (applied, or in the inbox in any state): then a
+   * duplicate for the same hash, else a conflict, nothing inserted. First takes the batch id's
+   * advisory lock (as an inline claim does) and one per coupon ({@link INBOX_COUPON_LOCK_NAMESPACE},
+   * ascending, waiting up to the deadline), held to COMMIT: the caller commits promptly after.
    */
   async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
-    const batchLock = this.batches.batchIdLockStatement(entry.batchId);
-    await tx.queryWaitingUntilDeadline(batchLock.text, batchLock.values);
-    await tx.queryWaitingUntilDeadline(
-      `SELECT pg_advisory_xact_lock($1, k)
-         FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
-      [INBOX_COUPON_LOCK_NAMESPACE, entry.couponCodes],
-    );
-    const applied = await tx.query<{ payload_hash: string }>(
-      'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
-      [entry.batchId],
-    );
+    const { applied } = await tx.send({
+      batchLock: this.batches.batchIdLockStatement(entry.batchId),
+      couponLocks: {
+        text: `SELECT pg_advisory_xact_lock($1, k)
+                 FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
+        values: [INBOX_COUPON_LOCK_NAMESPACE, entry.couponCodes],
+        waitsUntilDeadline: true,
+      },
+      applied: {
+        text: 'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
+        values: [entry.batchId],
+      } as Statement<{ payload_hash: string }>,
+    });
     if (applied.rows.length)
       return applied.rows[0].payload_hash === entry.payloadHash ? 'duplicate' : 'conflict';
     const inserted = await tx.query(
@@ -238,40 +237,38 @@ export class InboxRepository {
     before: string | undefined,
     status: InboxStatus | undefined,
   ): Promise<InboxEntryView[]> {
-    const { rows } = await tx.query<{
-      id: string;
-      batch_id: string;
-      payload_hash: string;
-      coupon_count: number;
-      coupon_codes: string[];
-      status: InboxStatus;
-      attempts: number;
-      next_attempt_at: Date;
-      last_error: string | null;
-      outcome: string | null;
-      received_at: Date;
-      finished_at: Date | null;
-    }>(
-      `SELECT id, batch_id, payload_hash, coupon_count, coupon_codes, status, attempts, next_attempt_at,
-              last_error, outcome, received_at, finished_at
-         FROM callback_inbox
-        WHERE ($2::bigint IS NULL OR id < $2::bigint) AND ($3::text IS NULL OR status = $3::text)
-        ORDER BY id DESC LIMIT $1`,
-      [limit, before ?? null, status ?? null],
-    );
+    const rows = await tx.manager.find(InboxEntryEntity, {
+      select: {
+        id: true,
+        batchId: true,
+        payloadHash: true,
+        couponCount: true,
+        couponCodes: true,
+        status: true,
+        attempts: true,
+        nextAttemptAt: true,
+        lastError: true,
+        outcome: true,
+        receivedAt: true,
+        finishedAt: true,
+      },
+      where: { ...(before ? { id: LessThan(before) } : {}), ...(status ? { status } : {}) },
+      order: { id: 'DESC' },
+      take: limit,
+    });
     return rows.map((r) => ({
       id: r.id,
-      batchId: r.batch_id,
-      payloadHash: r.payload_hash,
-      couponCount: r.coupon_count,
-      couponCodes: r.coupon_codes,
+      batchId: r.batchId,
+      payloadHash: r.payloadHash,
+      couponCount: r.couponCount,
+      couponCodes: r.couponCodes,
       status: r.status,
       attempts: r.attempts,
-      nextAttemptAt: r.status === 'pending' ? r.next_attempt_at : null,
-      lastError: r.last_error,
+      nextAttemptAt: r.status === 'pending' ? r.nextAttemptAt : null,
+      lastError: r.lastError,
       outcome: r.outcome,
-      receivedAt: r.received_at,
-      finishedAt: r.finished_at,
+      receivedAt: r.receivedAt,
+      finishedAt: r.finishedAt,
     }));
   }
 }

@@ -1,19 +1,24 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import type { CallbackRequestState } from '../../common/request-context.js';
+import type { CallbackRequestState } from '../callback-request.js';
 import { toStorable, toStorableText } from '../../common/validation.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { dataExceptionRefusal, sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { parseBatch, parseDelivery } from '../callback-body.pipe.js';
-import { CallbackService } from '../callback.service.js';
-import type { CallbackResult } from '../callback.service.js';
 import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
-import { DeliveryOutcome } from '../entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from '../callback.types.js';
 import type { ParsedBatch } from '../parsed-batch.js';
-import type { InboxStatus } from '../entities/inbox-entry.entity.js';
+import type { InboxStatus } from '../callback.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
+
+/** What the callback answers for a batch committed to the inbox (CONTRACT §5). */
+export interface InboxAcceptResult {
+  processed: number;
+  duplicate: boolean;
+  /** true: a new inbox row (delivery outcome `accepted`). */
+  accepted: boolean;
+}
 
 /** A page of the inbox, newest first; `nextCursor` is null on the last page. */
 export interface InboxPage {
@@ -35,14 +40,10 @@ function describe(err: unknown): string {
  * Inbox mode (`CALLBACK_MODE=inbox`). {@link accept} is the callback's transaction: it commits
  * the verified and validated batch (raw bytes, SHA-256, coupon codes) to `callback_inbox` with
  * its delivery attempt (`accepted` or `duplicate`) and nothing else, so the answer is fast and
- * still only sent after COMMIT (CONTRACT §4, §5). {@link applyNext}, run by the workers of every
- * replica, claims one due row and applies it through {@link CallbackService.applyClaimed} in ONE
- * transaction that also marks the row done, so a crash never applies a batch twice nor loses
- * one. A failed apply is rolled back to a savepoint and counted in the same transaction, while
- * the row is still locked, then retried with exponential backoff; after `INBOX_MAX_ATTEMPTS`
- * failures, or
- * at once for a failure no retry can fix (a batch id applied with another body, a body the
- * current configuration rejects), the row goes to the quarantine (§8).
+ * still only sent after COMMIT (CONTRACT §4, §5). The workers ({@link InboxWorker}) apply the
+ * rows; {@link recordFailure} counts a failed application, retried with exponential backoff and
+ * quarantined after `INBOX_MAX_ATTEMPTS` failures or at once when no retry can fix it (§8).
+ * docs/inbox-mode.md has the whole design.
  */
 @Injectable()
 export class InboxService {
@@ -53,19 +54,8 @@ export class InboxService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly inbox: InboxRepository,
-    private readonly callbacks: CallbackService,
     private readonly audit: DeliveryAuditRepository,
   ) {}
-
-  /**
-   * A delivery whose signature was verified (raw body on `request`): parsed and validated
-   * (CONTRACT §3; `batchId` and `couponCount` noted on `request` for the audit and the logs), then
-   * committed to the inbox ({@link accept}).
-   * @throws DomainException MALFORMED_JSON / VALIDATION_FAILED (400), and whatever {@link accept} throws.
-   */
-  receive(request: CallbackRequestState): Promise<CallbackResult> {
-    return this.accept(parseDelivery(request, this.config.amountScale), request);
-  }
 
   /**
    * Commits `batch` to the inbox. A batch id already in the inbox (pending, applied or
@@ -74,7 +64,7 @@ export class InboxService {
    * @throws DomainException BATCH_CONFLICT (409; the filter quarantines the body); transient
    *   database errors and DeadlineExceededError (503); nothing is committed when anything throws.
    */
-  async accept(batch: ParsedBatch, request: CallbackRequestState): Promise<CallbackResult> {
+  async accept(batch: ParsedBatch, request: CallbackRequestState): Promise<InboxAcceptResult> {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
@@ -104,7 +94,11 @@ export class InboxService {
           payloadHash: batch.payloadHash,
         });
         if (result === 'accepted') tx.afterCommit(() => this.acceptedListeners.forEach((l) => l()));
-        return { processed: batch.couponCount, duplicate: result === 'duplicate' };
+        return {
+          processed: batch.couponCount,
+          duplicate: result === 'duplicate',
+          accepted: result === 'accepted',
+        };
       },
       { deadline },
     );
@@ -114,49 +108,6 @@ export class InboxService {
   onAccepted(listener: () => void): () => void {
     this.acceptedListeners.add(listener);
     return () => this.acceptedListeners.delete(listener);
-  }
-
-  /**
-   * Claims the next due inbox row and applies it (see {@link InboxRepository.claimNext} for the
-   * order). Failures are recorded on the row, never thrown.
-   * @returns false when no row was due; true when one was applied or its failure recorded.
-   * @throws only when claiming itself failed (e.g. the database is down).
-   */
-  async applyNext(): Promise<boolean> {
-    let claimed: ClaimedInboxRow | undefined;
-    try {
-      return await this.transactions.run(
-        async (tx) => {
-          claimed = undefined;
-          const row = await this.inbox.claimNext(tx);
-          if (!row) return false;
-          claimed = row;
-          try {
-            await tx.savepoint('inbox_apply', async () => {
-              const batch = parseBatch(row.payload, this.config.amountScale);
-              const claim = await this.callbacks.applyClaimed(tx, batch);
-              await this.inbox.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
-            });
-          } catch (err) {
-            // The apply is undone; the failure is counted while this worker still holds the row.
-            await this.recordFailureIn(tx, row, err);
-          }
-          return true;
-        },
-        { deadline: Date.now() + this.config.callbackDeadlineMs },
-      );
-    } catch (err) {
-      if (!claimed) throw err;
-      // The transaction itself failed (connection lost, deadline): count it in a new one.
-      const row = claimed;
-      await this.transactions
-        .run((tx) => this.recordFailureIn(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
-        .catch((e: unknown) =>
-          // The row stays pending and due: it is claimed and tried again.
-          this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
-        );
-      return true;
-    }
   }
 
   /** Inbox rows newest first (`limit` 1..100, ids below `cursor`, optionally one `status`), without payloads. */
@@ -183,7 +134,7 @@ export class InboxService {
    * Counts a failed application of `row` in `tx`: a retry after {@link retryDelayMs}, or the
    * quarantine after `INBOX_MAX_ATTEMPTS` failures (at once for a failure no retry can fix).
    */
-  private async recordFailureIn(tx: Tx, row: ClaimedInboxRow, err: unknown): Promise<void> {
+  async recordFailure(tx: Tx, row: ClaimedInboxRow, err: unknown): Promise<void> {
     const attempts = row.attempts + 1;
     const error = describe(err);
     // A conflict, a body the configuration now rejects or a value the database cannot hold (SQLSTATE

@@ -1,11 +1,15 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { TransactionRunner } from '../../database/transaction.js';
+import { parseBatch } from '../callback-body.parser.js';
+import { CallbackService } from '../callback.service.js';
+import { ClaimedInboxRow, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
 /**
  * The inbox workers of this process: `INBOX_CONCURRENCY` loops, each applying one inbox row at a
- * time through {@link InboxService.applyNext} until none is due, then sleeping
+ * time ({@link applyNext}) until none is due, then sleeping
  * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch). Every replica runs
  * them; `FOR UPDATE SKIP LOCKED` and the per-coupon order of the claim keep them apart. A plain
  * loop rather than a scheduler interval: a worker drains the backlog back to back, never runs
@@ -22,13 +26,61 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly transactions: TransactionRunner,
+    private readonly rows: InboxRepository,
     private readonly inbox: InboxService,
+    private readonly callbacks: CallbackService,
   ) {}
+
+  /**
+   * Claims the next due inbox row (see {@link InboxRepository.claimNext} for the order) and
+   * applies it through {@link CallbackService.applyClaimed} in ONE transaction that also marks the
+   * row done, so a crash never applies a batch twice nor loses one. A failed apply is rolled back
+   * to a savepoint and counted in the same transaction, while the row is still locked; when the
+   * transaction itself fails (connection lost, deadline) it is counted in a new one.
+   * @returns false when no row was due; true when one was applied or its failure recorded.
+   * @throws only when claiming itself failed (e.g. the database is down).
+   */
+  async applyNext(): Promise<boolean> {
+    let claimed: ClaimedInboxRow | undefined;
+    try {
+      return await this.transactions.run(
+        async (tx) => {
+          claimed = undefined;
+          const row = await this.rows.claimNext(tx);
+          if (!row) return false;
+          claimed = row;
+          try {
+            await tx.savepoint('inbox_apply', async () => {
+              const batch = parseBatch(row.payload, this.config.amountScale);
+              const claim = await this.callbacks.applyClaimed(tx, batch);
+              await this.rows.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
+            });
+          } catch (err) {
+            // The apply is undone; the failure is counted while this worker still holds the row.
+            await this.inbox.recordFailure(tx, row, err);
+          }
+          return true;
+        },
+        { deadline: Date.now() + this.config.callbackDeadlineMs },
+      );
+    } catch (err) {
+      if (!claimed) throw err;
+      const row = claimed;
+      await this.transactions
+        .run((tx) => this.inbox.recordFailure(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
+        .catch((e: unknown) =>
+          // The row stays pending and due: it is claimed and tried again.
+          this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
+        );
+      return true;
+    }
+  }
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.config.callbackMode === 'inbox') return this.start();
     // Inline mode: a batch handed to the inbox (earlier rows of its coupons pending, see
-    // InboxPendingError) starts the workers too.
+    // CallbackService.process) starts the workers too.
     this.unsubscribe = this.inbox.onAccepted(() => this.start());
     const left = await this.inbox.pendingCount().catch(() => 0);
     if (left > 0) {
@@ -62,7 +114,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     while (this.running) {
       let found = false;
       try {
-        found = await this.inbox.applyNext();
+        found = await this.applyNext();
       } catch (err) {
         this.logger.error(`inbox worker: ${(err as Error).message}`);
       }

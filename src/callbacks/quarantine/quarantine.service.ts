@@ -4,10 +4,10 @@ import { dataExceptionRefusal } from '../../database/pg-errors.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { parseBatch } from '../callback-body.pipe.js';
+import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
 import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
-import { DeliveryOutcome } from '../entities/delivery-attempt.entity.js';
+import { DeliveryOutcome } from '../callback.types.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
 import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
 
@@ -62,24 +62,13 @@ export class QuarantineService {
   }
 
   /**
-   * Re-runs the stored bytes through the pipeline (CONTRACT §8): parse and validate (§3; the
-   * signature was verified when the body arrived), then apply in ONE transaction through
-   * {@link CallbackService.applyClaimed}, so the batch-id dedup (§4 step 4) guarantees a batch is
-   * never applied twice however often it is replayed. The outcome is recorded on the entry
-   * (`replayed_at`, `replay_outcome`, `replay_count`) and as a delivery attempt (request id
-   * `quarantine-replay:<id>`), in the same transaction as the apply. The entry always stays in
-   * the quarantine (its history is kept); its outcome says whether it went through.
-   *
-   * A batch id accepted by the inbox with the same body and still pending is left to the inbox
-   * workers (`duplicate`); an inbox row that had been quarantined is marked done when its replay
-   * applies it. Replays of one entry run one at a time (row lock). A batch whose coupons have
-   * other pending inbox rows is not applied ahead of them (CONTRACT §4 step 5).
+   * Re-runs the stored bytes through the pipeline (CONTRACT §8): parse, validate, apply in ONE
+   * transaction ({@link CallbackService.applyClaimed}: the batch-id dedup makes it safe to repeat),
+   * recording the outcome on the entry and as a delivery attempt `quarantine-replay:<id>` in the
+   * same transaction. Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
    * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
-   * @throws DomainException NOT_FOUND (404); REPLAY_REJECTED (422, with the failing fields) when
-   *   the body is still invalid; BATCH_CONFLICT (409) when its batch id was accepted with another
-   *   body. Both are recorded (`rejected` / `conflict`) before throwing. COUPON_INBOX_PENDING (409)
-   *   while pending inbox rows hold its coupons, and transient database errors (503), record
-   *   nothing.
+   * @throws DomainException NOT_FOUND; REPLAY_REJECTED (422) and BATCH_CONFLICT (409), both
+   *   recorded first; COUPON_INBOX_PENDING (409) and transient errors (503), recording nothing.
    */
   async replay(id: string): Promise<ReplayResult> {
     const startedAt = Date.now();

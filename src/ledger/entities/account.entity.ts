@@ -1,7 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-
-/** Kinds of ledger account: a player's, or the house settlement account of a currency. */
-export type AccountKind = 'player' | 'house';
+import type { AccountKind } from '../ledger.types.js';
 
 /**
  * A ledger account (CONTRACT §7). `balance` is a materialised `numeric(20,2)` (a decimal string in

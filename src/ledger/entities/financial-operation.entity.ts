@@ -11,15 +11,7 @@ import {
 } from 'typeorm';
 import type { Relation } from 'typeorm';
 import { AccountEntity } from './account.entity.js';
-
-/** Types of financial operation (CONTRACT §7, §10). */
-export enum OperationType {
-  STAKE_DEBIT = 'stake_debit',
-  FINAL_CREDIT = 'final_credit',
-  RECALCULATION_DEBIT = 'recalculation_debit',
-  DEPOSIT = 'deposit',
-  WITHDRAWAL = 'withdrawal',
-}
+import { OperationType } from '../ledger.types.js';
 
 /**
  * A financial operation: one money movement between a player account and the house account,

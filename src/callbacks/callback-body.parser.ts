@@ -5,7 +5,7 @@ import { isLosslessNumber } from 'lossless-json';
 import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { parseAmount } from '../common/money.js';
-import type { CallbackRequestState } from '../common/request-context.js';
+import type { CallbackRequestState } from './callback-request.js';
 import {
   flattenValidationErrors,
   toStorable,
@@ -173,16 +173,10 @@ function validateWithDto(parsed: Record<string, unknown>, amountScale: number): 
 
 /**
  * Parses and validates a batch whose signature was verified (CONTRACT §3, §4 step 2): UTF-8 JSON,
- * the DTO's field rules, `couponCount` = `coupons.length`, no `coupon_code` twice in the batch, no
- * `uuid` twice in a coupon, `realWin` a decimal with at most `AMOUNT_SCALE` fraction digits.
- * `batchId`, `coupon_code` and `uuid` must be storable text (no U+0000 or unpaired surrogates, length
- * in code points); other strings are stored with such characters replaced by U+FFFD.
- *
- * Validation runs in two tiers with one outcome: {@link readValidBatch}, a hand-written check of
- * the same rules that accepts only bodies the DTO accepts (plain ASCII identifiers, JS-number
- * integers), decides the common case in well under a millisecond; any body it does not accept
- * goes through class-validator and the DTO (`options.compiled: false` forces that path), which
- * refuses it with the field paths and messages the DTO has always given, or accepts it.
+ * the DTO's rules, `couponCount` = `coupons.length`, no `coupon_code` twice, no `uuid` twice in a
+ * coupon, `realWin` with at most `AMOUNT_SCALE` fraction digits, storable identifiers. The usual
+ * body is decided by {@link readValidBatch}; any other goes through class-validator and the DTO
+ * (`options.compiled: false` forces that path), so the verdict and field paths are the DTO's.
  * @throws DomainException MALFORMED_JSON or VALIDATION_FAILED (400) with the failing paths.
  */
 export function parseBatch(

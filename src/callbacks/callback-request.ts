@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import type { DomainException } from './domain.exception.js';
+import type { DomainException } from '../common/domain.exception.js';
 
 /** What the callback pipeline learns about one request, carried on the Express request. */
 export interface CallbackRequestState {

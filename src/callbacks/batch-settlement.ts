@@ -1,0 +1,84 @@
+import { stringifyExactJson } from '../common/exact-json.js';
+import type { BatchWrites, LockedCoupon } from '../coupons/coupon.repository.js';
+import type { Posting } from '../ledger/ledger.types.js';
+import { settlementPostings } from '../ledger/postings.js';
+import { decideSettlement, sameSettlementState } from '../settlement/decide-settlement.js';
+import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
+import type { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
+
+/** A coupon of a batch with its 1-based `position` in the body's `coupons` array. */
+export type OrderedCoupon = ParsedCoupon & { position: number };
+
+/** Ascending bytewise order of coupon codes (the lock order; `COLLATE "C"` in SQL). */
+const byCode = (a: { couponCode: string }, b: { couponCode: string }) =>
+  a.couponCode < b.couponCode ? -1 : a.couponCode > b.couponCode ? 1 : 0;
+
+/** The batch's coupons in the lock order (ascending `coupon_code`), each with its position. */
+export function orderedCoupons(batch: ParsedBatch): OrderedCoupon[] {
+  return batch.coupons.map((c, i) => ({ ...c, position: i + 1 })).sort(byCode);
+}
+
+/** What applying a claimed batch writes: its rows besides money, its postings, each coupon's transition. */
+export interface BatchSettlement {
+  writes: BatchWrites;
+  postings: Posting[];
+  transitions: Map<string, TransitionName>;
+}
+
+/**
+ * Decides each coupon's settlement transition (CONTRACT §6, {@link decideSettlement}) with the
+ * rules of `source` from its locked state: the snapshots, changed coupon states and bets to write,
+ * and the postings of registered coupons (§7; an unallocated coupon keeps its operations on the
+ * snapshot until it is registered). Pure.
+ * @throws Error when a coupon of the batch was not locked.
+ */
+export function settleBatch(
+  batch: ParsedBatch,
+  locked: Map<string, LockedCoupon>,
+  kindOf: (status: number) => StatusKind,
+  source: SnapshotSource,
+): BatchSettlement {
+  const writes: BatchWrites = {
+    batchId: batch.batchId,
+    snapshots: [],
+    states: [],
+    payloadsJson: batch.payloadsAsSent
+      ? null
+      : stringifyExactJson(
+          batch.coupons.map((c) => c.payload),
+          batch.losslessNumbers,
+        ),
+  };
+  const postings: Posting[] = [];
+  const transitions = new Map<string, TransitionName>();
+  for (const coupon of orderedCoupons(batch)) {
+    const current = locked.get(coupon.couponCode);
+    if (!current) throw new Error(`coupon ${coupon.couponCode} was not locked`);
+    const decision = decideSettlement(current, coupon, kindOf(coupon.status), source);
+    transitions.set(coupon.couponCode, decision.transition);
+    if (!sameSettlementState(current, decision.state))
+      writes.states.push({ ...decision.state, couponCode: coupon.couponCode });
+    writes.snapshots.push({
+      couponCode: coupon.couponCode,
+      position: coupon.position,
+      status: coupon.status,
+      realWin: coupon.realWin,
+      applied: decision.applied,
+      transition: decision.transition,
+      generation: decision.state.generation,
+      operations: decision.operations,
+      eventStatuses: coupon.events.map((e) => e.status),
+    });
+    const { accountId, currency } = current;
+    if (decision.operations.length && accountId !== null && currency !== null) {
+      postings.push(
+        ...settlementPostings(
+          { couponCode: coupon.couponCode, accountId, currency },
+          batch.batchId,
+          decision.operations,
+        ),
+      );
+    }
+  }
+  return { writes, postings, transitions };
+}

@@ -1,0 +1,14 @@
+/** Outcomes of a delivery attempt (CONTRACT §8). */
+export enum DeliveryOutcome {
+  PROCESSED = 'processed',
+  /** Inbox mode: committed to the inbox and answered 200; a worker applies it later. */
+  ACCEPTED = 'accepted',
+  DUPLICATE = 'duplicate',
+  CONFLICT = 'conflict',
+  REJECTED = 'rejected',
+  UNAUTHORIZED = 'unauthorized',
+  FAILED = 'failed',
+}
+
+/** State of an inbox row: waiting to be applied, applied (or found a duplicate), or quarantined. */
+export type InboxStatus = 'pending' | 'done' | 'quarantined';

@@ -1,0 +1,50 @@
+import type { Money } from '../common/money.js';
+import type { SettlementOperation } from '../settlement/settlement.types.js';
+import { OperationType, Posting } from './ledger.types.js';
+
+/** Operation key of a coupon's financial operation: `<coupon_code>:<generation>:<type>` (CONTRACT §7). */
+export function couponOperationKey(couponCode: string, generation: number, type: OperationType): string {
+  return `${couponCode}:${generation}:${type}`;
+}
+
+/** Operation key of an adjustment: `adjustment:<Idempotency-Key>` (keys hold no colon, §10). */
+export function adjustmentOperationKey(idempotencyKey: string): string {
+  return `adjustment:${idempotencyKey}`;
+}
+
+/** Id of the house settlement account of a currency. */
+export function houseAccountId(currency: string): string {
+  return `house:${currency}`;
+}
+
+/** The stake debit of a registered coupon, `<coupon_code>:0:stake_debit`, refused without funds. */
+export function stakePosting(couponCode: string, accountId: string, currency: string, stake: Money): Posting {
+  return {
+    key: couponOperationKey(couponCode, 0, OperationType.STAKE_DEBIT),
+    type: OperationType.STAKE_DEBIT,
+    accountId,
+    currency,
+    amount: stake,
+    couponCode,
+    generation: 0,
+    requireFunds: true,
+  };
+}
+
+/** Postings of the operations a settlement transition decided for a registered coupon (CONTRACT §6, §7). */
+export function settlementPostings(
+  coupon: { couponCode: string; accountId: string; currency: string },
+  batchId: string,
+  operations: SettlementOperation[],
+): Posting[] {
+  return operations.map((op) => ({
+    key: couponOperationKey(coupon.couponCode, op.generation, op.type),
+    type: op.type,
+    accountId: coupon.accountId,
+    currency: coupon.currency,
+    amount: op.amount,
+    couponCode: coupon.couponCode,
+    generation: op.generation,
+    batchId,
+  }));
+}
