@@ -1,31 +1,11 @@
 /**
- * The raw baseline of the throughput benchmark (issue 3): the same work per callback batch as the
- * receiver, with no framework, written to be as fast as this machine allows. It is the floor the
- * receiver is compared with; it is not a product and handles only what the benchmark sends (plain
- * `application/json` bodies, no gzip, no quarantine of rejected bodies).
- *
- * Per batch, on the receiver's own schema (migrations/), in ONE transaction:
- *  - HMAC-SHA256 of the raw bytes against every secret, constant-time compare; 401 before parsing.
- *  - `JSON.parse` and a hand-written check of CONTRACT §3 (400).
- *  - Round trip 1, pipelined: `BEGIN`; claim the batch id with the SHA-256 of the body
- *    (`ON CONFLICT DO NOTHING`); row-lock every coupon of the batch in ascending order
- *    (`FOR NO KEY UPDATE`, skipped when the batch was not claimed). Coupons never seen before
- *    (rare: coupons are registered at placement) cost one more round trip: inserted in ascending
- *    order, then locked.
- *  - The §6 transitions in JavaScript (a compact port of decideSettlement).
- *  - Round trip 2, pipelined: ONE statement of data-modifying CTEs writing every snapshot, the
- *    coupon states the batch changed, the bets of applied snapshots (upsert, taken from the body
- *    as jsonb; a bet whose status and payload are unchanged is not rewritten), the
- *    accounts locked in ascending id order, the operations (unique keys, `ON CONFLICT DO NOTHING`,
- *    a skipped key must name the same operation), two ledger entries per new operation, the
- *    balance deltas, and the delivery attempt; then `COMMIT`. 200 only after the COMMIT.
- *  - A redelivery (same id, same hash) records a `duplicate` attempt and answers 200; another
- *    body under the same id answers 409.
- * Named prepared statements, node-postgres pipeline mode, 40001/40P01 re-run up to 3 times.
- *
- * Environment: DATABASE_URL, SPORTAPI_WEBHOOK_SECRETS, PORT (4102), HOST (127.0.0.1),
- * BASELINE_POOL_SIZE (16), BASELINE_PG_OPTIONS (more `-c name=value` session settings, e.g. to
- * load auto_explain while profiling).
+ * The raw baseline of the throughput benchmark: the receiver's work per callback batch with no
+ * framework, the floor the receiver is compared with (docs/benchmark.md), not a product. Per batch
+ * in ONE transaction: HMAC check, `JSON.parse` and a hand-written §3 check; round trip 1 claims the
+ * batch id and locks its coupons; the §6 transitions in JavaScript; round trip 2 writes snapshots,
+ * states, bets, operations, entries, balances and the attempt in one statement, then COMMIT.
+ * Environment: DATABASE_URL, SPORTAPI_WEBHOOK_SECRETS, PORT (4102), HOST, BASELINE_POOL_SIZE (16),
+ * BASELINE_PG_OPTIONS (extra `-c name=value` settings).
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';

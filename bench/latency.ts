@@ -1,12 +1,8 @@
 /**
- * Latency benchmark (not a test): 200 sequential signed deliveries of a 100-coupon batch, each
- * coupon with 3 events, against a running receiver; prints median, p95, p99 and max in ms.
- *
+ * Latency benchmark: 200 sequential signed deliveries of a 100-coupon batch (3 events per coupon)
+ * against a running receiver, every one moving money (WIN, then recalculation, alternately);
+ * prints median, p95, p99 and max in ms.
  *   npm run bench:latency -- --url http://127.0.0.1:3000 --secret S --ops-key K [--batches 200]
- *
- * 100 coupons are registered first (one account, one deposit), so every delivery moves money:
- * even batches settle each coupon as a WIN of 50.00, odd batches recalculate it (status 15), so
- * each batch writes 100 snapshots, 300 bet upserts and 100 ledger operations (200 entries).
  */
 import { createHmac, randomInt } from 'node:crypto';
 import { parseArgs } from 'node:util';

@@ -1,16 +1,9 @@
 /**
- * Seeded load for the throughput benchmark (bench/run.ts): signed 100-coupon batches over a pool
- * of registered coupons, 1 to 8 events per coupon, and the status mix of issue 3: about 60 %
- * intermediate snapshots (status 1), 30 % final results (2 WIN / 3 REFUND / 4 LOSS with
- * `realWin`), 10 % recalculations (status 15, half of them with the new `realWin`), and 20 % of
- * the deliveries a byte-identical redelivery of a batch sent 64..256 deliveries earlier. A status
- * 15 while the coupon's last recalculation is still open (no final result since) repeats it.
- *
- * Consecutive new batches take consecutive blocks of 100 coupons of the pool, so batches in flight
- * at once (up to 32) never share a coupon: the only lock they all share is the house account's,
- * as in production. The generator keeps each coupon's expected result, so final results repeat
- * the amount SportAPI settled the coupon for and money moves only on real transitions.
- * Two generators with the same seed produce the same byte sequence (one per side of the run).
+ * Seeded load for the throughput benchmark (bench/run.ts): signed 100-coupon batches over a pool of
+ * registered coupons, 1..8 events each; about 60 % intermediate snapshots, 30 % final results,
+ * 10 % recalculations, and 20 % of deliveries a byte-identical redelivery. Batches in flight at
+ * once never share a coupon. Final results repeat the amount a coupon was settled for, so money
+ * moves only on real transitions. The same seed gives the same bytes (one generator per side).
  */
 import { createHmac } from 'node:crypto';
 

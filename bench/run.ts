@@ -1,18 +1,9 @@
 /**
- * Throughput benchmark (issue 3): the receiver as users start it (`node dist/src/main.js`, the
- * `npm start` build) against a raw `node:http` + `pg` baseline doing the same work per batch
- * (bench/baseline-server.ts), both child processes of this one, each on its own fresh database of
- * the same PostgreSQL server, loaded by autocannon with pre-generated signed 100-coupon batches
- * (bench/load.ts) at concurrency 1, 8 and 32.
- *
- *   npm run bench                    30 s per run, empty databases
- *   npm run bench -- --quick         10 s per run (finishes in under 3 minutes)
- *   npm run bench -- --large         then again on databases preloaded with 1 M coupons / 5 M bets
- *   npm run bench -- --help          every option ({@link HELP})
- *
- * The last line is always
+ * Throughput benchmark: the receiver as users start it (`node dist/src/main.js`) against the raw
+ * baseline (bench/baseline-server.ts), each on a fresh database of one PostgreSQL server, loaded by
+ * autocannon with signed 100-coupon batches (bench/load.ts). `npm run bench -- --help` lists the
+ * options; docs/benchmark.md explains the figures. The last line is always
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
- * with the concurrency-8 figures of the empty database (the first phase).
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';

@@ -4,14 +4,10 @@ import { DEFAULT_CALLBACK_PATH } from './send.js';
 import { signatureHeader } from './signature.js';
 
 /**
- * `check`: a built-in conformance run against any receiver that implements CONTRACT §3–§7 and
- * the partner API of §10. Every id carries a random run suffix, so it can run against a
- * database that already holds data, and as often as wanted.
- *
- * Setup: one account with a deposit of 100.00 and two registered coupons (stakes 10.00 and
- * 5.00), so the account holds 85.00. Then batch A (coupon 1 WIN 25.50, coupon 2 PENDING) is
- * delivered, redelivered, and its final state sent again in a new batch; then deliveries that
- * must be refused. Every rule is printed as PASS or FAIL; the last line is `N passed, M failed`.
+ * `check`: a built-in conformance run against any receiver of CONTRACT §3–§7 and §10, with a random
+ * suffix on every id (safe on a database with data, as often as wanted): a deposit of 100.00, two
+ * registered coupons, a batch delivered, redelivered and sent again in a new batch, then deliveries
+ * that must be refused. One PASS/FAIL line per rule, then `N passed, M failed`.
  */
 
 export interface CheckOptions {

@@ -6,20 +6,11 @@ import { formatCents } from './money.js';
 import { Rng } from './random.js';
 
 /**
- * `generate`: realistic, seeded sequences of SportAPI batches (CONTRACT §2, §3, §6) and a
- * manifest of what a conforming receiver must end with.
- *
- * Each coupon (a single or an accumulator of 2..6 events) gets a life: an "accepted" snapshot
- * and intermediate snapshots (status 1, events decided one by one), the final result (2 WIN
- * with realWin = stake × odds, 3 REFUND with realWin = stake when every event is void, 4 LOSS
- * with realWin "0"), and for some coupons one or two recalculations (status 15 carrying the new
- * realWin, optionally confirmed by a final snapshot, or status 15 without realWin followed by
- * the new final result). About 10 % of coupons are still open at the end. The snapshots are
- * spread over `batches` rounds in order (one batch per round, split above `maxBatchSize`
- * coupons; empty rounds write nothing); about 20 % of batches are redelivered later (same
- * bytes, same batchId) and about 10 % are sent again at once under a new batchId (the same
- * state in a new batch). About a quarter of the files are pretty-printed: the signature is over
- * the exact bytes either way.
+ * `generate`: realistic, seeded sequences of SportAPI batches (CONTRACT §2, §3, §6) and a manifest
+ * of what a conforming receiver must end with: singles and accumulators with accepted, intermediate
+ * and final snapshots, recalculations with or without `realWin`, open coupons, redeliveries of the
+ * same bytes and the same state under a new batchId, some files pretty-printed. The mix and the
+ * manifest's fields: docs/simulator.md.
  */
 
 export const EVENT_OPEN = 0;

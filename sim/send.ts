@@ -6,22 +6,11 @@ import { describeBatch, listBatchFiles } from './batch-files.js';
 import { signatureHeader } from './signature.js';
 
 /**
- * `send`: delivers batch files the way SportAPI does (CONTRACT §2).
- *
- * - The exact file bytes are POSTed with `Content-Type: application/json` and
- *   `X-Signature: sha256=<HMAC-SHA256 of those bytes>`.
- * - Each attempt has 10 s for the whole request (response body included).
- * - HTTP 200 is delivered, unless its body says `"success": false`: that, and 201/202/204 (any
- *   2xx other than 200), are final failures reported as contract violations, never retried. A
- *   200 whose body is not `{"success": true, "processed": <couponCount>}` is delivered (the
- *   sender accepts an empty 200) with a note.
- * - A timeout, a transport error (refused, reset, closed without an answer) or HTTP 500, 502,
- *   503, 504 is retried: attempt 1 at once, then after 1 min, 5 min, 15 min and 1 h (the waits
- *   between attempts, multiplied by `timeScale`); at most 5 attempts, then the batch is given up.
- * - Any other status (4xx, 3xx — redirects are not followed — or another 5xx) is final.
- *
- * Batches go one at a time in the given order: a batch waiting for its next attempt holds back
- * the ones after it, so the receiver sees the states in order.
+ * `send`: delivers batch files the way SportAPI does (CONTRACT §2): the exact bytes, signed; 10 s
+ * per attempt; 200 is delivered (a 200 saying `"success": false` and any other 2xx are final
+ * contract violations); timeouts, transport errors and 500/502/503/504 are retried after 1, 5, 15
+ * and 60 min (times `timeScale`), at most 5 attempts; anything else is final. Batches go one at a
+ * time in order: one waiting for a retry holds back the later ones. docs/simulator.md has the rest.
  */
 
 /** Waits before attempts 2..5, in milliseconds (CONTRACT §2). */

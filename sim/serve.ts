@@ -5,18 +5,11 @@ import type { CouponSnapshot } from './model.js';
 import { Rng } from './random.js';
 
 /**
- * `serve`: a stand-in SportAPI.
- *
- * - `GET /coupons/{coupon_code}` (the coupon read method of CONTRACT §9) answers the coupon's
- *   latest state in the batch files of `data` (a redelivered batchId is skipped, the last
- *   snapshot wins), in the shape of a callback coupon: `{coupon_code, status, realWin, events}`;
- *   404 `{"error":"coupon_not_found"}` for a code it does not know. With `apiKey`, requests need
- *   `Authorization: Bearer <apiKey>` (401 otherwise).
- * - With `proxyTo`, every POST is forwarded to that receiver (same path, same body bytes, same
- *   headers but hop-by-hop ones) and its answer relayed; with probability
- *   `dropAfterResponse` (drawn from a generator seeded by `seed`, one draw per POST) the
- *   connection is destroyed instead, after the receiver has answered: the lost-200 case, so
- *   the sender delivers the batch again. An unreachable receiver is answered 502.
+ * `serve`: a stand-in SportAPI. `GET /coupons/{coupon_code}` (CONTRACT §9) answers the coupon's
+ * latest state in the batch files of `data` in a callback coupon's shape (404 when unknown; with
+ * `apiKey`, a bearer key is required). With `proxyTo`, every POST is forwarded to the receiver and
+ * its answer relayed, or, with probability `dropAfterResponse` (seeded), the connection is dropped
+ * after the receiver answered: the lost-200 case. docs/simulator.md has the details.
  */
 
 export interface ServeOptions {
