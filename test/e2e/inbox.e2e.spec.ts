@@ -212,6 +212,39 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     ]);
   });
 
+  it('counts an inbox delivery as accepted in the deliveries metric, as its delivery attempt says (CONTRACT §8)', async () => {
+    const count = (text: string, outcome: string) => {
+      const name = `settlement_callback_deliveries_total{outcome="${outcome}"} `;
+      return Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(name))
+          ?.slice(name.length) ?? 'NaN',
+      );
+    };
+    const scrape = async () =>
+      (await request(t.app.getHttpServer()).get('/metrics').set('authorization', `Bearer ${OPS_KEY}`)).text;
+    const before = await scrape();
+    const body = JSON.stringify(batchOf('ib-acc1', { code: 'IB-ACC1', status: 1 }));
+    expect((await deliver(t.app, body)).status).toBe(200);
+    expect((await deliver(t.app, body)).status).toBe(200);
+    const after = await scrape();
+    const delta = (outcome: string) => count(after, outcome) - count(before, outcome);
+    expect({
+      accepted: delta('accepted'),
+      duplicate: delta('duplicate'),
+      processed: delta('processed'),
+    }).toEqual({
+      accepted: 1,
+      duplicate: 1,
+      processed: 0,
+    });
+    const attempts = await t.db.query(
+      `SELECT outcome FROM delivery_attempts WHERE batch_id = 'ib-acc1' ORDER BY id`,
+    );
+    expect(attempts.rows.map((r) => r.outcome)).toEqual(['accepted', 'duplicate']);
+  });
+
   it('treats a redelivery as a duplicate both while the first copy waits in the inbox and after it was applied; another body is a 409 and quarantined', async () => {
     await register(t.app, 'IB-2', 'ib-p1', '5.00');
     const remove = await injectTrigger(
