@@ -1,9 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER, RouterModule } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR, RouterModule } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
 import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
+import { RequestDeadlineInterceptor } from './common/request-deadline.interceptor.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
 import { CouponsModule } from './coupons/coupons.module.js';
@@ -39,7 +40,10 @@ export class AppModule {
         CallbackAdminModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
-      providers: [{ provide: APP_FILTER, useClass: AllExceptionsFilter }],
+      providers: [
+        { provide: APP_FILTER, useClass: AllExceptionsFilter },
+        { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
+      ],
     };
   }
 }

@@ -1,17 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { raw } from 'express';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
+import { requestIdOf } from '../observability/request-id.js';
 
 const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
 const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
-
-/** `X-Request-Id` as sent when it is a sane token, else a new UUID. */
-function requestIdOf(req: Request): string {
-  const sent = req.headers['x-request-id'];
-  return typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : randomUUID();
-}
 
 /**
  * Reads the callback's body as raw bytes, before anything parses it (CONTRACT §3, §4 step 1):

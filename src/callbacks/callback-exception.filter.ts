@@ -7,9 +7,9 @@ import { DeliveryAuditService } from './delivery-audit.service.js';
 
 /**
  * The callback's exception filter (CONTRACT §5, §8): the answer of the global one, except that
- * nothing but a client error is final (anything else is 503, so SportAPI delivers again); the
- * failed delivery is recorded after the rollback, and a signed 400/409 body quarantined, before
- * answering. A body that could not be quarantined is answered 503 instead, so it is delivered again.
+ * nothing but a client error is final (anything else is 503, so SportAPI delivers again); a signed
+ * 400/409 body is quarantined before answering, within the request's deadline (503 when it cannot
+ * be kept); the failed attempt is recorded once the answer is written (DeliveryAuditService).
  */
 @Catch()
 @Injectable()
@@ -22,13 +22,14 @@ export class CallbackExceptionFilter implements ExceptionFilter {
     const ctx = host.switchToHttp();
     const req = ctx.getRequest<CallbackRequest>();
     let answer = classifyException(exception, true);
-    if (!(await this.audit.recordFailure(req, answer.status, answer.domain))) {
+    const res = ctx.getResponse<Response>();
+    if (!(await this.audit.recordFailure(req, res, answer.status, answer.domain))) {
       answer = {
         status: 503,
         domain: new DomainException(ErrorCode.TRANSIENT_FAILURE, 'temporarily unavailable, retry later'),
       };
     }
     const context = ` (request ${req.callback?.requestId ?? '-'}, batch ${req.callback?.batchId ?? '-'})`;
-    answerError(this.logger, req, ctx.getResponse<Response>(), answer, exception, context);
+    answerError(this.logger, req, res, answer, exception, context);
   }
 }

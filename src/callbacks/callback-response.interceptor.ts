@@ -42,7 +42,7 @@ export class CallbackResponseInterceptor implements NestInterceptor {
           : result.accepted
             ? DeliveryOutcome.ACCEPTED
             : DeliveryOutcome.PROCESSED;
-        this.observer.delivered(this.audit.attemptOf(req, 200, outcome, null));
+        this.observer.whenAnswered(res, this.audit.attemptOf(req, 200, outcome, null));
         return result.duplicate
           ? { success: true, processed: result.processed, duplicate: true }
           : { success: true, processed: result.processed };

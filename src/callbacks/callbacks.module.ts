@@ -4,6 +4,7 @@ import { LedgerModule } from '../ledger/ledger.module.js';
 import { BatchRepository } from './batch.repository.js';
 import { CallbackController } from './callback.controller.js';
 import { CallbackService } from './callback.service.js';
+import { DeliveryAttemptWriter } from './delivery-attempt.writer.js';
 import { DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';
 import { InboxRepository } from './inbox/inbox.repository.js';
@@ -22,6 +23,7 @@ import { QuarantineService } from './quarantine/quarantine.service.js';
   providers: [
     CallbackService,
     BatchRepository,
+    DeliveryAttemptWriter,
     DeliveryAuditRepository,
     DeliveryAuditService,
     InboxRepository,

@@ -45,10 +45,16 @@ export function attemptValues(a: DeliveryAttemptRow): unknown[] {
 @Injectable()
 export class DeliveryAuditRepository {
   async insertAttempt(tx: Tx, a: DeliveryAttemptRow): Promise<void> {
+    await this.insertAttempts(tx, [a]);
+  }
+
+  /** Several attempts in one statement. */
+  async insertAttempts(tx: Tx, attempts: DeliveryAttemptRow[]): Promise<void> {
+    const column = (i: number) => attempts.map((a) => attemptValues(a)[i]);
     await tx.query(
       `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      attemptValues(a),
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::char(64)[])`,
+      [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
     );
   }
 

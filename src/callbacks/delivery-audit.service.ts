@@ -1,9 +1,13 @@
-import { Injectable, Logger } from '@nestjs/common';
+import type { ServerResponse } from 'node:http';
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { DeliveryAttemptWriter } from './delivery-attempt.writer.js';
 import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryOutcome } from './callback.types.js';
 
@@ -16,19 +20,22 @@ export function outcomeOf(status: number): DeliveryOutcome {
 }
 
 /**
- * Records failed deliveries after their transaction rolled back (CONTRACT §8): the attempt
- * always, and a signed body rejected with 400/409 verbatim in the quarantine. Bodies that were
- * not signed are never stored. Failures to record are logged, never thrown: the answer to the
- * sender does not depend on the audit write. Every failed delivery is passed to the
- * {@link DeliveryObserver} (metrics and the summary log line).
+ * Records failed deliveries (CONTRACT §8) without ever delaying an answer past the deadline: a
+ * signed body rejected with 400/409 is quarantined verbatim, with its attempt, within the time
+ * its request has left (else the answer becomes 503, so it is delivered again); every other
+ * failed attempt is written after its answer, in the background ({@link DeliveryAttemptWriter}).
+ * Bodies that were not signed are never stored. Every answer reaches the {@link DeliveryObserver}
+ * once written.
  */
 @Injectable()
 export class DeliveryAuditService {
   private readonly logger = new Logger('DeliveryAudit');
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly audit: DeliveryAuditRepository,
+    private readonly writer: DeliveryAttemptWriter,
     private readonly observer: DeliveryObserver,
   ) {}
 
@@ -55,48 +62,57 @@ export class DeliveryAuditService {
   }
 
   /**
-   * Writes the attempt (and the quarantine entry, if due) in a short transaction of its own.
+   * Records a failed delivery answered `status` on `res`: a body to quarantine now (before the
+   * answer, within the request's deadline), any other attempt once the answer is written.
    * @returns false when a body that had to be quarantined could not be kept: the caller then
    *   answers 503 so the sender delivers it again, rather than a final 4xx that would lose it.
    */
   async recordFailure(
     req: CallbackRequest,
+    res: ServerResponse,
     status: number,
     error: DomainException | undefined,
   ): Promise<boolean> {
     const state = req.callback;
     const code = error?.code ?? ErrorCode.TRANSIENT_FAILURE;
-    const attempt = this.attemptOf(req, status, outcomeOf(status), code);
     const quarantine = Boolean(
       state?.signatureVerified && state.rawBody && (status === 400 || status === 409),
     );
-    try {
-      await this.transactions.run(
-        async (tx) => {
-          await this.audit.insertAttempt(tx, attempt);
-          if (quarantine && state?.rawBody) {
+    if (quarantine && state?.rawBody) {
+      const attempt = this.attemptOf(req, status, outcomeOf(status), code);
+      try {
+        await this.transactions.run(
+          async (tx) => {
+            await this.audit.insertAttempt(tx, attempt);
             await this.audit.insertQuarantine(tx, {
               batchId: state.batchId ?? null,
               reason: code,
               // Messages and paths may quote the body: stored with unstorable characters replaced.
               details: toStorable(error?.fields ?? { message: error?.message }),
               httpStatus: status,
-              body: state.rawBody,
+              body: state.rawBody as Buffer,
               contentType: String(req.headers['content-type'] ?? '') || null,
               payloadHash: state.payloadHash ?? '',
             });
-          }
-        },
-        { deadline: Date.now() + 2000, retries: 1 },
-      );
-      this.observer.delivered(attempt);
-      return true;
-    } catch (err) {
-      this.logger.error(
-        `could not record delivery attempt (request ${attempt.requestId}, batch ${attempt.batchId}, status ${status}): ${(err as Error).message}`,
-      );
-      this.observer.delivered(attempt, quarantine ? 503 : status);
-      return !quarantine;
+          },
+          { deadline: (state.receivedAt ?? Date.now()) + this.config.callbackDeadlineMs, retries: 1 },
+        );
+        this.observer.whenAnswered(res, attempt);
+        return true;
+      } catch (err) {
+        this.logger.error(
+          `could not quarantine the body of request ${attempt.requestId} (batch ${attempt.batchId}, status ${status}): ${(err as Error).message}; answered 503`,
+        );
+        status = 503;
+      }
     }
+    const attempt = this.attemptOf(
+      req,
+      status,
+      outcomeOf(status),
+      status === 503 ? ErrorCode.TRANSIENT_FAILURE : code,
+    );
+    this.observer.whenAnswered(res, attempt, status, (answered) => this.writer.enqueue(answered));
+    return !quarantine;
   }
 }

@@ -24,6 +24,13 @@ export interface SessionTimeouts {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
   idleInTransactionTimeoutMs: number;
+  /**
+   * Backstop on this side for a query whose answer never comes (a hung server): after this many
+   * milliseconds the connection is destroyed. Transactions give each statement their deadline
+   * instead (Tx); this one covers the rest (START TRANSACTION, COMMIT, entity reads). Unset for
+   * migrations, which may run long.
+   */
+  queryTimeoutMs?: number;
 }
 
 /**
@@ -56,6 +63,10 @@ export function buildDataSourceOptions(
       max: poolSize,
       Client: ListenedClient,
       connectionTimeoutMillis: 3000,
+      // A connection whose peer vanished (host down, partition) is noticed by TCP keepalive.
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      ...(timeouts.queryTimeoutMs ? { query_timeout: timeouts.queryTimeoutMs } : {}),
       // node-postgres pipeline mode: statements queued on one connection are written without
       // waiting for the previous answer (the callback's hot path sends its transaction in two
       // such groups, see Tx.send); statements awaited one by one behave exactly as without it.

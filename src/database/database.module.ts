@@ -1,11 +1,32 @@
 import { Global, Logger, Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, DataSourceOptions } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { buildDataSourceOptions } from './data-source-options.js';
+import { buildDataSourceOptions, SessionTimeouts } from './data-source-options.js';
 import { runMigrationsLocked } from './migrator.js';
 import { TransactionRunner } from './transaction.js';
+
+/** The pool's session timeouts, and the backstop for a statement never answered (a hung server). */
+function sessionTimeouts(config: AppConfig): SessionTimeouts {
+  return {
+    statementTimeoutMs: config.statementTimeoutMs,
+    lockTimeoutMs: config.lockTimeoutMs,
+    idleInTransactionTimeoutMs: config.idleInTransactionTimeoutMs,
+    queryTimeoutMs: Math.max(config.statementTimeoutMs, config.lockTimeoutMs) + 1000,
+  };
+}
+
+/** Pending migrations under the advisory lock, on a pool of their own without the query backstop. */
+async function migrate(options: DataSourceOptions): Promise<void> {
+  const extra = { ...(options.extra as Record<string, unknown>), query_timeout: undefined, max: 2 };
+  const dataSource = await new DataSource({ ...options, extra } as DataSourceOptions).initialize();
+  try {
+    await runMigrationsLocked(dataSource, new Logger('Migrations'));
+  } finally {
+    await dataSource.destroy();
+  }
+}
 
 /**
  * PostgreSQL through TypeORM: the `DataSource` (pool with session timeouts), pending migrations
@@ -18,15 +39,7 @@ import { TransactionRunner } from './transaction.js';
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        ...buildDataSourceOptions(
-          config.databaseUrl as string,
-          {
-            statementTimeoutMs: config.statementTimeoutMs,
-            lockTimeoutMs: config.lockTimeoutMs,
-            idleInTransactionTimeoutMs: config.idleInTransactionTimeoutMs,
-          },
-          config.dbPoolSize,
-        ),
+        ...buildDataSourceOptions(config.databaseUrl as string, sessionTimeouts(config), config.dbPoolSize),
         retryAttempts: 3,
         retryDelay: 1000,
         migrationsRunOnStart: config.runMigrationsOnStart,
@@ -35,9 +48,8 @@ import { TransactionRunner } from './transaction.js';
         const { migrationsRunOnStart, ...rest } = options as typeof options & {
           migrationsRunOnStart?: boolean;
         };
-        const dataSource = await new DataSource(rest as typeof options & object).initialize();
-        if (migrationsRunOnStart !== false) await runMigrationsLocked(dataSource, new Logger('Migrations'));
-        return dataSource;
+        if (migrationsRunOnStart !== false) await migrate(rest as DataSourceOptions);
+        return new DataSource(rest as DataSourceOptions).initialize();
       },
     }),
   ],

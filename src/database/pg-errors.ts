@@ -66,9 +66,19 @@ export function isTransient(err: unknown): boolean {
   const code = String(e.driverError?.code ?? e.code ?? '');
   if (TRANSIENT_NETWORK.has(code)) return true;
   const msg = String(e.message ?? '');
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|not queryable|Query runner already released|QueryRunnerAlreadyReleased/i.test(
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not established|not queryable|Query runner already released|QueryRunnerAlreadyReleased|Query read timeout/i.test(
     msg,
   );
+}
+
+/**
+ * The connection broke or was given up (destroyed at the deadline, terminated, reset) rather
+ * than PostgreSQL answering with an error: a COMMIT in flight then has an unknown outcome.
+ */
+export function isConnectionLoss(err: unknown): boolean {
+  if (sqlStateOf(err) !== undefined) return sqlStateOf(err)?.startsWith('08') === true;
+  const message = String((err as { message?: unknown } | null)?.message ?? '');
+  return /Query read timeout|Connection terminated|not queryable|ECONNRESET|EPIPE|socket/i.test(message);
 }
 
 /**

@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { isRetryable } from './pg-errors.js';
+import { isConnectionLoss, isRetryable } from './pg-errors.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
 export class DeadlineExceededError extends Error {
@@ -54,6 +54,16 @@ export interface TransactionLimits {
 const SET_TIMEOUTS = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)";
 
 /**
+ * Milliseconds past the deadline after which a statement still unanswered is given up on this
+ * side: its connection is destroyed (pg's per-query `query_timeout` in pipeline mode), never
+ * reused. The server's own timeouts, lowered to the deadline, normally answer first.
+ */
+export const CLIENT_TIMEOUT_MARGIN_MS = 100;
+
+/** A pg query with its own read timeout (node-postgres reads `query_timeout` per query too). */
+type TimedQuery = pg.QueryConfig & { query_timeout: number };
+
+/**
  * One open PostgreSQL transaction, carried explicitly to every repository that works for it
  * (vendure style). Statements go in named groups ({@link send}): a group is written to the
  * connection at once (node-postgres pipeline mode) and costs one round trip; {@link commitWith}
@@ -69,6 +79,8 @@ export class Tx {
   /** A statement failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. */
   private aborted = false;
   private done = false;
+  /** @internal COMMIT was sent: a lost connection from here on leaves its outcome unknown. */
+  committing = false;
 
   constructor(
     private readonly runner: QueryRunner,
@@ -152,25 +164,27 @@ export class Tx {
     const names = Object.keys(group);
     const pending: Promise<pg.QueryResult>[] = [];
     const at: number[] = [];
+    const query_timeout = left + CLIENT_TIMEOUT_MARGIN_MS;
     for (const name of names) {
       const timeouts = this.timeoutsFor(group[name], left);
-      if (timeouts) pending.push(this.client.query(timeouts));
+      if (timeouts) pending.push(this.client.query({ ...timeouts, query_timeout } as TimedQuery));
       at.push(pending.length);
-      pending.push(this.client.query(group[name] as pg.QueryConfig));
+      const { text, values, name: prepared } = group[name];
+      pending.push(this.client.query({ text, values, name: prepared, query_timeout } as TimedQuery));
     }
-    let ended: Promise<void> | undefined;
+    // COMMIT is issued after the statements above, so it travels in the same round trip; its
+    // failure is taken at once (it may come before theirs) and reported after them.
+    let commitFailure: Promise<{ error: unknown } | undefined> | undefined;
     if (commit) {
-      // Issued after the statements above, so it travels in the same round trip.
       this.done = true;
-      ended = this.runner.commitTransaction();
+      this.committing = true;
+      commitFailure = this.runner.commitTransaction().then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
     }
     const settled = await Promise.allSettled(pending);
-    const endedError = ended
-      ? await ended.then(
-          () => undefined,
-          (e: unknown) => e,
-        )
-      : undefined;
+    const commitError = await commitFailure;
     const failed = settled.findIndex((s) => s.status === 'rejected');
     if (failed >= 0) {
       this.aborted = true;
@@ -178,7 +192,7 @@ export class Tx {
       const error = (settled[failed] as PromiseRejectedResult).reason as unknown;
       throw statement?.mapError ? statement.mapError(error) : error;
     }
-    if (endedError !== undefined) throw endedError;
+    if (commitError) throw commitError.error;
     const results = {} as Record<string, SqlResult<unknown>>;
     names.forEach((name, i) => {
       const r = (settled[at[i]] as PromiseFulfilledResult<pg.QueryResult>).value;
@@ -277,10 +291,11 @@ export class TransactionRunner {
   private async once<T>(work: (tx: Tx) => Promise<T>, deadline: number): Promise<T> {
     if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
     const runner = this.dataSource.createQueryRunner();
+    let tx: Tx | undefined;
     try {
-      const client = (await runner.connect()) as pg.PoolClient;
+      const client = await this.connectBy(runner, deadline);
       await runner.startTransaction();
-      const tx = new Tx(runner, client, deadline, {
+      tx = new Tx(runner, client, deadline, {
         statementTimeoutMs: this.config.statementTimeoutMs,
         lockTimeoutMs: this.config.lockTimeoutMs,
       });
@@ -288,10 +303,38 @@ export class TransactionRunner {
       await tx.finish();
       return result;
     } catch (err) {
+      if (tx?.committing && isConnectionLoss(err)) {
+        this.logger.warn(
+          `COMMIT outcome unknown (${(err as Error).message}): the sender's redelivery finds the batch committed (duplicate) or applies it`,
+        );
+      }
       if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
       throw err;
     } finally {
       await runner.release().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A pooled connection for `runner`, or DeadlineExceededError when none is handed out before the
+   * deadline (a full pool of hung connections); one handed out later goes back to the pool at once.
+   */
+  private async connectBy(runner: QueryRunner, deadline: number): Promise<pg.PoolClient> {
+    let timer: NodeJS.Timeout | undefined;
+    const connecting = runner.connect() as Promise<pg.PoolClient>;
+    const late = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new DeadlineExceededError()), Math.max(0, deadline - Date.now()));
+    });
+    try {
+      return await Promise.race([connecting, late]);
+    } catch (err) {
+      connecting.then(
+        () => runner.release(),
+        () => undefined,
+      );
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

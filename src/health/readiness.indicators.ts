@@ -11,9 +11,10 @@ import { ShutdownState } from './shutdown-state.js';
 export const READINESS_DB_TIMEOUT_MS = 1500;
 
 /**
- * The receiver-specific readiness indicators (terminus): not shutting down, and every migration
- * of this build recorded in `schema_migrations`. Database reachability itself is terminus'
- * TypeORM ping (see {@link HealthController}).
+ * The readiness indicators (terminus): not shutting down, PostgreSQL answering `SELECT 1` and
+ * every migration of this build recorded, each within {@link READINESS_DB_TIMEOUT_MS} through
+ * the TransactionRunner (a hung server: the connection is given up at that deadline). A failure
+ * names the indicator only, never the database's address or its driver's error.
  */
 @Injectable()
 export class ReadinessIndicators {
@@ -26,6 +27,18 @@ export class ReadinessIndicators {
     private readonly transactions: TransactionRunner,
   ) {}
 
+  /** `database` is up when PostgreSQL answers a query within the probe's budget. */
+  async database(): Promise<HealthIndicatorResult<'database'>> {
+    const check = this.indicators.check('database');
+    const started = Date.now();
+    try {
+      await this.transactions.run((tx) => tx.query('SELECT 1'), this.budget());
+      return check.up({ responseTime: Date.now() - started });
+    } catch {
+      return check.down({ message: `no answer within ${READINESS_DB_TIMEOUT_MS} ms` });
+    }
+  }
+
   /** `shutdown` is down from the first termination signal on. */
   notShuttingDown(): HealthIndicatorResult<'shutdown'> {
     const check = this.indicators.check('shutdown');
@@ -36,21 +49,26 @@ export class ReadinessIndicators {
 
   /**
    * `migrations` is up when every migration of this build is recorded (checked until it is once,
-   * then remembered: a running build's migrations do not disappear). Times out like the ping.
+   * then remembered: a running build's migrations do not disappear).
    */
-  migrations(): PromiseLike<HealthIndicatorResult<'migrations'>> {
+  async migrations(): Promise<HealthIndicatorResult<'migrations'>> {
+    const check = this.indicators.check('migrations');
+    const started = Date.now();
     const expected = this.dataSource.migrations.map((m) => m.name ?? m.constructor.name);
-    return this.indicators
-      .check('migrations')
-      .attempt(async () => {
-        if (!this.migrationsApplied) {
-          const applied = await this.transactions.run((tx) => appliedMigrations(tx), { retries: 0 });
-          const pending = expected.filter((name) => !applied.has(name));
-          if (pending.length) throw new Error(`pending migrations: ${pending.join(', ')}`);
-          this.migrationsApplied = true;
-        }
-        return { applied: expected.length };
-      })
-      .withTimeout(READINESS_DB_TIMEOUT_MS);
+    if (!this.migrationsApplied) {
+      try {
+        const applied = await this.transactions.run((tx) => appliedMigrations(tx), this.budget());
+        const pending = expected.filter((name) => !applied.has(name)).length;
+        if (pending) return check.down({ message: `${pending} migration(s) not applied` });
+        this.migrationsApplied = true;
+      } catch {
+        return check.down({ message: `no answer within ${READINESS_DB_TIMEOUT_MS} ms` });
+      }
+    }
+    return check.up({ applied: expected.length, responseTime: Date.now() - started });
+  }
+
+  private budget() {
+    return { deadline: Date.now() + READINESS_DB_TIMEOUT_MS, retries: 0 };
   }
 }

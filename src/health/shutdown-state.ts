@@ -7,6 +7,7 @@ import type { AppConfig } from '../config/configuration.js';
 import { ErrorCode } from '../common/domain.exception.js';
 import { DeliveryOutcome } from '../callbacks/callback.types.js';
 import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { requestIdOf } from '../observability/request-id.js';
 
 /** Paths still served while shutting down: probes and scrapes must see the real state. */
 const SERVED_WHILE_CLOSING = /^\/(health|metrics)(\/|$)/i;
@@ -56,6 +57,7 @@ export class ShutdownState implements BeforeApplicationShutdown {
       const probe = SERVED_WHILE_CLOSING.test(req.path);
       if (this.closing) {
         res.setHeader('Connection', 'close');
+        res.setHeader('X-Request-Id', requestIdOf(req));
         if (!probe) {
           req.resume();
           if (this.isCallback(req)) this.observer.delivered(this.refusedDelivery(req));
@@ -89,10 +91,9 @@ export class ShutdownState implements BeforeApplicationShutdown {
 
   /** A callback answered 503 before its body was read: counted and logged, not stored (no database). */
   private refusedDelivery(req: Request) {
-    const sent = req.headers['x-request-id'];
     return {
       batchId: null,
-      requestId: typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : null,
+      requestId: requestIdOf(req),
       receivedAt: new Date(),
       outcome: DeliveryOutcome.FAILED,
       httpStatus: 503,

@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import { Injectable, Logger } from '@nestjs/common';
 import type { DeliveryAttemptRow } from '../callbacks/delivery-audit.repository.js';
 import { DeliveryOutcome } from '../callbacks/callback.types.js';
@@ -16,6 +17,28 @@ export class DeliveryObserver {
   private readonly logger = new Logger('Delivery');
 
   constructor(private readonly metrics: SettlementMetrics) {}
+
+  /**
+   * Calls {@link delivered} once the answer has been written to the client (or the connection
+   * closed), with `durationMs` measured until then; `done` gets the same attempt (e.g. to store it).
+   */
+  whenAnswered(
+    res: ServerResponse,
+    attempt: DeliveryAttemptRow,
+    status = attempt.httpStatus,
+    done?: (a: DeliveryAttemptRow) => void,
+  ): void {
+    let seen = false;
+    const answered = () => {
+      if (seen) return;
+      seen = true;
+      const final = { ...attempt, durationMs: Date.now() - attempt.receivedAt.getTime() };
+      this.delivered(final, status);
+      done?.(final);
+    };
+    res.once('finish', answered);
+    res.once('close', answered);
+  }
 
   /** @param attempt the delivery attempt as recorded; `status` is what was answered (may differ: 503). */
   delivered(attempt: DeliveryAttemptRow, status = attempt.httpStatus): void {

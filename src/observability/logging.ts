@@ -1,21 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/configuration.js';
-import type { CallbackRequest } from '../callbacks/callback-request.js';
 import { logContextMixin } from './log-context.js';
+import { requestIdOf } from './request-id.js';
 
 /** Probe and scrape paths: answered often, not worth a line each. */
 const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
-
-/** `X-Request-Id` as sent when it is a sane token (the callback middleware's rule), else a new UUID. */
-function requestIdOf(req: CallbackRequest): string {
-  if (req.callback?.requestId) return req.callback.requestId;
-  const sent = req.headers['x-request-id'];
-  return typeof sent === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(sent) ? sent : randomUUID();
-}
 
 /**
  * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
@@ -36,7 +28,7 @@ export function loggerParams(config: AppConfig, destination?: DestinationStream)
     quietReqLogger: true,
     customAttributeKeys: { reqId: 'requestId' },
     genReqId: (req: IncomingMessage, res: ServerResponse) => {
-      const id = requestIdOf(req as CallbackRequest);
+      const id = requestIdOf(req);
       if (!res.headersSent) res.setHeader('X-Request-Id', id);
       return id;
     },

@@ -20,6 +20,7 @@ export const METRIC = {
   ledgerOperations: 'settlement_ledger_operations_total',
   needingReview: 'settlement_coupons_needing_review',
   unallocated: 'settlement_coupons_unallocated',
+  attemptsUnrecorded: 'settlement_delivery_attempts_unrecorded_total',
 } as const;
 
 /**
@@ -37,6 +38,7 @@ export class SettlementMetrics {
   private readonly duration: Histogram<'outcome'>;
   private readonly batchCoupons: Histogram;
   private readonly ledgerOperations: Counter<'type'>;
+  private readonly unrecorded: Counter;
   private couponCountSource: (() => Promise<CouponCounts>) | undefined;
 
   constructor() {
@@ -65,6 +67,11 @@ export class SettlementMetrics {
       name: METRIC.ledgerOperations,
       help: 'Financial operations committed to the ledger, by type (CONTRACT §7)',
       labelNames: ['type'],
+      registers,
+    });
+    this.unrecorded = new Counter({
+      name: METRIC.attemptsUnrecorded,
+      help: 'Delivery attempts that could not be written to delivery_attempts (CONTRACT §8), logged instead',
       registers,
     });
     for (const outcome of Object.values(DeliveryOutcome)) {
@@ -110,6 +117,11 @@ export class SettlementMetrics {
     } catch (err) {
       this.logger.warn(`ledger operations not counted: ${(err as Error).message}`);
     }
+  }
+
+  /** Counts delivery attempts that could not be stored (each is logged by its writer). */
+  attemptsUnrecorded(n: number): void {
+    this.unrecorded.inc(n);
   }
 
   /** Registers where the coupon gauges are read from at scrape time (the coupons module). */

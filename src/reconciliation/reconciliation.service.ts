@@ -19,7 +19,8 @@ import type { AppConfig } from '../config/configuration.js';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { CouponsService } from '../coupons/coupons.service.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
-import { TransactionRunner, Tx } from '../database/transaction.js';
+import { isConnectionLoss } from '../database/pg-errors.js';
+import { DeadlineExceededError, TransactionRunner, Tx } from '../database/transaction.js';
 import { couponOperationKey } from '../ledger/postings.js';
 import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
@@ -225,6 +226,12 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         }
         if (!(err instanceof DomainException))
           this.logger.warn(`reconciliation of coupon ${code} failed: ${(err as Error).message}`);
+        if (err instanceof DeadlineExceededError || isConnectionLoss(err)) {
+          // The database is away or hung: give the run up (its lock is released) and leave the
+          // remaining coupons to the next run rather than waiting out a deadline for each.
+          this.logger.warn(`reconciliation run stopped after ${code}: the database did not answer in time`);
+          break;
+        }
       }
     }
   }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
 import {
+  attemptsWritten,
   balance,
   batchOf,
   createTestApp,
@@ -40,6 +41,7 @@ type Counts = Record<(typeof TABLES)[number], number>;
 
 /** Row counts of every table the callback writes. */
 async function counts(t: TestContext): Promise<Counts> {
+  await attemptsWritten(t);
   const { rows } = await t.db.query(
     `SELECT ${TABLES.map((x) => `(SELECT count(*)::int FROM ${x}) AS ${x}`).join(', ')}`,
   );
@@ -108,6 +110,7 @@ function paths(res: request.Response): string[] {
 
 /** The delivery attempt recorded for a request id (exactly one row expected). */
 async function attemptOf(t: TestContext, requestId: string) {
+  await attemptsWritten(t);
   const { rows } = await t.db.query(
     `SELECT batch_id, request_id, outcome, http_status, error_code, payload_hash FROM delivery_attempts WHERE request_id = $1`,
     [requestId],
@@ -237,6 +240,7 @@ async function rowsOfBatch(t: TestContext, batchId: string, codes: string[]) {
 }
 
 async function attemptsOfBatch(t: TestContext, batchId: string) {
+  await attemptsWritten(t);
   const { rows } = await t.db.query(
     `SELECT outcome, http_status, error_code FROM delivery_attempts WHERE batch_id = $1 ORDER BY id`,
     [batchId],

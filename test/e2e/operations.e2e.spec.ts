@@ -12,6 +12,7 @@ import {
   register,
   SECRET,
   TestContext,
+  attemptsWritten,
 } from '../support/test-app.js';
 import { withClient } from '../support/database.js';
 
@@ -233,16 +234,32 @@ describe('operations: metrics, logs, delivery audit', () => {
       await withClient(admin, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
     }
     expectError(res, 503, 'transient_failure');
+    // The failed attempt is written after the answer (CONTRACT §5: the database never delays it).
+    await attemptsWritten(t);
     const mine = logs().filter((l) => l.requestId === 'log-req-503');
-    expect(mine.length).toBeGreaterThanOrEqual(3); // exception, audit write failure, summary
+    // The exception and the summary; a retried attempt write names the request ids it holds.
+    expect(mine.filter((l) => l.context !== 'DeliveryAudit').map((l) => l.context)).toEqual([
+      'Exceptions',
+      'Delivery',
+    ]);
     for (const line of mine) expect(line.batchId).toBe('log-batch-503');
     expect(
       mine
         .filter((l) => l.outcome !== undefined)
         .map(({ outcome, status, level }) => ({ outcome, status, level })),
     ).toEqual([{ outcome: 'failed', status: 503, level: 50 }]);
+    const stored = await t.db.query(
+      `SELECT batch_id, outcome, http_status, error_code FROM delivery_attempts WHERE request_id = 'log-req-503'`,
+    );
+    expect(stored.rows).toEqual([
+      { batch_id: 'log-batch-503', outcome: 'failed', http_status: 503, error_code: 'transient_failure' },
+    ]);
     // Lines outside any request: only the pool noticing its idle connections were terminated.
-    expect(logs().filter((l) => l.requestId === undefined && l.context !== 'Database')).toEqual([]);
+    expect(
+      logs().filter(
+        (l) => l.requestId === undefined && l.context !== 'Database' && l.context !== 'DeliveryAudit',
+      ),
+    ).toEqual([]);
     const text = lines.join('\n');
     for (const secret of [SECRET, OTHER_SECRET, OPS_KEY, 'LOG-503', '"events"'])
       expect(text).not.toContain(secret);

@@ -16,7 +16,7 @@ import {
 // batch id alone) and §1 (never lose an acknowledged batch): the receiver is killed with SIGKILL
 // while a batch transaction is open and blocked on a row lock held by a second connection.
 // The inline hot path sends its last round of statements (writes, ledger posting) together with
-// COMMIT (node-postgres pipeline mode, `PipelinedTx`): a transaction blocked in that round may
+// COMMIT (node-postgres pipeline mode, `Tx.commitWith`): a transaction blocked in that round may
 // still commit WHOLE after the process died (the COMMIT is already at the server), never in part;
 // the 200 was never sent, so SportAPI's redelivery is then a duplicate. Blocked in the first round
 // (claim and coupon locks), COMMIT was not sent: nothing persists.

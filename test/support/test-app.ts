@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
+import { DeliveryAttemptWriter } from '../../src/callbacks/delivery-attempt.writer.js';
 import { configureApp } from '../../src/app.setup.js';
 import { AppConfig, loadConfig } from '../../src/config/configuration.js';
 import { createTestDatabase } from './database.js';
@@ -26,15 +27,16 @@ export interface TestContext {
  * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
  * `fatal` unless set: tests that provoke failures on purpose would fill the output);
- * `options.logDestination` receives the JSON log lines instead of stdout.
+ * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
+ * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct).
  */
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { logDestination?: DestinationStream } = {},
+  options: { logDestination?: DestinationStream; via?: (databaseUrl: string) => string } = {},
 ): Promise<TestContext> {
   const database = await createTestDatabase();
   const config = loadConfig({
-    DATABASE_URL: database.url,
+    DATABASE_URL: options.via ? options.via(database.url) : database.url,
     SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
     OPS_API_KEYS: OPS_KEY,
     RUN_MIGRATIONS_ON_START: '1',
@@ -118,6 +120,14 @@ export async function register(app: INestApplication, couponCode: string, accoun
   const res = await ops(app).post('/coupons', { coupon_code: couponCode, accountId, stake, currency: 'EUR' });
   if (res.status !== 201 && res.status !== 200) throw new Error(`register failed: ${res.status} ${res.text}`);
   return res;
+}
+
+/**
+ * Waits until the delivery attempts of failed deliveries answered so far are written: they are
+ * recorded after the answer (DeliveryAttemptWriter, CONTRACT §8), not before it.
+ */
+export async function attemptsWritten(t: TestContext): Promise<void> {
+  await t.app.get(DeliveryAttemptWriter).flushed();
 }
 
 /** Balance of an account as the partner API shows it. */
