@@ -1,22 +1,26 @@
-import { createHash } from 'node:crypto';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import request from 'supertest';
+import { injectTrigger, whileLocked } from '../support/database-faults.js';
+import { rowsOfBatch } from '../support/rows.js';
 import {
   attemptsWritten,
   balance,
   batchOf,
-  createTestApp,
   deliver,
   deposit,
+  expectError,
+  fieldPaths,
   operations,
   ops,
   OTHER_SECRET,
   register,
   SECRET,
+  sha256Hex,
   sign,
   TestContext,
-  expectError,
+  useTestApp,
 } from '../support/test-app.js';
+import { sleep } from '../support/wait.js';
 
 // The callback's HTTP contract and failure handling (CONTRACT §3, §4, §5, §8): signatures,
 // validation, conflicts, body limits and encodings, the exact response shape, and what a failure
@@ -24,7 +28,8 @@ import {
 
 const CALLBACK = '/sportapi/callback';
 
-/** Text that must never appear in an error answer: SQL, driver internals, stack frames, secrets. */
+/** What a refused or rolled-back batch leaves in {@link rowsOfBatch} of its id and coupons: nothing. */
+const NOTHING_KEPT = { batches: 0, snapshots: 0, bets: 0, operations: 0, touched_coupons: 0 };
 
 const TABLES = [
   'callback_batches',
@@ -61,8 +66,6 @@ function rid(): string {
   requestSeq += 1;
   return `cc-${process.pid}-${requestSeq}`;
 }
-
-const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 interface SendOptions {
   /** HMAC secret; default SECRET. */
@@ -103,11 +106,6 @@ async function send(t: TestContext, body: unknown, opts: SendOptions = {}): Prom
   return { res, bytes, requestId };
 }
 
-/** Distinct `error.fields[].path` of a 400. */
-function paths(res: request.Response): string[] {
-  return [...new Set((res.body.error.fields ?? []).map((f: { path: string }) => f.path))] as string[];
-}
-
 /** The delivery attempt recorded for a request id (exactly one row expected). */
 async function attemptOf(t: TestContext, requestId: string) {
   await attemptsWritten(t);
@@ -126,11 +124,18 @@ async function attemptOf(t: TestContext, requestId: string) {
   };
 }
 
+/** {@link send}, with the milliseconds until its answer. */
+async function sendTimed(t: TestContext, body: unknown): Promise<{ sent: Sent; elapsed: number }> {
+  const started = Date.now();
+  const sent = await send(t, body);
+  return { sent, elapsed: Date.now() - started };
+}
+
 /** Quarantined bodies with the SHA-256 of `bytes`. */
 async function quarantineOf(t: TestContext, bytes: Buffer) {
   const { rows } = await t.db.query(
     `SELECT batch_id, reason, http_status, body, content_type FROM quarantined_bodies WHERE payload_hash = $1 ORDER BY id`,
-    [sha256(bytes)],
+    [sha256Hex(bytes)],
   );
   return rows as {
     batch_id: string | null;
@@ -160,7 +165,7 @@ async function expectQuarantined(
     outcome: expected.outcome,
     http_status: expected.status,
     error_code: expected.code,
-    payload_hash: sha256(sent.bytes),
+    payload_hash: sha256Hex(sent.bytes),
   });
   if (expected.batchId !== undefined) {
     expect(attempt.batch_id).toBe(expected.batchId);
@@ -207,38 +212,6 @@ function jsonOfSize(obj: Record<string, unknown>, size: number): string {
   return json;
 }
 
-/** Creates a row trigger on `table` running `body` (PL/pgSQL, `NEW` available); returns its remover. */
-async function injectTrigger(
-  t: TestContext,
-  name: string,
-  table: string,
-  body: string,
-): Promise<() => Promise<void>> {
-  await t.db.query(
-    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`,
-  );
-  await t.db.query(
-    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
-  );
-  return async () => {
-    await t.db.query(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);
-    await t.db.query(`DROP FUNCTION IF EXISTS ${name}()`);
-  };
-}
-
-/** Rows anywhere that a batch (and its coupons) could have written. */
-async function rowsOfBatch(t: TestContext, batchId: string, codes: string[]) {
-  const { rows } = await t.db.query(
-    `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = $1) AS batches,
-            (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = $1 OR coupon_code = ANY($2)) AS snapshots,
-            (SELECT count(*)::int FROM bets WHERE last_batch_id = $1 OR coupon_code = ANY($2)) AS bets,
-            (SELECT count(*)::int FROM financial_operations WHERE batch_id = $1) AS operations,
-            (SELECT count(*)::int FROM coupons WHERE coupon_code = ANY($2) AND (status IS NOT NULL OR last_batch_id IS NOT NULL)) AS touched_coupons`,
-    [batchId, codes],
-  );
-  return rows[0];
-}
-
 async function attemptsOfBatch(t: TestContext, batchId: string) {
   await attemptsWritten(t);
   const { rows } = await t.db.query(
@@ -249,13 +222,9 @@ async function attemptsOfBatch(t: TestContext, batchId: string) {
 }
 
 describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
-  let t: TestContext;
+  const t = useTestApp();
   beforeAll(async () => {
-    t = await createTestApp();
     await deposit(t.app, 'house-warmup', '1.00'); // creates the EUR house account once
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
   });
 
   describe('signature (§3, §4 step 1)', () => {
@@ -486,7 +455,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       const before = await counts(t);
       const sent = await send(t, body);
       expectError(sent.res, 400, 'validation_failed');
-      expect(paths(sent.res)).toEqual([path]);
+      expect(fieldPaths(sent.res)).toEqual([path]);
       for (const f of sent.res.body.error.fields) expect(typeof f.message).toBe('string');
       await expectQuarantined(t, sent, before, {
         status: 400,
@@ -546,7 +515,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         batch('v-reg', [coupon('V-REG', { realWin: '50.00' }), coupon('V-REG-2', { realWin: '1.001' })]),
       );
       expectError(sent.res, 400, 'validation_failed');
-      expect(paths(sent.res)).toEqual(['coupons[1].realWin']);
+      expect(fieldPaths(sent.res)).toEqual(['coupons[1].realWin']);
       expect(await operations(t.app, 'V-REG')).toEqual(['V-REG:0:stake_debit=10.00']);
       expect(await balance(t.app, 'pv')).toBe('90.00');
       expect((await ops(t.app).get('/coupons/V-REG')).body).toMatchObject({ status: null, realWin: null });
@@ -707,7 +676,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         const before = await counts(t);
         const sent = await send(t, body);
         expectError(sent.res, 400, 'validation_failed');
-        expect(paths(sent.res)).toEqual([path]);
+        expect(fieldPaths(sent.res)).toEqual([path]);
         await expectQuarantined(t, sent, before, {
           status: 400,
           code: 'validation_failed',
@@ -773,7 +742,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         `SELECT payload, payload_hash FROM callback_batches WHERE batch_id = 'k-batch-1'`,
       );
       expect(Buffer.compare(stored.rows[0].payload, first.bytes)).toBe(0);
-      expect(stored.rows[0].payload_hash).toBe(sha256(first.bytes));
+      expect(stored.rows[0].payload_hash).toBe(sha256Hex(first.bytes));
 
       const again = await send(t, original);
       expect(again.res.status).toBe(200);
@@ -850,7 +819,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         `SELECT payload, payload_hash FROM callback_batches WHERE batch_id = 'enc-gzip'`,
       );
       expect(Buffer.compare(raw.rows[0].payload, sent.bytes)).toBe(0);
-      expect(raw.rows[0].payload_hash).toBe(sha256(sent.bytes));
+      expect(raw.rows[0].payload_hash).toBe(sha256Hex(sent.bytes));
     });
 
     it('Content-Encoding deflate → 200', async () => {
@@ -928,18 +897,11 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       await register(t.app, 'PH-1', 'ph', '10.00');
       const body = batch('hash-1', [coupon('PH-1', { realWin: '4.00' }), coupon('PH-2', { status: 1 })]);
       expect((await send(t, body)).res.status).toBe(200);
-      const before = await rowsOfBatch(t, 'hash-1', ['PH-1', 'PH-2']);
+      const before = await rowsOfBatch(t.db, 'hash-1', ['PH-1', 'PH-2']);
       // A first delivery would have to lock coupon rows; a redelivery of committed bytes must not.
-      const locker = await t.db.connect();
-      let again!: Sent;
-      try {
-        await locker.query('BEGIN');
-        await locker.query('LOCK TABLE coupons IN ACCESS EXCLUSIVE MODE');
-        again = await send(t, body, { headers: { 'x-request-id': 'hash-redelivery' } });
-      } finally {
-        await locker.query('ROLLBACK');
-        locker.release();
-      }
+      const again = await whileLocked(t.db, 'LOCK TABLE coupons IN ACCESS EXCLUSIVE MODE', () =>
+        send(t, body, { headers: { 'x-request-id': 'hash-redelivery' } }),
+      );
       expect(again.res.status).toBe(200);
       expect(again.res.body).toStrictEqual({ success: true, processed: 2, duplicate: true });
       expect(await attemptOf(t, 'hash-redelivery')).toEqual({
@@ -948,9 +910,9 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         outcome: 'duplicate',
         http_status: 200,
         error_code: null,
-        payload_hash: sha256(again.bytes),
+        payload_hash: sha256Hex(again.bytes),
       });
-      expect(await rowsOfBatch(t, 'hash-1', ['PH-1', 'PH-2'])).toEqual(before);
+      expect(await rowsOfBatch(t.db, 'hash-1', ['PH-1', 'PH-2'])).toEqual(before);
       expect(await balance(t.app, 'ph')).toBe('44.00');
       // The same batch id with other bytes still goes the whole way: 409.
       const other = await send(t, batch('hash-1', [coupon('PH-1', { realWin: '5.00' })]));
@@ -963,7 +925,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       await t.db.query(`INSERT INTO coupons (coupon_code) VALUES ('PH-3')`);
       await t.db.query(
         `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('hash-2', $1, 1, $2)`,
-        [sha256(body), body],
+        [sha256Hex(body), body],
       );
       const res = await send(t, body, { headers: { 'x-request-id': 'hash-other-replica' } });
       expect(res.res.status).toBe(200);
@@ -972,9 +934,9 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         batch_id: 'hash-2',
         outcome: 'duplicate',
         http_status: 200,
-        payload_hash: sha256(body),
+        payload_hash: sha256Hex(body),
       });
-      expect(await rowsOfBatch(t, 'hash-2', ['PH-3'])).toEqual({
+      expect(await rowsOfBatch(t.db, 'hash-2', ['PH-3'])).toEqual({
         batches: 1,
         snapshots: 0,
         bets: 0,
@@ -1046,7 +1008,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         coupon('F-C', { realWin: '33.00' }),
       ]);
       const remove = await injectTrigger(
-        t,
+        t.db,
         'inject_fail_p0001',
         'coupon_snapshots',
         `IF NEW.coupon_code = 'F-B' THEN RAISE EXCEPTION 'injected: SELECT * FROM coupons at file:///x.ts:1:1' USING ERRCODE = 'P0001'; END IF;`,
@@ -1060,13 +1022,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       }
       expectError(sent.res, 503, 'transient_failure');
       expect(changed(before, await counts(t))).toEqual({ delivery_attempts: 1 });
-      expect(await rowsOfBatch(t, 'fail-1', ['F-A', 'F-B', 'F-C'])).toEqual({
-        batches: 0,
-        snapshots: 0,
-        bets: 0,
-        operations: 0,
-        touched_coupons: 0,
-      });
+      expect(await rowsOfBatch(t.db, 'fail-1', ['F-A', 'F-B', 'F-C'])).toEqual(NOTHING_KEPT);
       expect(await balance(t.app, 'pf')).toBe('70.00');
       expect(await attemptsOfBatch(t, 'fail-1')).toEqual([
         { outcome: 'failed', http_status: 503, error_code: 'transient_failure' },
@@ -1093,7 +1049,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       for (const c of ['D-A', 'D-B', 'D-C']) await register(t.app, c, 'pd', '10.00');
       await t.db.query('CREATE SEQUENCE inject_deadlock_seq');
       const remove = await injectTrigger(
-        t,
+        t.db,
         'inject_deadlock',
         'bets',
         `IF NEW.coupon_code = 'D-B' THEN PERFORM nextval('inject_deadlock_seq'); RAISE EXCEPTION 'injected deadlock' USING ERRCODE = '40P01'; END IF;`,
@@ -1110,13 +1066,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       const seq = await t.db.query(`SELECT last_value::int AS n FROM inject_deadlock_seq`);
       await t.db.query('DROP SEQUENCE inject_deadlock_seq');
       expect(seq.rows[0].n).toBe(4);
-      expect(await rowsOfBatch(t, 'fail-2', ['D-A', 'D-B', 'D-C'])).toEqual({
-        batches: 0,
-        snapshots: 0,
-        bets: 0,
-        operations: 0,
-        touched_coupons: 0,
-      });
+      expect(await rowsOfBatch(t.db, 'fail-2', ['D-A', 'D-B', 'D-C'])).toEqual(NOTHING_KEPT);
       expect(await balance(t.app, 'pd')).toBe('70.00');
       expect(await attemptsOfBatch(t, 'fail-2')).toEqual([
         { outcome: 'failed', http_status: 503, error_code: 'transient_failure' },
@@ -1138,7 +1088,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
         // A sequence, not a table: nextval() survives the rollback of the failed attempt.
         await t.db.query(`CREATE SEQUENCE inject_once_${id}_seq`);
         const remove = await injectTrigger(
-          t,
+          t.db,
           `inject_once_${id}`,
           'coupon_snapshots',
           `IF NEW.coupon_code = '${code}' AND nextval('inject_once_${id}_seq') = 1 THEN
@@ -1181,13 +1131,7 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
 });
 
 describe('custom signature header (SIGNATURE_HEADER, §3)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp({ SIGNATURE_HEADER: 'X-Hub-Signature' });
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
-  });
+  const t = useTestApp({ SIGNATURE_HEADER: 'X-Hub-Signature' });
 
   it('the configured header is used', async () => {
     const { res } = await send(t, batchOf('hub-1', { code: 'HUB-1', status: 1 }), {
@@ -1206,13 +1150,7 @@ describe('custom signature header (SIGNATURE_HEADER, §3)', () => {
 });
 
 describe('small body limit (CALLBACK_BODY_LIMIT_BYTES=2048, §5)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp({ CALLBACK_BODY_LIMIT_BYTES: '2048' });
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
-  });
+  const t = useTestApp({ CALLBACK_BODY_LIMIT_BYTES: '2048' });
 
   it('exactly 2048 bytes → 200', async () => {
     const { res } = await send(t, jsonOfSize(batchOf('lim-ok', { code: 'LIM-OK', status: 1 }), 2048));
@@ -1239,13 +1177,9 @@ describe('small body limit (CALLBACK_BODY_LIMIT_BYTES=2048, §5)', () => {
 });
 
 describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', () => {
-  let t: TestContext;
+  const t = useTestApp({ CALLBACK_DEADLINE_MS: '1500', DB_LOCK_TIMEOUT_MS: '1000' });
   beforeAll(async () => {
-    t = await createTestApp({ CALLBACK_DEADLINE_MS: '1500', DB_LOCK_TIMEOUT_MS: '1000' });
     await deposit(t.app, 'pl', '100.00');
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
   });
 
   it('a coupon row locked by another transaction → 503 within the deadline, nothing kept; after release → 200 once', async () => {
@@ -1254,29 +1188,15 @@ describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', (
       coupon('L-0', { status: 1, realWin: null }),
       coupon('L-1', { realWin: '40.00' }),
     ]);
-    const holder = await t.db.connect();
-    let sent!: Sent;
-    let elapsed!: number;
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT coupon_code FROM coupons WHERE coupon_code = 'L-1' FOR UPDATE`);
-      const started = Date.now();
-      sent = await send(t, body);
-      elapsed = Date.now() - started;
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
+    const { sent, elapsed } = await whileLocked(
+      t.db,
+      `SELECT coupon_code FROM coupons WHERE coupon_code = 'L-1' FOR UPDATE`,
+      () => sendTimed(t, body),
+    );
     expectError(sent.res, 503, 'transient_failure');
     expect(elapsed).toBeLessThan(3000);
     expect(elapsed).toBeGreaterThanOrEqual(900); // it did wait on the lock
-    expect(await rowsOfBatch(t, 'lock-1', ['L-0', 'L-1'])).toEqual({
-      batches: 0,
-      snapshots: 0,
-      bets: 0,
-      operations: 0,
-      touched_coupons: 0,
-    });
+    expect(await rowsOfBatch(t.db, 'lock-1', ['L-0', 'L-1'])).toEqual(NOTHING_KEPT);
     expect((await ops(t.app).get('/coupons/L-0')).status).toBe(404);
     expect(await attemptsOfBatch(t, 'lock-1')).toEqual([
       { outcome: 'failed', http_status: 503, error_code: 'transient_failure' },
@@ -1292,28 +1212,14 @@ describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', (
 
   it('the player account locked by another transaction → 503 within the deadline, nothing kept', async () => {
     await register(t.app, 'L-2', 'pl', '10.00');
-    const holder = await t.db.connect();
-    let sent!: Sent;
-    let elapsed!: number;
-    try {
-      await holder.query('BEGIN');
-      await holder.query(`SELECT id FROM accounts WHERE id = 'pl' FOR UPDATE`);
-      const started = Date.now();
-      sent = await send(t, batchOf('lock-2', { code: 'L-2', status: 2, realWin: '5.00' }));
-      elapsed = Date.now() - started;
-    } finally {
-      await holder.query('ROLLBACK');
-      holder.release();
-    }
+    const { sent, elapsed } = await whileLocked(
+      t.db,
+      `SELECT id FROM accounts WHERE id = 'pl' FOR UPDATE`,
+      () => sendTimed(t, batchOf('lock-2', { code: 'L-2', status: 2, realWin: '5.00' })),
+    );
     expectError(sent.res, 503, 'transient_failure');
     expect(elapsed).toBeLessThan(3000);
-    expect(await rowsOfBatch(t, 'lock-2', ['L-2'])).toEqual({
-      batches: 0,
-      snapshots: 0,
-      bets: 0,
-      operations: 0,
-      touched_coupons: 0,
-    });
+    expect(await rowsOfBatch(t.db, 'lock-2', ['L-2'])).toEqual(NOTHING_KEPT);
     expect(await balance(t.app, 'pl')).toBe('120.00');
     expect((await send(t, batchOf('lock-2', { code: 'L-2', status: 2, realWin: '5.00' }))).res.status).toBe(
       200,
@@ -1324,7 +1230,7 @@ describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', (
   it('a statement that would outlive the deadline is cancelled → 503 within the deadline, nothing kept', async () => {
     await register(t.app, 'S-1', 'pl', '10.00');
     const remove = await injectTrigger(
-      t,
+      t.db,
       'inject_slow',
       'coupon_snapshots',
       `IF NEW.coupon_code = 'S-1' THEN PERFORM pg_sleep(5); END IF;`,
@@ -1333,11 +1239,12 @@ describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', (
     let elapsed!: number;
     let stillRunning!: number;
     try {
-      const started = Date.now();
-      sent = await send(t, batchOf('slow-1', { code: 'S-1', status: 2, realWin: '7.00' }));
-      elapsed = Date.now() - started;
+      ({ sent, elapsed } = await sendTimed(
+        t,
+        batchOf('slow-1', { code: 'S-1', status: 2, realWin: '7.00' }),
+      ));
       // The statement was cancelled, not merely abandoned: no receiver session is still busy.
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200);
       const busy = await t.db.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity
          WHERE datname = current_database() AND application_name = 'settlement-receiver' AND state <> 'idle'`,
@@ -1349,13 +1256,7 @@ describe('deadline (CALLBACK_DEADLINE_MS=1500, DB_LOCK_TIMEOUT_MS=1000, §5)', (
     expect(stillRunning).toBe(0);
     expectError(sent.res, 503, 'transient_failure');
     expect(elapsed).toBeLessThan(3000);
-    expect(await rowsOfBatch(t, 'slow-1', ['S-1'])).toEqual({
-      batches: 0,
-      snapshots: 0,
-      bets: 0,
-      operations: 0,
-      touched_coupons: 0,
-    });
+    expect(await rowsOfBatch(t.db, 'slow-1', ['S-1'])).toEqual(NOTHING_KEPT);
     expect(await attemptsOfBatch(t, 'slow-1')).toEqual([
       { outcome: 'failed', http_status: 503, error_code: 'transient_failure' },
     ]);

@@ -1,19 +1,21 @@
 import type pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { injectTrigger, whileLocked } from '../support/database-faults.js';
+import { opCount, rowsOfBatch } from '../support/rows.js';
 import {
   balance,
   batchOf,
-  createTestApp,
   deliver,
   deposit,
+  expectError,
+  fieldPaths,
   operations,
   ops,
   register,
-  sign,
-  TestContext,
-  expectError,
+  useTestApp,
 } from '../support/test-app.js';
+import { sleep } from '../support/wait.js';
 
 // Regression tests for the fixes of "Fixes from adversarial testing…" (CONTRACT §3–§8, §10):
 // operation-key collisions, pg connection loss, session timeouts after migrations, a quarantine
@@ -21,30 +23,8 @@ import {
 // the callback path's spelling, numbers that never pass through floating point, and results
 // whose status contradicts their amount. Each test fails when its fix is reverted.
 
-/** Distinct `error.fields[].path` of a 400, sorted. */
-function fieldPaths(res: request.Response): string[] {
-  return [...new Set((res.body.error?.fields ?? []).map((f: { path: string }) => f.path))].sort() as string[];
-}
-
-/** Rows written for `batchId` (batch registration, snapshots, operations). */
-async function rowsOfBatch(t: TestContext, batchId: string) {
-  const { rows } = await t.db.query(
-    `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = $1) AS batches,
-            (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = $1) AS snapshots,
-            (SELECT count(*)::int FROM financial_operations WHERE batch_id = $1) AS operations`,
-    [batchId],
-  );
-  return rows[0] as { batches: number; snapshots: number; operations: number };
-}
-
-/** Number of financial operations with this key. */
-async function opCount(t: TestContext, key: string): Promise<number> {
-  const { rows } = await t.db.query(
-    `SELECT count(*)::int AS n FROM financial_operations WHERE operation_key = $1`,
-    [key],
-  );
-  return rows[0].n as number;
-}
+/** What a refused or rolled-back batch leaves in {@link rowsOfBatch}: nothing. */
+const NOTHING_WRITTEN = { batches: 0, snapshots: 0, operations: 0 };
 
 /** One-coupon batch as JSON text, with `@NAME@` placeholders replaced by raw JSON `raw[NAME]`. */
 function rawBatch(batch: unknown, raw: Record<string, string>): string {
@@ -58,13 +38,7 @@ function rawBatch(batch: unknown, raw: Record<string, string>): string {
 }
 
 describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
-  });
+  const t = useTestApp();
 
   // Runs first, before traffic grows the pool: the connection the start-up migrator used is still
   // pooled, and every pooled connection is checked out at once.
@@ -96,7 +70,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
         { 'idempotency-key': 'X:0:stake_debit' },
       );
       expectError(res, 400, 'idempotency_key_required');
-      expect(await opCount(t, 'adjustment:X:0:stake_debit')).toBe(0);
+      expect(await opCount(t.db, 'adjustment:X:0:stake_debit')).toBe(0);
       expect(
         (await t.db.query(`SELECT 1 FROM account_adjustments WHERE idempotency_key = 'X:0:stake_debit'`))
           .rowCount,
@@ -128,14 +102,14 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
         const batchId = `b-${code}-win`;
         const res = await deliver(t.app, batchOf(batchId, { code, status: 2, realWin: '25.00' }));
         expectError(res, 503, 'transient_failure');
-        expect(await rowsOfBatch(t, batchId)).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+        expect(await rowsOfBatch(t.db, batchId)).toEqual(NOTHING_WRITTEN);
         expect(
           (await t.db.query(`SELECT 1 FROM coupon_snapshots WHERE coupon_code = $1`, [code])).rowCount,
         ).toBe(0);
         expect(await balance(t.app, player)).toBe('40.00');
         const coupon = (await ops(t.app).get(`/coupons/${code}`)).body;
         expect(coupon).toMatchObject({ status: null, realWin: null, settled: false });
-        expect(await opCount(t, `${code}:0:final_credit`)).toBe(1);
+        expect(await opCount(t.db, `${code}:0:final_credit`)).toBe(1);
       },
     );
   });
@@ -152,18 +126,12 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
             Buffer.from(body),
           ])
         ).rows[0].n as number;
-      const locker = await t.db.connect();
-      try {
-        await locker.query('BEGIN');
-        await locker.query('LOCK TABLE quarantined_bodies IN ACCESS EXCLUSIVE MODE');
+      await whileLocked(t.db, 'LOCK TABLE quarantined_bodies IN ACCESS EXCLUSIVE MODE', async () => {
         const started = Date.now();
         const res = await deliver(t.app, body);
         expectError(res, 503, 'transient_failure');
         expect(Date.now() - started).toBeLessThan(3500);
-      } finally {
-        await locker.query('ROLLBACK');
-        locker.release();
-      }
+      });
       expect(await quarantined()).toBe(0);
       const again = await deliver(t.app, body);
       expectError(again, 400, 'validation_failed');
@@ -255,11 +223,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       await deposit(t.app, player, '20.00');
       await register(t.app, code, player, '10.00');
       const body = JSON.stringify(batchOf(`b-${code}`, { code, status: 2, realWin: '15.00' }));
-      const res = await request(t.app.getHttpServer())
-        .post(path)
-        .set('content-type', 'application/json')
-        .set('x-signature', sign(body))
-        .send(body);
+      const res = await deliver(t.app, body, { path });
       expect(res.status).toBe(200);
       expect(res.body).toStrictEqual({ success: true, processed: 1 });
       expect(await operations(t.app, code)).toEqual([
@@ -287,7 +251,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       const res = await deliver(t.app, body);
       expectError(res, 400, 'validation_failed');
       expect(fieldPaths(res)).toEqual(['coupons[0].realWin']);
-      expect(await rowsOfBatch(t, 'b-num-1')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await rowsOfBatch(t.db, 'b-num-1')).toEqual(NOTHING_WRITTEN);
       expect(await balance(t.app, 'p-num-1')).toBe('10.00');
     });
 
@@ -358,7 +322,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       );
       expectError(res, 400, 'validation_failed');
       expect(fieldPaths(res)).toEqual(['coupons[0].status']);
-      expect(await rowsOfBatch(t, 'b-num-4')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await rowsOfBatch(t.db, 'b-num-4')).toEqual(NOTHING_WRITTEN);
     });
 
     it('status 2.0000000000000000001 is not taken for WIN → 400 at coupons[0].status, nothing paid', async () => {
@@ -371,7 +335,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       );
       expectError(res, 400, 'validation_failed');
       expect(fieldPaths(res)).toEqual(['coupons[0].status']);
-      expect(await rowsOfBatch(t, 'b-num-4b')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await rowsOfBatch(t.db, 'b-num-4b')).toEqual(NOTHING_WRITTEN);
       expect(await balance(t.app, 'p-num-4b')).toBe('10.00');
     });
 
@@ -383,7 +347,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
         '"realWin":"1.00","realWin":"900.00","events":[{"uuid":"NUM-5-e1","status":2}]}]}';
       const res = await deliver(t.app, body);
       expectError(res, 400, 'malformed_json');
-      expect(await rowsOfBatch(t, 'b-num-5')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+      expect(await rowsOfBatch(t.db, 'b-num-5')).toEqual(NOTHING_WRITTEN);
       expect(await operations(t.app, 'NUM-5')).toEqual(['NUM-5:0:stake_debit=10.00']);
       expect(await balance(t.app, 'p-num-5')).toBe('10.00');
     });
@@ -410,48 +374,37 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
   });
 
   describe('a status contradicting its amount is not paid (§6)', () => {
-    it('WIN with realWin 0 → needs review (inconsistent_result), no final_credit', async () => {
-      await deposit(t.app, 'p-inc-1', '20.00');
-      await register(t.app, 'INC-1', 'p-inc-1', '10.00');
-      const res = await deliver(t.app, batchOf('b-inc-1', { code: 'INC-1', status: 2, realWin: '0' }));
-      expect(res.status).toBe(200);
-      expect((await ops(t.app).get('/coupons/INC-1')).body).toMatchObject({
-        needsReview: true,
-        reviewReason: 'inconsistent_result',
-        settled: false,
-      });
-      expect(await operations(t.app, 'INC-1')).toEqual(['INC-1:0:stake_debit=10.00']);
-      expect(await balance(t.app, 'p-inc-1')).toBe('10.00');
-    });
-
-    it('LOSS with realWin 50.00 → needs review (inconsistent_result), balance unchanged', async () => {
-      await deposit(t.app, 'p-inc-2', '20.00');
-      await register(t.app, 'INC-2', 'p-inc-2', '10.00');
-      const res = await deliver(t.app, batchOf('b-inc-2', { code: 'INC-2', status: 4, realWin: '50.00' }));
-      expect(res.status).toBe(200);
-      expect((await ops(t.app).get('/coupons/INC-2')).body).toMatchObject({
-        needsReview: true,
-        reviewReason: 'inconsistent_result',
-        settled: false,
-      });
-      expect(await operations(t.app, 'INC-2')).toEqual(['INC-2:0:stake_debit=10.00']);
-      expect(await balance(t.app, 'p-inc-2')).toBe('10.00');
-    });
-
-    it('REFUND with realWin 0 → settled for 0, no money, not flagged', async () => {
-      await deposit(t.app, 'p-inc-3', '20.00');
-      await register(t.app, 'INC-3', 'p-inc-3', '10.00');
-      const res = await deliver(t.app, batchOf('b-inc-3', { code: 'INC-3', status: 3, realWin: '0' }));
-      expect(res.status).toBe(200);
-      expect((await ops(t.app).get('/coupons/INC-3')).body).toMatchObject({
+    it.each([
+      {
+        name: 'WIN with realWin 0 → needs review (inconsistent_result), no final_credit',
+        code: 'INC-1',
+        status: 2,
+        realWin: '0',
+        view: { needsReview: true, reviewReason: 'inconsistent_result', settled: false },
+      },
+      {
+        name: 'LOSS with realWin 50.00 → needs review (inconsistent_result), balance unchanged',
+        code: 'INC-2',
+        status: 4,
+        realWin: '50.00',
+        view: { needsReview: true, reviewReason: 'inconsistent_result', settled: false },
+      },
+      {
+        name: 'REFUND with realWin 0 → settled for 0, no money, not flagged',
+        code: 'INC-3',
         status: 3,
-        realWin: '0.00',
-        settled: true,
-        needsReview: false,
-        reviewReason: null,
-      });
-      expect(await operations(t.app, 'INC-3')).toEqual(['INC-3:0:stake_debit=10.00']);
-      expect(await balance(t.app, 'p-inc-3')).toBe('10.00');
+        realWin: '0',
+        view: { status: 3, realWin: '0.00', settled: true, needsReview: false, reviewReason: null },
+      },
+    ])('$name', async ({ code, status, realWin, view }) => {
+      const player = `p-${code.toLowerCase()}`;
+      await deposit(t.app, player, '20.00');
+      await register(t.app, code, player, '10.00');
+      const res = await deliver(t.app, batchOf(`b-${code.toLowerCase()}`, { code, status, realWin }));
+      expect(res.status).toBe(200);
+      expect((await ops(t.app).get(`/coupons/${code}`)).body).toMatchObject(view);
+      expect(await operations(t.app, code)).toEqual([`${code}:0:stake_debit=10.00`]);
+      expect(await balance(t.app, player)).toBe('10.00');
     });
   });
 
@@ -480,7 +433,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
         );
         expect(killed.rows.length).toBeGreaterThanOrEqual(2);
         expect(killed.rows.every((r) => r.ok === true)).toBe(true);
-        await new Promise((r) => setTimeout(r, 300));
+        await sleep(300);
         await expect(raw.query('SELECT 1')).rejects.toThrow();
       } finally {
         raw.release(true);
@@ -517,23 +470,16 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
 });
 
 describe('a concurrent duplicate waits past the lock timeout (§4 step 4)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp({ DB_LOCK_TIMEOUT_MS: '300' });
-  }, 60_000);
-  afterAll(async () => {
-    await t?.close();
-  });
+  const t = useTestApp({ DB_LOCK_TIMEOUT_MS: '300' });
 
   it('both deliveries answer 200, one of them as the duplicate, one final_credit', async () => {
     await deposit(t.app, 'p-slow', '20.00');
     await register(t.app, 'SLOW-1', 'p-slow', '10.00');
-    await t.db.query(
-      `CREATE FUNCTION slow_snapshot() RETURNS trigger LANGUAGE plpgsql AS $$
-       BEGIN IF NEW.coupon_code = 'SLOW-1' THEN PERFORM pg_sleep(1.2); END IF; RETURN NEW; END $$`,
-    );
-    await t.db.query(
-      `CREATE TRIGGER slow_snapshot BEFORE INSERT ON coupon_snapshots FOR EACH ROW EXECUTE FUNCTION slow_snapshot()`,
+    const remove = await injectTrigger(
+      t.db,
+      'slow_snapshot',
+      'coupon_snapshots',
+      `IF NEW.coupon_code = 'SLOW-1' THEN PERFORM pg_sleep(1.2); END IF;`,
     );
     try {
       const batch = batchOf('b-slow-1', { code: 'SLOW-1', status: 2, realWin: '30.00' });
@@ -545,15 +491,14 @@ describe('a concurrent duplicate waits past the lock timeout (§4 step 4)', () =
       expect([a.body, b.body].filter((x) => x.duplicate === true)).toStrictEqual([
         { success: true, processed: 1, duplicate: true },
       ]);
-      expect(await opCount(t, 'SLOW-1:0:final_credit')).toBe(1);
+      expect(await opCount(t.db, 'SLOW-1:0:final_credit')).toBe(1);
       expect(await operations(t.app, 'SLOW-1')).toEqual([
         'SLOW-1:0:final_credit=30.00',
         'SLOW-1:0:stake_debit=10.00',
       ]);
       expect(await balance(t.app, 'p-slow')).toBe('40.00');
     } finally {
-      await t.db.query(`DROP TRIGGER IF EXISTS slow_snapshot ON coupon_snapshots`);
-      await t.db.query(`DROP FUNCTION IF EXISTS slow_snapshot()`);
+      await remove();
     }
   }, 20_000);
 });
@@ -561,13 +506,7 @@ describe('a concurrent duplicate waits past the lock timeout (§4 step 4)', () =
 // Second adversarial round: deep nesting, unstorable text in parser messages, duplicate keys on
 // the partner API, the charset spelled utf8, and admission control under a burst of large bodies.
 describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp({ CALLBACK_MAX_INFLIGHT_BYTES: '4096' });
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+  const t = useTestApp({ CALLBACK_MAX_INFLIGHT_BYTES: '4096' });
 
   /** `reason:http_status` of the quarantine rows holding exactly these bytes. */
   const quarantined = async (body: string) => {
@@ -582,7 +521,7 @@ describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
     const res = await deliver(t.app, body);
     expectError(res, 400, 'malformed_json');
     expect(await quarantined(body)).toEqual(['malformed_json:400']);
-    expect(await rowsOfBatch(t, 'deep-1')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+    expect(await rowsOfBatch(t.db, 'deep-1')).toEqual(NOTHING_WRITTEN);
   });
 
   it('32 levels of nesting are still accepted', async () => {
@@ -612,12 +551,7 @@ describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
       Buffer.from([0]),
       Buffer.from('","couponCount":1,"coupons":[]}'),
     ]);
-    const res = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json')
-      .set('x-signature', sign(body))
-      .serialize((b: unknown) => b as string)
-      .send(body as unknown as string);
+    const res = await deliver(t.app, body);
     expectError(res, 400, 'malformed_json');
     const { rows } = await t.db.query(`SELECT count(*)::int AS n FROM quarantined_bodies WHERE body = $1`, [
       body,
@@ -657,11 +591,7 @@ describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
 
   it('Content-Type charset=utf8 (no hyphen) is accepted', async () => {
     const body = JSON.stringify(batchOf('utf8-1', { code: 'UTF8', status: 1 }));
-    const res = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json; charset=utf8')
-      .set('x-signature', sign(body))
-      .send(body);
+    const res = await deliver(t.app, body, { headers: { 'content-type': 'application/json; charset=utf8' } });
     expect(res.status).toBe(200);
   });
 

@@ -3,7 +3,8 @@ import pg from 'pg';
 import request from 'supertest';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { ShutdownState } from '../../src/health/shutdown-state.js';
-import { withClient } from '../support/database.js';
+import { whileDatabaseDown } from '../support/database-faults.js';
+import { scrape } from '../support/metrics.js';
 import {
   batchOf,
   createTestApp,
@@ -12,21 +13,16 @@ import {
   expectError,
   ops,
   register,
-  TestContext,
+  useTestApp,
 } from '../support/test-app.js';
+import { sleep } from '../support/wait.js';
 
 // Health probes and graceful shutdown (CONTRACT §5: "shutting down" and "database unavailable"
 // are 503): liveness, readiness with the database ping and migrations, readiness during a database
 // outage, and the shutdown sequence with a batch transaction in flight.
 
-const dbName = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
-
 describe('health probes', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(() => t.close());
+  const t = useTestApp();
 
   it('GET /health/live → 200 {status: ok} with the process indicator, no bearer key needed', async () => {
     const res = await request(t.app.getHttpServer()).get('/health/live');
@@ -60,16 +56,7 @@ describe('health probes', () => {
   });
 
   it('database refusing connections → readiness 503 (database down) within 2 s; back → 200', async () => {
-    const admin = process.env.TEST_ADMIN_URL as string;
-    const name = dbName(t.config.databaseUrl as string);
-    await withClient(admin, async (c) => {
-      await c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-      await c.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [name],
-      );
-    });
-    try {
+    await whileDatabaseDown(t.config.databaseUrl as string, async () => {
       const started = Date.now();
       const res = await request(t.app.getHttpServer()).get('/health/ready');
       const elapsed = Date.now() - started;
@@ -85,9 +72,7 @@ describe('health probes', () => {
         503,
         'transient_failure',
       );
-    } finally {
-      await withClient(admin, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
-    }
+    });
     const back = await request(t.app.getHttpServer()).get('/health/ready');
     expect(back.status).toBe(200);
     expect(back.body.status).toBe('ok');
@@ -120,7 +105,7 @@ describe('graceful shutdown', () => {
         t.app,
         batchOf('sd-inflight', { code: 'SD-1', status: 2, realWin: '25.00' }),
       ).then((r) => r);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
 
       // What main.ts does on SIGTERM.
       t.app.get(ShutdownState).begin('SIGTERM');
@@ -144,9 +129,7 @@ describe('graceful shutdown', () => {
       expect(late.body.error.message).toBe('shutting down, retry later');
       expectError(await ops(t.app).get('/accounts/sd'), 503, 'transient_failure');
       // The refused callback is counted (and logged) as a failed delivery; metrics stay readable.
-      const scrape = await ops(t.app).get('/metrics');
-      expect(scrape.status).toBe(200);
-      expect(scrape.text).toContain('settlement_callback_deliveries_total{outcome="failed"} 1\n');
+      expect(await scrape(t.app)).toContain('settlement_callback_deliveries_total{outcome="failed"} 1\n');
       expect(closed).toBe(false); // still draining the batch in flight
 
       await holder.query('COMMIT');

@@ -1,12 +1,13 @@
 import {
   balance,
-  createTestApp,
   deliver,
   deposit,
   operations,
   register,
   TestContext,
+  useTestApp,
 } from '../support/test-app.js';
+import { sleep } from '../support/wait.js';
 
 // The inline hot path writes snapshots and bets from the stored body's jsonb when it can
 // (CONTRACT §4 step 5). Regression tests of what adversarial testing found there: a valid body
@@ -15,11 +16,7 @@ import {
 // pass (§4 step 5), so a registration racing a batch cannot deadlock it.
 
 describe('hot path: payloads from the stored body, lock order of new coupons', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(() => t.close());
+  const t = useTestApp();
 
   it('event status written 2.0 (and 100e-2) is a valid status: 200, credited once, bets stored with statuses 2 and 1', async () => {
     await deposit(t.app, 'hp-1', '100.00');
@@ -114,7 +111,7 @@ describe('hot path: payloads from the stored body, lock order of new coupons', (
         coupons: [coupon('HP-9'), coupon('HP-3')],
       });
       const answer = pending.then((r) => r);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await session.query(`SELECT 1 FROM coupons WHERE coupon_code = 'HP-9' FOR UPDATE`);
       await session.query('COMMIT');
       const res = await answer;

@@ -1,5 +1,6 @@
 import { buildSequence } from '../../sim/generate.js';
 import { batchOf, createTestApp, deliver, expectError, ops, TestContext } from '../support/test-app.js';
+import { eventually } from '../support/wait.js';
 
 // Inline and inbox modes are two schedules of the same apply step (CONTRACT §4, §6, §7): for
 // one delivery sequence they must end in exactly the same coupons, bets, snapshots, operations,
@@ -87,15 +88,9 @@ describe('inline and inbox modes end identically for one delivery sequence', () 
     );
     expectError(conflict, 409, 'batch_conflict');
     if (inbox) {
-      const until = Date.now() + 20_000;
-      for (;;) {
-        const { rows } = await t.db.query(
-          `SELECT count(*)::int AS n FROM callback_inbox WHERE status <> 'done'`,
-        );
-        if (rows[0].n === 0) break;
-        if (Date.now() > until) throw new Error('the inbox did not drain');
-        await new Promise((r) => setTimeout(r, 25));
-      }
+      const unfinished = async () =>
+        (await t.db.query(`SELECT count(*)::int AS n FROM callback_inbox WHERE status <> 'done'`)).rows[0].n;
+      await eventually(async () => (await unfinished()) === 0, 'the inbox to drain', { timeoutMs: 20_000 });
       // Every new batch id went through the inbox, once.
       const { rows } = await t.db.query(
         `SELECT count(*)::int AS n FROM callback_inbox WHERE outcome = 'processed'`,

@@ -1,27 +1,27 @@
-import { createHash } from 'node:crypto';
-import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import pg from 'pg';
 import request from 'supertest';
-import { AppModule } from '../../src/app.module.js';
-import { configureApp } from '../../src/app.setup.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
-import type { AppConfig } from '../../src/config/configuration.js';
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
+import { injectTrigger, lockWaiters } from '../support/database-faults.js';
+import { increase, scrape } from '../support/metrics.js';
+import { rowsOfBatch } from '../support/rows.js';
 import {
   balance,
   batchOf,
-  createTestApp,
   deliver,
   deposit,
   expectError,
-  OPS_KEY,
+  inboxRow,
   operations,
   ops,
   quarantinedConflict,
   register,
+  sha256Hex,
+  startApp,
   TestContext,
+  useTestApp,
 } from '../support/test-app.js';
+import { eventually, sleep } from '../support/wait.js';
 
 // Inbox mode (CALLBACK_MODE=inbox): the callback commits the verified, validated batch to the
 // inbox and answers 200 after that COMMIT (CONTRACT §4, §5); workers apply it later exactly once,
@@ -36,33 +36,21 @@ const INBOX_ENV = {
   INBOX_RETRY_MAX_MS: '200',
 };
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
-
-/** Creates a BEFORE INSERT row trigger on `table` running `body` (PL/pgSQL); returns its remover. */
-async function injectTrigger(t: TestContext, name: string, table: string, body: string) {
-  await t.db.query(
-    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`,
+/**
+ * Makes every apply attempt of batch `batchId` fail with `[P0001] injected apply failure` (a trigger
+ * `name`) until the returned remover is called: meanwhile the batch waits in the inbox.
+ */
+function failApply(t: TestContext, name: string, batchId: string): Promise<() => Promise<void>> {
+  return injectTrigger(
+    t.db,
+    name,
+    'callback_batches',
+    `IF NEW.batch_id = '${batchId}' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
   );
-  await t.db.query(
-    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
-  );
-  return async () => {
-    await t.db.query(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);
-    await t.db.query(`DROP FUNCTION IF EXISTS ${name}()`);
-  };
-}
-
-/** Polls `probe` until it returns true (10 s at most). */
-async function eventually(probe: () => Promise<boolean>, what: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Waits until no inbox row is pending. */
-export async function drained(t: TestContext): Promise<void> {
+async function drained(t: TestContext): Promise<void> {
   await eventually(async () => {
     const { rows } = await t.db.query(
       `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending'`,
@@ -88,33 +76,17 @@ async function attempts(t: TestContext, batchId: string) {
   return rows.map((r) => `${r.outcome}:${r.http_status}`);
 }
 
-/** A second process of the receiver on the same database (same module and setup as main.ts). */
-async function startReplica(config: AppConfig): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
-  const replica = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
-  configureApp(replica, config);
-  await replica.init();
-  return replica;
-}
-
 describe('inbox mode (CALLBACK_MODE=inbox)', () => {
-  let t: TestContext;
+  // A long lock timeout: the worker waits for the test's row lock until its connection is killed.
+  const t = useTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '1000', DB_LOCK_TIMEOUT_MS: '6000' });
   beforeAll(async () => {
-    // A long lock timeout: the worker waits for the test's row lock until its connection is killed.
-    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '1000', DB_LOCK_TIMEOUT_MS: '6000' });
     await deposit(t.app, 'ib-p1', '100.00');
   });
-  afterAll(() => t.close());
 
   it('answers 200 once the batch is in the inbox (CONTRACT §5), before it is applied; a worker applies it later', async () => {
     await register(t.app, 'IB-1', 'ib-p1', '10.00');
     // The apply step fails while this trigger exists: the row stays in the inbox.
-    const remove = await injectTrigger(
-      t,
-      'ib_block_1',
-      'callback_batches',
-      `IF NEW.batch_id = 'ib-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
-    );
+    const remove = await failApply(t, 'ib_block_1', 'ib-b1');
     const body = JSON.stringify(batchOf('ib-b1', { code: 'IB-1', status: 2, realWin: '185.50' }));
     const res = await deliver(t.app, body);
     expect({ status: res.status, body: res.body }).toEqual({
@@ -127,7 +99,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       attempts: undefined,
       outcome: null,
       payload: body,
-      payload_hash: sha256(body),
+      payload_hash: sha256Hex(body),
       coupon_codes: ['IB-1'],
       last_error: undefined,
     });
@@ -148,7 +120,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     }).toEqual({
       id: 'string',
       batchId: 'ib-b1',
-      payloadHash: sha256(body),
+      payloadHash: sha256Hex(body),
       couponCount: 1,
       couponCodes: ['IB-1'],
       status: 'pending',
@@ -162,12 +134,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect(await balance(t.app, 'ib-p1')).toBe('90.00');
     expect((await ops(t.app).get('/coupons/IB-1')).body.status).toBeNull();
     // A failed attempt leaves nothing behind (one transaction with the apply).
-    const { rows: left } = await t.db.query(
-      `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = 'ib-b1') AS batches,
-              (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = 'ib-b1') AS snapshots,
-              (SELECT count(*)::int FROM financial_operations WHERE batch_id = 'ib-b1') AS operations`,
-    );
-    expect(left).toEqual([{ batches: 0, snapshots: 0, operations: 0 }]);
+    expect(await rowsOfBatch(t.db, 'ib-b1')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
 
     await remove();
     await drained(t);
@@ -182,29 +149,17 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   });
 
   it("counts a worker's financial operations in the ledger-operations metric once committed, as inline (CONTRACT §7)", async () => {
-    const series = (text: string, type: string) => {
-      const name = `settlement_ledger_operations_total{type="${type}"} `;
-      const line = text.split('\n').find((l) => l.startsWith(name));
-      return line === undefined ? 0 : Number(line.slice(name.length));
-    };
-    const scrape = async () => {
-      const res = await request(t.app.getHttpServer())
-        .get('/metrics')
-        .set('authorization', `Bearer ${OPS_KEY}`);
-      expect(res.status).toBe(200);
-      return res.text;
-    };
     await register(t.app, 'IB-M1', 'ib-p1', '1.00');
-    const before = await scrape();
+    const before = await scrape(t.app);
     const body = JSON.stringify(batchOf('ib-m1', { code: 'IB-M1', status: 2, realWin: '3.00' }));
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1 });
     await drained(t);
     // A duplicate moves no money and counts nothing.
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
-    const after = await scrape();
+    const after = await scrape(t.app);
     expect({
-      finalCredits: series(after, 'final_credit') - series(before, 'final_credit'),
-      stakeDebits: series(after, 'stake_debit') - series(before, 'stake_debit'),
+      finalCredits: increase(before, after, 'settlement_ledger_operations_total{type="final_credit"}'),
+      stakeDebits: increase(before, after, 'settlement_ledger_operations_total{type="stake_debit"}'),
     }).toEqual({ finalCredits: 1, stakeDebits: 0 });
     expect(await operations(t.app, 'IB-M1')).toEqual([
       'IB-M1:0:final_credit=3.00',
@@ -213,23 +168,14 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   });
 
   it('counts an inbox delivery as accepted in the deliveries metric, as its delivery attempt says (CONTRACT §8)', async () => {
-    const count = (text: string, outcome: string) => {
-      const name = `settlement_callback_deliveries_total{outcome="${outcome}"} `;
-      return Number(
-        text
-          .split('\n')
-          .find((l) => l.startsWith(name))
-          ?.slice(name.length) ?? 'NaN',
-      );
-    };
-    const scrape = async () =>
-      (await request(t.app.getHttpServer()).get('/metrics').set('authorization', `Bearer ${OPS_KEY}`)).text;
-    const before = await scrape();
+    const before = await scrape(t.app);
     const body = JSON.stringify(batchOf('ib-acc1', { code: 'IB-ACC1', status: 1 }));
     expect((await deliver(t.app, body)).status).toBe(200);
     expect((await deliver(t.app, body)).status).toBe(200);
-    const after = await scrape();
-    const delta = (outcome: string) => count(after, outcome) - count(before, outcome);
+    const after = await scrape(t.app);
+    // Every outcome is exposed from the start: an absent one fails (NaN).
+    const delta = (outcome: string) =>
+      increase(before, after, `settlement_callback_deliveries_total{outcome="${outcome}"}`, NaN);
     expect({
       accepted: delta('accepted'),
       duplicate: delta('duplicate'),
@@ -247,12 +193,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
 
   it('treats a redelivery as a duplicate both while the first copy waits in the inbox and after it was applied; another body is a 409 and quarantined', async () => {
     await register(t.app, 'IB-2', 'ib-p1', '5.00');
-    const remove = await injectTrigger(
-      t,
-      'ib_block_2',
-      'callback_batches',
-      `IF NEW.batch_id = 'ib-b2' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
-    );
+    const remove = await failApply(t, 'ib_block_2', 'ib-b2');
     const body = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '20.00' }));
     const other = JSON.stringify(batchOf('ib-b2', { code: 'IB-2', status: 2, realWin: '99.00' }));
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1 });
@@ -284,15 +225,15 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     );
     expect(rows.map((r) => [r.reason, r.http_status, r.body.toString(), r.inbox_id, r.payload_hash])).toEqual(
       [
-        ['batch_conflict', 409, other, null, sha256(other)],
-        ['batch_conflict', 409, other, null, sha256(other)],
+        ['batch_conflict', 409, other, null, sha256Hex(other)],
+        ['batch_conflict', 409, other, null, sha256Hex(other)],
       ],
     );
     // Refused attempts carry the hash of the body they refused, as inline.
     const hashes = await t.db.query(
       `SELECT DISTINCT payload_hash FROM delivery_attempts WHERE batch_id = 'ib-b2' AND outcome = 'conflict'`,
     );
-    expect(hashes.rows).toEqual([{ payload_hash: sha256(other) }]);
+    expect(hashes.rows).toEqual([{ payload_hash: sha256Hex(other) }]);
     expect(await operations(t.app, 'IB-2')).toEqual(['IB-2:0:final_credit=20.00', 'IB-2:0:stake_debit=5.00']);
   });
 
@@ -302,7 +243,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     // Refused (409) because another body held the batch id; the operator then removed that one.
     const id = await quarantinedConflict(t, JSON.parse(body) as { batchId: string });
     const { rows } = await t.db.query(`SELECT payload_hash FROM quarantined_bodies WHERE id = $1`, [id]);
-    expect(rows.map((r) => r.payload_hash)).toEqual([sha256(body)]);
+    expect(rows.map((r) => r.payload_hash)).toEqual([sha256Hex(body)]);
     const replay = await ops(t.app).post(`/callbacks/quarantine/${id}/replay`, {});
     expect([replay.status, replay.body.outcome]).toEqual([200, 'processed']);
     expect(await operations(t.app, 'IB-11')).toEqual([
@@ -341,7 +282,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     // As the inline mode leaves it: the batch id in callback_batches, no inbox row.
     await t.db.query(
       `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload) VALUES ('ib-b3', $1, 1, $2)`,
-      [sha256(body), Buffer.from(body)],
+      [sha256Hex(body), Buffer.from(body)],
     );
     expect((await deliver(t.app, body)).body).toEqual({ success: true, processed: 1, duplicate: true });
     expectError(
@@ -355,12 +296,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   it('applies two batches touching one coupon in arrival order, never concurrently; batches on other coupons go ahead', async () => {
     await register(t.app, 'IB-4', 'ib-p1', '10.00');
     await register(t.app, 'IB-5', 'ib-p1', '10.00');
-    const remove = await injectTrigger(
-      t,
-      'ib_block_4',
-      'callback_batches',
-      `IF NEW.batch_id = 'ib-b4a' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
-    );
+    const remove = await failApply(t, 'ib_block_4', 'ib-b4a');
     // b4a: IB-4 wins 50.00; b4b: IB-4 recalculated to 30.00 (order matters for the money);
     // b5: IB-5 only.
     expect(
@@ -425,7 +361,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
   });
 
   it('keeps per-coupon arrival order with a second replica on the same database (workers in both)', async () => {
-    const replica = await startReplica(t.config);
+    const replica = await startApp(t.config);
     try {
       const codes = ['IR-1', 'IR-2', 'IR-3', 'IR-4'];
       for (const code of codes) await register(t.app, code, 'ib-p1', '1.00');
@@ -492,26 +428,16 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       expect(
         (await deliver(t.app, batchOf('ib-b9', { code: 'IB-9', status: 2, realWin: '33.00' }))).status,
       ).toBe(200);
-      let pid: number | undefined;
-      await eventually(async () => {
-        const { rows } = await t.db.query(
-          `SELECT pid FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name = 'settlement-receiver'
-              AND wait_event_type = 'Lock' AND query ILIKE '%coupons%'`,
-        );
-        pid = rows[0]?.pid;
-        return pid !== undefined;
-      }, 'the worker to wait for the coupon lock');
+      const { pid } = await eventually(
+        async () => (await lockWaiters(t.db, { statement: '%coupons%' }))[0],
+        'the worker to wait for the coupon lock',
+      );
       await t.db.query('SELECT pg_terminate_backend($1)', [pid]);
       // The batch is tried again (by this worker or another) and waits for the lock once more.
-      await eventually(async () => {
-        const { rows } = await t.db.query(
-          `SELECT pid FROM pg_stat_activity
-            WHERE datname = current_database() AND application_name = 'settlement-receiver'
-              AND wait_event_type = 'Lock' AND query ILIKE '%coupons%'`,
-        );
-        return rows.some((r) => r.pid !== pid);
-      }, 'the batch to be tried again');
+      await eventually(
+        async () => (await lockWaiters(t.db, { statement: '%coupons%' })).some((r) => r.pid !== pid),
+        'the batch to be tried again',
+      );
     } finally {
       await locker.query('ROLLBACK');
       await locker.end();
@@ -538,12 +464,10 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
 });
 
 describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
-  let t: TestContext;
+  const t = useTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '3' });
   beforeAll(async () => {
-    t = await createTestApp({ ...INBOX_ENV, INBOX_MAX_ATTEMPTS: '3' });
     await deposit(t.app, 'iq-p1', '100.00');
   });
-  afterAll(() => t.close());
 
   it('doubles the retry delay per failure up to INBOX_RETRY_MAX_MS', () => {
     const inbox = t.app.get(InboxService);
@@ -552,12 +476,7 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
 
   it('retries a failing batch with backoff, quarantines it after 3 attempts, and a replay applies it once (twice → applied once)', async () => {
     await register(t.app, 'IQ-1', 'iq-p1', '10.00');
-    const remove = await injectTrigger(
-      t,
-      'iq_block_1',
-      'callback_batches',
-      `IF NEW.batch_id = 'iq-b1' THEN RAISE EXCEPTION 'injected apply failure'; END IF;`,
-    );
+    const remove = await failApply(t, 'iq_block_1', 'iq-b1');
     const body = JSON.stringify(batchOf('iq-b1', { code: 'IQ-1', status: 2, realWin: '40.00' }));
     expect((await deliver(t.app, body)).status).toBe(200);
     // A later batch on the same coupon waits until the failing one is quarantined.
@@ -582,7 +501,7 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
         details: { attempts: 3, lastError: '[P0001] injected apply failure' },
         http_status: 200,
         body,
-        payload_hash: sha256(body),
+        payload_hash: sha256Hex(body),
         linked: true,
       },
     ]);
@@ -650,7 +569,7 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
     await deposit(t.app, 'iq-p3', '100.00');
     await register(t.app, 'IQ-3', 'iq-p3', '10.00');
     const remove = await injectTrigger(
-      t,
+      t.db,
       'iq_overflow_3',
       'callback_batches',
       `IF NEW.batch_id = 'iq-b3' THEN RAISE EXCEPTION 'injected overflow' USING ERRCODE = '22003'; END IF;`,
@@ -693,24 +612,18 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
 });
 
 describe('inline mode with batches left in the inbox', () => {
-  let t: TestContext;
+  const t = useTestApp({ CALLBACK_MODE: 'inline', INBOX_POLL_INTERVAL_MS: '20' });
   beforeAll(async () => {
-    t = await createTestApp({ CALLBACK_MODE: 'inline', INBOX_POLL_INTERVAL_MS: '20' });
     await deposit(t.app, 'il-p1', '50.00');
   });
-  afterAll(() => t.close());
 
   it('applies pending inbox rows at start-up (a switch back from inbox mode loses nothing)', async () => {
     await register(t.app, 'IL-1', 'il-p1', '5.00');
     const body = JSON.stringify(batchOf('il-b1', { code: 'IL-1', status: 2, realWin: '15.00' }));
     // As an inbox-mode process leaves it: accepted, not applied yet.
-    await t.db.query(
-      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
-       VALUES ('il-b1', $1, 1, ARRAY['IL-1'], $2)`,
-      [sha256(body), Buffer.from(body)],
-    );
+    await inboxRow(t, body);
     // An inline-mode process started now finds the row and drains the inbox.
-    const replica = await startReplica(t.config);
+    const replica = await startApp(t.config);
     try {
       await drained(t);
     } finally {
@@ -729,11 +642,7 @@ describe('inline mode with batches left in the inbox', () => {
     expect(await balance(t.app, 'il-p2')).toBe('140.00');
     // An inbox replica accepted a recalculation (no realWin) and has not applied it yet.
     const recalculation = JSON.stringify(batchOf('il2-b', { code: 'IL-2', status: 15 }));
-    await t.db.query(
-      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
-       VALUES ('il2-b', $1, 1, ARRAY['IL-2'], $2)`,
-      [sha256(recalculation), Buffer.from(recalculation)],
-    );
+    await inboxRow(t, recalculation);
     // The new result arrives at this inline process: it must not overtake the recalculation.
     const res = await deliver(t.app, batchOf('il2-c', { code: 'IL-2', status: 2, realWin: '30.00' }));
     expect(res.status).toBe(200);
@@ -753,7 +662,7 @@ describe('inline mode with batches left in the inbox', () => {
 
   it('one new batch id with two bodies, one to this inline process (its transaction open) and one to an inbox replica: 200 and 409, never two 200s', async () => {
     expect((await deliver(t.app, batchOf('il4-a', { code: 'IL-4', status: 1 }))).status).toBe(200);
-    const replica = await startReplica({ ...t.config, callbackMode: 'inbox' });
+    const replica = await startApp({ ...t.config, callbackMode: 'inbox' });
     const holder = await t.db.connect();
     try {
       // The inline delivery claims its batch id, then waits on the coupon row held here.
@@ -762,17 +671,14 @@ describe('inline mode with batches left in the inbox', () => {
       const inline = deliver(t.app, batchOf('il4-b', { code: 'IL-4', status: 2, realWin: '4.00' })).then(
         (r) => r,
       );
-      await eventually(async () => {
-        const { rowCount } = await t.db.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
-             AND query LIKE '%FOR UPDATE%' AND pid <> pg_backend_pid()`,
-        );
-        return (rowCount ?? 0) > 0;
-      }, 'the inline delivery to wait on the coupon lock');
+      await eventually(
+        async () => (await lockWaiters(t.db, { statement: '%FOR UPDATE%' })).length > 0,
+        'the inline delivery to wait on the coupon lock',
+      );
       // The other body of that batch id reaches the inbox replica meanwhile: it waits for the
       // inline transaction, then finds the claim.
       const other = deliver(replica, batchOf('il4-b', { code: 'IL-4', status: 1 })).then((r) => r);
-      await new Promise((r) => setTimeout(r, 300));
+      await sleep(300);
       await holder.query('ROLLBACK');
       const [a, b] = await Promise.all([inline, other]);
       expect([a.status, a.body]).toEqual([200, { success: true, processed: 1 }]);
@@ -787,11 +693,7 @@ describe('inline mode with batches left in the inbox', () => {
 
   it('a batch id pending in the inbox with another body: 409 from this inline process, the pending body applied', async () => {
     const first = JSON.stringify(batchOf('il3-x', { code: 'IL-3', status: 1 }));
-    await t.db.query(
-      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
-       VALUES ('il3-x', $1, 1, ARRAY['IL-3'], $2)`,
-      [sha256(first), Buffer.from(first)],
-    );
+    await inboxRow(t, first);
     const other = await deliver(t.app, batchOf('il3-x', { code: 'IL-3', status: 2, realWin: '9.00' }));
     expectError(other, 409, 'batch_conflict');
     await drained(t);

@@ -4,7 +4,7 @@ import { LedgerException } from '../../src/ledger/ledger.exception.js';
 import { LedgerService } from '../../src/ledger/ledger.service.js';
 import { OperationType, Posting } from '../../src/ledger/ledger.types.js';
 import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
-import { createTestApp, deposit, TestContext } from '../support/test-app.js';
+import { deposit, useTestApp } from '../support/test-app.js';
 
 // CONTRACT §7: LedgerService is the only way money moves. Its one posting statement is checked
 // here directly (the HTTP paths that use it are covered by the partner API and callback tests):
@@ -32,17 +32,15 @@ const debit = (key: string, accountId: string, amount: string, requireFunds = tr
 });
 
 describe('LedgerService: one posting statement (CONTRACT §7)', () => {
-  let t: TestContext;
+  const t = useTestApp();
   let ledger: LedgerService;
   let transactions: TransactionRunner;
 
   beforeAll(async () => {
-    t = await createTestApp();
     ledger = t.app.get(LedgerService);
     transactions = t.app.get(TransactionRunner);
     await deposit(t.app, 'lg-a', '20.00');
   });
-  afterAll(() => t.close());
 
   const post = (postings: Posting[]) => transactions.run((tx) => ledger.post(tx, postings));
   const ledgerState = async (account: string) =>
@@ -60,6 +58,13 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
       () => undefined,
       (err: unknown) => err,
     );
+  /** Asserts that `p` fails with a LedgerException of `code` (and exactly `message` when given). */
+  const expectRefused = async (p: Promise<unknown>, code: ErrorCode, message?: string) => {
+    const err = await refusal(p);
+    expect(err).toBeInstanceOf(LedgerException);
+    expect((err as LedgerException).code).toBe(code);
+    if (message !== undefined) expect((err as Error).message).toBe(message);
+  };
 
   it('posts new operations: ids by key, balances after, two entries each, the ledger sums to zero', async () => {
     const result = await post([
@@ -84,36 +89,34 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
   });
 
   it('a key that names another operation: OPERATION_KEY_COLLISION, nothing written', async () => {
-    const err = await refusal(
+    await expectRefused(
       post([credit('LG9:0:final_credit', 'lg-a', '1.00'), credit('LG1:0:final_credit', 'lg-a', '5.51')]),
-    );
-    expect(err).toBeInstanceOf(LedgerException);
-    expect((err as LedgerException).code).toBe(ErrorCode.OPERATION_KEY_COLLISION);
-    expect((err as Error).message).toBe(
+      ErrorCode.OPERATION_KEY_COLLISION,
       'operation key collision on LG1:0:final_credit: the stored operation differs',
     );
     expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
   });
 
   it('an account that does not exist: NOT_FOUND; another currency: CURRENCY_MISMATCH', async () => {
-    const missing = await refusal(post([credit('LG3:0:final_credit', 'lg-nobody', '1.00')]));
-    expect(missing).toBeInstanceOf(LedgerException);
-    expect((missing as LedgerException).code).toBe(ErrorCode.NOT_FOUND);
-    expect((missing as Error).message).toBe('account lg-nobody does not exist');
-    const currency = await refusal(post([credit('LG3:0:final_credit', 'lg-a', '1.00', 'USD')]));
-    expect(currency).toBeInstanceOf(LedgerException);
-    expect((currency as LedgerException).code).toBe(ErrorCode.CURRENCY_MISMATCH);
+    await expectRefused(
+      post([credit('LG3:0:final_credit', 'lg-nobody', '1.00')]),
+      ErrorCode.NOT_FOUND,
+      'account lg-nobody does not exist',
+    );
+    await expectRefused(
+      post([credit('LG3:0:final_credit', 'lg-a', '1.00', 'USD')]),
+      ErrorCode.CURRENCY_MISMATCH,
+    );
     expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
   });
 
   it('funds are checked in the order of the postings, earlier ones included', async () => {
     // 22.25 on the account: a debit of 30.00 first is refused even though a credit follows it.
-    const first = await refusal(
+    await expectRefused(
       post([debit('LG4:0:stake_debit', 'lg-a', '30.00'), credit('LG5:0:final_credit', 'lg-a', '50.00')]),
+      ErrorCode.INSUFFICIENT_FUNDS,
+      'balance of lg-a is below 30.00',
     );
-    expect(first).toBeInstanceOf(LedgerException);
-    expect((first as LedgerException).code).toBe(ErrorCode.INSUFFICIENT_FUNDS);
-    expect((first as Error).message).toBe('balance of lg-a is below 30.00');
     expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
     // The credit first: 72.25 - 30.00 leaves 42.25.
     const second = await post([

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import request from 'supertest';
-import { createTestApp, TestContext } from '../support/test-app.js';
+import { useTestApp } from '../support/test-app.js';
 
 // The API description in the repository (`openapi.json`, written by `npm run openapi`) is the one
 // the app serves at /docs-json; every documented response shows an example in Swagger UI.
@@ -9,15 +9,13 @@ import { createTestApp, TestContext } from '../support/test-app.js';
 type Json = Record<string, unknown>;
 
 describe('OpenAPI document', () => {
-  let t: TestContext;
+  const t = useTestApp();
   let served: Json;
   beforeAll(async () => {
-    t = await createTestApp();
     const res = await request(t.app.getHttpServer()).get('/docs-json');
     expect(res.status).toBe(200);
     served = res.body as Json;
   });
-  afterAll(() => t.close());
 
   it('openapi.json is current (run `npm run openapi` after changing an endpoint)', () => {
     const file = JSON.parse(readFileSync(resolve(process.cwd(), 'openapi.json'), 'utf8')) as Json;

@@ -1,5 +1,6 @@
-import { createHmac } from 'node:crypto';
 import request from 'supertest';
+import { whileDatabaseDown } from '../support/database-faults.js';
+import { increase, sample, scrape } from '../support/metrics.js';
 import {
   batchOf,
   createTestApp,
@@ -11,10 +12,10 @@ import {
   OTHER_SECRET,
   register,
   SECRET,
-  TestContext,
+  sign,
+  useTestApp,
   attemptsWritten,
 } from '../support/test-app.js';
-import { withClient } from '../support/database.js';
 
 // Operations (issue 6): Prometheus metrics, JSON logs with request id and batchId and without
 // secrets, and the delivery audit endpoints showing that a redelivery moved no money (CONTRACT §8).
@@ -28,30 +29,13 @@ const CALLBACK_METRICS = [
   'settlement_coupons_unallocated',
 ];
 
-/** Value of one sample line (`name{labels} value`) of a scrape, or undefined. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
-async function scrape(t: TestContext): Promise<string> {
-  const res = await request(t.app.getHttpServer()).get('/metrics').set('authorization', `Bearer ${OPS_KEY}`);
-  expect(res.status).toBe(200);
-  return res.text;
-}
-
 describe('operations: metrics, logs, delivery audit', () => {
-  let t: TestContext;
   const lines: string[] = [];
   const logs = () => lines.map((l) => JSON.parse(l) as Record<string, unknown>);
-
-  beforeAll(async () => {
-    t = await createTestApp(
-      { LOG_LEVEL: 'info' },
-      { logDestination: { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) } },
-    );
-  });
-  afterAll(() => t.close());
+  const t = useTestApp(
+    { LOG_LEVEL: 'info' },
+    { logDestination: { write: (s: string) => void lines.push(...s.split('\n').filter(Boolean)) } },
+  );
 
   it('GET /metrics → 401 without a bearer key from a network not allowed; 200 text with every metric name with one', async () => {
     expectError(await request(t.app.getHttpServer()).get('/metrics'), 401, 'unauthorized');
@@ -82,7 +66,7 @@ describe('operations: metrics, logs, delivery audit', () => {
   it('a processed then a duplicate delivery: each counter +1, operations counted once after COMMIT, gauges from the database', async () => {
     await deposit(t.app, 'm-1', '100.00');
     await register(t.app, 'M-1', 'm-1', '10.00');
-    const before = await scrape(t);
+    const before = await scrape(t.app);
     const body = batchOf('m-batch-1', { code: 'M-1', status: 2, realWin: '30.00' });
     expect((await deliver(t.app, body)).body).toStrictEqual({ success: true, processed: 1 });
     expect((await deliver(t.app, body)).body).toStrictEqual({ success: true, processed: 1, duplicate: true });
@@ -94,8 +78,8 @@ describe('operations: metrics, logs, delivery audit', () => {
     );
     // An unregistered coupon settled by a callback is unallocated.
     await deliver(t.app, batchOf('m-batch-2', { code: 'M-UNREG', status: 4, realWin: '0' }));
-    const after = await scrape(t);
-    const delta = (series: string) => (sample(after, series) ?? 0) - (sample(before, series) ?? 0);
+    const after = await scrape(t.app);
+    const delta = (series: string) => increase(before, after, series);
     expect({
       processed: delta('settlement_callback_deliveries_total{outcome="processed"}'),
       duplicate: delta('settlement_callback_deliveries_total{outcome="duplicate"}'),
@@ -141,28 +125,13 @@ describe('operations: metrics, logs, delivery audit', () => {
   it('logs: JSON lines; every line of a callback carries its request id and batchId; one summary line per delivery; no secret, signature or bearer key', async () => {
     lines.length = 0;
     const body = JSON.stringify(batchOf('log-batch-1', { code: 'LOG-1', status: 1 }));
-    const signature = `sha256=${createHmac('sha256', SECRET).update(body).digest('hex')}`;
-    const first = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json')
-      .set('x-signature', signature)
-      .set('x-request-id', 'log-req-1')
-      .send(body);
+    const signature = sign(body);
+    const first = await deliver(t.app, body, { headers: { 'x-request-id': 'log-req-1' } });
     expect(first.status).toBe(200);
     expect(first.headers['x-request-id']).toBe('log-req-1');
-    const again = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json')
-      .set('x-signature', signature)
-      .set('x-request-id', 'log-req-2')
-      .send(body);
+    const again = await deliver(t.app, body, { headers: { 'x-request-id': 'log-req-2' } });
     expect(again.body.duplicate).toBe(true);
-    const forged = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json')
-      .set('x-signature', `sha256=${createHmac('sha256', 'forged').update(body).digest('hex')}`)
-      .set('x-request-id', 'log-req-3')
-      .send(body);
+    const forged = await deliver(t.app, body, { secret: 'forged', headers: { 'x-request-id': 'log-req-3' } });
     expect(forged.status).toBe(401);
     const read = await ops(t.app).get('/accounts/m-1').set('x-request-id', 'log-req-4');
     expect(read.status).toBe(200);
@@ -216,23 +185,11 @@ describe('operations: metrics, logs, delivery audit', () => {
 
   it('logs of a delivery failing on a database outage: every line (errors included) carries its request id and batchId, one failed summary', async () => {
     lines.length = 0;
-    const admin = process.env.TEST_ADMIN_URL as string;
-    const name = decodeURIComponent(new URL(t.config.databaseUrl as string).pathname.slice(1));
-    await withClient(admin, async (c) => {
-      await c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS false`);
-      await c.query(
-        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [name],
-      );
-    });
-    let res;
-    try {
-      res = await deliver(t.app, batchOf('log-batch-503', { code: 'LOG-503', status: 1 }), {
+    const res = await whileDatabaseDown(t.config.databaseUrl as string, () =>
+      deliver(t.app, batchOf('log-batch-503', { code: 'LOG-503', status: 1 }), {
         headers: { 'x-request-id': 'log-req-503' },
-      });
-    } finally {
-      await withClient(admin, (c) => c.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`));
-    }
+      }),
+    );
     expectError(res, 503, 'transient_failure');
     // The failed attempt is written after the answer (CONTRACT §5: the database never delays it).
     await attemptsWritten(t);

@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { balance, createTestApp, deposit, OPS_KEY, ops, TestContext } from '../support/test-app.js';
+import { balance, deposit, fieldPaths, OPS_KEY, ops, useTestApp } from '../support/test-app.js';
 
 // The partner API (CONTRACT §10) and the ledger rows it writes (§7), Swagger (/docs, /docs-json)
 // and the JSON error answers of the whole app. Exact status codes, bodies and balances.
@@ -26,19 +26,8 @@ const PARTNER_ENDPOINTS: {
   },
 ];
 
-/** `error.fields[].path` of a 400 answer, sorted and de-duplicated. */
-function fieldPaths(body: { error?: { fields?: { path: string }[] } }): string[] {
-  return [...new Set((body.error?.fields ?? []).map((f) => f.path))].sort();
-}
-
 describe('partner API (CONTRACT §10)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+  const t = useTestApp();
 
   const http = () => request(t.app.getHttpServer());
   const adjust = (account: string, body: unknown, key?: string) =>
@@ -280,7 +269,7 @@ describe('partner API (CONTRACT §10)', () => {
         success: false,
         error: { code: 'validation_failed', message: expect.any(String), fields: expect.any(Array) },
       });
-      expect(fieldPaths(res.body)).toEqual(paths);
+      expect(fieldPaths(res)).toEqual(paths);
       for (const f of res.body.error.fields)
         expect(f).toEqual({ path: expect.any(String), message: expect.any(String) });
       expect(await count(`accounts WHERE id = 'pa7'`)).toBe(0);
@@ -300,7 +289,7 @@ describe('partner API (CONTRACT §10)', () => {
       'a JSON number a double cannot hold in a text or amount field (%s) answers 400 at its path and writes nothing',
       async (_name, account, body, path) => {
         const res = await adjust(account, body, `adj-${account}`).set('content-type', 'application/json');
-        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res.body) }).toEqual({
+        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res) }).toEqual({
           status: 400,
           code: 'validation_failed',
           paths: [path],
@@ -447,7 +436,7 @@ describe('partner API (CONTRACT §10)', () => {
         ],
       ]) {
         const res = await registerCoupon(body).set('content-type', 'application/json');
-        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res.body) }).toEqual({
+        expect({ status: res.status, code: res.body.error?.code, paths: fieldPaths(res) }).toEqual({
           status: 400,
           code: 'validation_failed',
           paths: [path],
@@ -564,7 +553,7 @@ describe('partner API (CONTRACT §10)', () => {
         success: false,
         error: { code: 'validation_failed', message: expect.any(String), fields: expect.any(Array) },
       });
-      expect(fieldPaths(res.body)).toEqual(paths);
+      expect(fieldPaths(res)).toEqual(paths);
       expect(await count(`accounts WHERE id = 'pv'`)).toBe(0);
       expect(await count(`coupons WHERE coupon_code LIKE 'RV-%'`)).toBe(0);
     });
@@ -791,13 +780,7 @@ describe('partner API (CONTRACT §10)', () => {
 });
 
 describe('partner API with several OPS_API_KEYS (§10)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp({ OPS_API_KEYS: 'k1,k2' });
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+  const t = useTestApp({ OPS_API_KEYS: 'k1,k2' });
 
   it('every configured key is accepted on every endpoint; others are not', async () => {
     const http = () => request(t.app.getHttpServer());

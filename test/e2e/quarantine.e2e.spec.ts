@@ -1,7 +1,6 @@
 import request from 'supertest';
 import {
   batchOf,
-  createTestApp,
   deliver,
   deposit,
   expectError,
@@ -10,7 +9,7 @@ import {
   pendingInboxRow,
   quarantinedConflict,
   register,
-  TestContext,
+  useTestApp,
 } from '../support/test-app.js';
 
 // The quarantine endpoints (CONTRACT §8 on the partner API, §10): GET /callbacks/quarantine
@@ -18,10 +17,9 @@ import {
 // POST …/{id}/replay (parse + validate + apply; recorded on the entry and as a delivery attempt).
 
 describe('quarantine endpoints', () => {
-  let t: TestContext;
+  const t = useTestApp();
   const bodies: string[] = [];
   beforeAll(async () => {
-    t = await createTestApp();
     await deposit(t.app, 'q-p1', '100.00');
     await register(t.app, 'Q-1', 'q-p1', '10.00');
     // Three signed bodies refused: malformed JSON, a schema violation, a conflicting batch.
@@ -35,7 +33,6 @@ describe('quarantine endpoints', () => {
     bodies.push(JSON.stringify(batchOf('q-b1', { code: 'Q-1', status: 2, realWin: '26.00' })));
     expectError(await deliver(t.app, bodies[2]), 409, 'batch_conflict');
   });
-  afterAll(() => t.close());
 
   it('lists entries newest first without their bodies (a 256-byte preview), paginated by cursor', async () => {
     const page1 = await ops(t.app).get('/callbacks/quarantine?limit=2');

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,8 +20,11 @@ import {
   ops,
   pendingInboxRow,
   register,
+  sha256Hex,
   TestContext,
+  useTestApp,
 } from '../support/test-app.js';
+import { eventually, sleep } from '../support/wait.js';
 
 // CONTRACT §9 (polling fallback and reconciliation) with §6/§7 (settlement generations, keys).
 const SPORTAPI_KEY = 'sportapi-read-key';
@@ -37,23 +39,13 @@ const coupon = (code: string, status: number, realWin: string | number | null, e
 
 /** `poll:<code>:<sha256 of the coupon JSON>` for a coupon served as JSON.stringify gives it. */
 const pollBatchId = (c: object & { coupon_code: string }) =>
-  `poll:${c.coupon_code}:${createHash('sha256').update(JSON.stringify(c)).digest('hex')}`;
-
-const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  `poll:${c.coupon_code}:${sha256Hex(JSON.stringify(c))}`;
 
 async function ledgerSum(t: TestContext): Promise<string> {
   const { rows } = await t.db.query(
     `SELECT coalesce(sum(amount), 0)::numeric(20,2)::text AS s FROM ledger_entries`,
   );
   return rows[0].s;
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe('scheduled reconciliation with the simulator as SportAPI (CONTRACT §2, §9)', () => {
@@ -87,9 +79,13 @@ describe('scheduled reconciliation with the simulator as SportAPI (CONTRACT §2,
     await deposit(t.app, 'ps1', '100.00');
     await register(t.app, 'SCHED-1', 'ps1', '10.00');
     expect(await balance(t.app, 'ps1')).toBe('90.00');
-    await waitFor(async () => (await ops(t.app).get('/coupons/SCHED-1')).body.settled === true);
+    await eventually(
+      async () => (await ops(t.app).get('/coupons/SCHED-1')).body.settled === true,
+      'the scheduled job to settle SCHED-1',
+      { timeoutMs: 15_000, intervalMs: 100 },
+    );
     // Several more runs: the settled coupon is no candidate any more, nothing is read or paid again.
-    await new Promise((r) => setTimeout(r, 1500));
+    await sleep(1500);
     expect(await operations(t.app, 'SCHED-1')).toEqual([
       'SCHED-1:0:final_credit=42.50',
       'SCHED-1:0:stake_debit=10.00',
@@ -134,6 +130,25 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   });
 
   const reconcile = (code: string) => ops(t.app).post(`/coupons/${code}/reconcile`, undefined);
+
+  /**
+   * Reconciles `code` while SportAPI answers a WIN of 10.00 slowly (900 ms, under
+   * SPORTAPI_TIMEOUT_MS 1000) and, during that read, the callback `batchId` brings the recalculation
+   * to 5.00, which SportAPI then answers too. Asserts the callback's 200, the reconcile's 200 and a
+   * second read. @returns the reconcile's answer.
+   */
+  async function reconcileDuringRecalculation(code: string, batchId: string) {
+    api.serve(coupon(code, 2, '10.00'), 900);
+    const reads = api.reads(code);
+    const pending = reconcile(code).then((r) => r); // supertest sends on then()
+    await eventually(async () => api.reads(code) === reads + 1, 'the slow read to be in flight');
+    expect((await deliver(t.app, batchOf(batchId, { code, status: 15, realWin: '5.00' }))).status).toBe(200);
+    api.serve(coupon(code, 15, '5.00'));
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(api.reads(code)).toBe(reads + 2);
+    return res;
+  }
 
   it('reads the coupon (bearer credential) and applies it; a second call changes nothing', async () => {
     await deposit(t.app, 'pr1', '50.00');
@@ -187,9 +202,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     api.answers.set('REC-5', { status: 200, body: text });
     const first = await reconcile('REC-5');
     expect(first.headers['reconciliation-outcome']).toBe('applied');
-    expect(first.headers['reconciliation-batch-id']).toBe(
-      `poll:REC-5:${createHash('sha256').update(text).digest('hex')}`,
-    );
+    expect(first.headers['reconciliation-batch-id']).toBe(`poll:REC-5:${sha256Hex(text)}`);
     // Stored with every digit (lossless), as a callback's payload is.
     const stored = await t.db.query(
       `SELECT payload->>'big' AS big FROM coupon_snapshots WHERE coupon_code = 'REC-5'`,
@@ -274,7 +287,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     });
 
     // SportAPI answers the very same coupon JSON: decided again against the coupon's state now.
-    const suffixed = `${pollBatchId(read)}:${sha256('b-rec6-1').slice(0, 16)}`;
+    const suffixed = `${pollBatchId(read)}:${sha256Hex('b-rec6-1').slice(0, 16)}`;
     const second = await reconcile('REC-6');
     expect(second.status).toBe(200);
     expect(second.headers).toMatchObject({
@@ -318,17 +331,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     await deliver(t.app, batchOf('b-rec8-1', { code: 'REC-8', status: 2, realWin: '10.00' }));
     expect(await balance(t.app, 'pr8')).toBe('100.00');
     // SportAPI answers the WIN slowly; meanwhile the recalculation arrives by callback.
-    api.serve(coupon('REC-8', 2, '10.00'), 900); // under SPORTAPI_TIMEOUT_MS (1000)
-    const reads = api.reads('REC-8');
-    const pending = reconcile('REC-8').then((r) => r); // supertest sends on then()
-    await waitFor(async () => api.reads('REC-8') === reads + 1); // the slow read is in flight
-    expect(
-      (await deliver(t.app, batchOf('b-rec8-2', { code: 'REC-8', status: 15, realWin: '5.00' }))).status,
-    ).toBe(200);
-    api.serve(coupon('REC-8', 15, '5.00'));
-    const res = await pending;
-    expect(res.status).toBe(200);
-    expect(api.reads('REC-8')).toBe(reads + 2);
+    const res = await reconcileDuringRecalculation('REC-8', 'b-rec8-2');
     expect(res.body).toMatchObject({
       status: 15,
       realWin: '5.00',
@@ -345,17 +348,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
   });
 
   it('a coupon unknown when its read began and created by a callback during the read: read again, the callback not overwritten', async () => {
-    api.serve(coupon('REC-11', 2, '10.00'), 900); // under SPORTAPI_TIMEOUT_MS (1000)
-    const reads = api.reads('REC-11');
-    const pending = reconcile('REC-11').then((r) => r); // supertest sends on then()
-    await waitFor(async () => api.reads('REC-11') === reads + 1); // the slow read is in flight
-    expect(
-      (await deliver(t.app, batchOf('b-rec11-1', { code: 'REC-11', status: 15, realWin: '5.00' }))).status,
-    ).toBe(200);
-    api.serve(coupon('REC-11', 15, '5.00'));
-    const res = await pending;
-    expect(res.status).toBe(200);
-    expect(api.reads('REC-11')).toBe(reads + 2);
+    const res = await reconcileDuringRecalculation('REC-11', 'b-rec11-1');
     expect(res.body).toMatchObject({ status: 15, realWin: '5.00', settled: true, needsReview: false });
     const history = await t.db.query(
       `SELECT batch_id, transition FROM coupon_snapshots WHERE coupon_code = 'REC-11' ORDER BY id`,
@@ -376,7 +369,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     const stream = (async () => {
       while (!stop) {
         await deliver(t.app, batchOf(`b-rec9-${n++}`, { code: 'REC-9', status: 1, realWin: null }));
-        await new Promise((r) => setTimeout(r, 50));
+        await sleep(50);
       }
     })();
     const res = await reconcile('REC-9');
@@ -646,7 +639,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
         realWin: '12.50',
         reason: 'SportAPI support ticket 4711',
         resolvedBy: 'jane.doe',
-        batchId: `resolution:RES-1:${createHash('sha256').update('res-1').digest('hex')}`,
+        batchId: `resolution:RES-1:${sha256Hex('res-1')}`,
         transition: 'resettled',
         generation: 1,
         operations: ['RES-1:1:recalculation_debit=25.00', 'RES-1:1:final_credit=12.50'],
@@ -869,13 +862,7 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
 });
 
 describe('polling disabled (SPORTAPI_BASE_URL unset)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+  const t = useTestApp();
 
   it('reconcile answers 501 polling_disabled; a scheduled run refuses; resolution still works', async () => {
     expectError(await ops(t.app).post('/coupons/ANY/reconcile', undefined), 501, 'polling_disabled');

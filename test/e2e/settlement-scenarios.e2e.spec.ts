@@ -1,25 +1,18 @@
 import {
   balance,
   batchOf,
-  createTestApp,
   deliver,
   deposit,
   operations,
   ops,
   register,
-  TestContext,
+  useTestApp,
 } from '../support/test-app.js';
 
 // The behaviour of ../shared/conformance/scenarios/*.json, as the project's own tests
 // (CONTRACT §4–§7, §10). Exact balances, operation keys and status codes.
 describe('settlement scenarios (CONTRACT §6, §7)', () => {
-  let t: TestContext;
-  beforeAll(async () => {
-    t = await createTestApp();
-  });
-  afterAll(async () => {
-    await t.close();
-  });
+  const t = useTestApp();
 
   it('01 a single coupon wins once', async () => {
     await deposit(t.app, 'p01', '100.00');

@@ -11,7 +11,7 @@ import { canonicalAmount } from '../../sim/money.js';
 import { PartnerApi, registerManifest } from '../../sim/partner-api.js';
 import { deliverBatch, sendBatches } from '../../sim/send.js';
 import { RunningServe, startServe } from '../../sim/serve.js';
-import { createTestApp, OPS_KEY, SECRET, sign, TestContext } from '../support/test-app.js';
+import { createTestApp, OPS_KEY, SECRET, sign, TestContext, useTestApp } from '../support/test-app.js';
 
 // The SportAPI simulator (sim/, `npm run sportapi`) end to end against the real receiver:
 // generate (seeded, byte-identical), send (CONTRACT §2 delivery semantics: retries, the
@@ -164,14 +164,12 @@ async function oneCouponFile(
 }
 
 describe('SportAPI simulator (sim/, CONTRACT §2, §9)', () => {
-  let t: TestContext;
+  const t = useTestApp();
   let api: PartnerApi;
-  beforeAll(async () => {
-    t = await createTestApp();
+  beforeAll(() => {
     api = new PartnerApi(t.url, OPS_KEY);
   });
   afterAll(async () => {
-    await t.close();
     await Promise.all(folders.map((dir) => rm(dir, { recursive: true, force: true })));
   });
 

@@ -1,14 +1,12 @@
-import pg from 'pg';
-import { createTestDatabase } from '../support/database.js';
+import { lockWaiters, whileLocked } from '../support/database-faults.js';
+import { eventually } from '../support/wait.js';
 import {
+  fundCoupons,
   partner,
   portRange,
   post,
-  Receiver,
-  requireBuild,
-  sleep,
   startReceiver,
-  stopReceiver,
+  useReceivers,
   verifyLedger,
 } from './support/receiver.js';
 
@@ -30,13 +28,11 @@ const SLOW_ENV = {
 };
 
 describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let pool: pg.Pool;
-  let receiver: Receiver | undefined;
+  const suite = useReceivers([PORT], { env: SLOW_ENV, poolSize: 4 });
 
   /** Rows of every table a batch writes, for `batchId` and `couponCode`. */
   async function rowsOf(batchId: string, couponCode: string) {
-    const { rows } = await pool.query(
+    const { rows } = await suite.db.pool.query(
       `SELECT (SELECT count(*)::int FROM callback_batches WHERE batch_id = $1) AS batches,
               (SELECT count(*)::int FROM coupon_snapshots WHERE batch_id = $1) AS snapshots,
               (SELECT count(*)::int FROM bets WHERE coupon_code = $2) AS bets,
@@ -50,56 +46,30 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
 
   /** Waits until a receiver backend is blocked on a lock inside a transaction that has written rows. */
   async function blockedWriter(): Promise<{ pid: number; query: string }> {
-    for (let i = 0; i < 100; i++) {
-      const { rows } = await pool.query(
-        `SELECT pid, query FROM pg_stat_activity
-         WHERE datname = current_database() AND application_name = 'settlement-receiver'
-           AND state = 'active' AND wait_event_type = 'Lock' AND backend_xid IS NOT NULL`,
-      );
-      if (rows.length) return rows[0] as { pid: number; query: string };
-      await sleep(50);
-    }
-    throw new Error('no receiver transaction blocked on the lock');
+    return eventually(
+      async () => (await lockWaiters(suite.db.pool, { writing: true }))[0],
+      'a receiver transaction blocked on the lock',
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   }
 
   async function backendGone(pid: number): Promise<void> {
-    for (let i = 0; i < 200; i++) {
-      const { rowCount } = await pool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid]);
-      if (!rowCount) return;
-      await sleep(50);
-    }
-    throw new Error(`backend ${pid} of the killed receiver is still there`);
+    await eventually(
+      async () =>
+        !(await suite.db.pool.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [pid])).rowCount,
+      `backend ${pid} of the killed receiver to end`,
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
   }
 
   beforeAll(async () => {
-    requireBuild();
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 4 });
-    receiver = await startReceiver(PORT, db.url, SLOW_ENV);
-    const dep = await partner(
-      receiver.url,
-      'POST',
-      '/accounts/p-crash/adjustments',
-      { amount: '100.00', currency: 'EUR', reason: 'crash' },
-      { 'idempotency-key': 'crash-dep' },
+    await fundCoupons(
+      suite.receiver.url,
+      { id: 'p-crash', amount: '100.00', key: 'crash-dep', reason: 'crash' },
+      ['K1', 'K2'],
+      '10.00',
     );
-    expect(dep.status).toBe(201);
-    for (const code of ['K1', 'K2']) {
-      const res = await partner(receiver.url, 'POST', '/coupons', {
-        coupon_code: code,
-        accountId: 'p-crash',
-        stake: '10.00',
-        currency: 'EUR',
-      });
-      expect(res.status).toBe(201);
-    }
   }, 60_000);
-
-  afterAll(async () => {
-    await stopReceiver(receiver);
-    await pool?.end();
-    await db?.drop();
-  });
 
   it.each([
     {
@@ -126,22 +96,15 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
           { coupon_code: code, status: 2, realWin: '30.00', events: [{ uuid: `${code}-e1`, status: 2 }] },
         ],
       };
-      const holder = await pool.connect();
-      let killedPid: number;
-      try {
-        await holder.query('BEGIN');
-        await holder.query(lockSql);
-        const first = post(receiver!.url, body, { timeoutMs: 20_000 });
+      const killedPid = await whileLocked(suite.db.pool, lockSql, async () => {
+        const first = post(suite.receiver.url, body, { timeoutMs: 20_000 });
         const blocked = await blockedWriter();
-        killedPid = blocked.pid;
-        receiver!.kill('SIGKILL');
-        const { signal } = await receiver!.exited;
+        suite.receiver.kill('SIGKILL');
+        const { signal } = await suite.receiver.exited;
         expect(signal).toBe('SIGKILL');
         expect((await first).status).toBe(0); // the connection died with the process: no answer
-      } finally {
-        await holder.query('ROLLBACK');
-        holder.release();
-      }
+        return blocked.pid;
+      });
       // The orphaned backend finishes what it had received (a COMMIT included) or notices the
       // closed socket and rolls back; either way it ends.
       await backendGone(killedPid);
@@ -154,13 +117,13 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
           : { batches: 0, snapshots: 0, bets: 0, operations: 0, attempts: 0, status: null },
       );
 
-      receiver = await startReceiver(PORT, db.url, SLOW_ENV);
-      const again = await post(receiver.url, body);
+      suite.receiver = await startReceiver(PORT, suite.db.url, SLOW_ENV);
+      const again = await post(suite.receiver.url, body);
       expect(again.status).toBe(200);
       expect(again.body).toEqual(
         committed ? { success: true, processed: 1, duplicate: true } : { success: true, processed: 1 },
       );
-      const dup = await post(receiver.url, body);
+      const dup = await post(suite.receiver.url, body);
       expect(dup.body).toEqual({ success: true, processed: 1, duplicate: true });
       expect(await rowsOf(batchId, code)).toEqual({
         batches: 1,
@@ -170,7 +133,7 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
         attempts: committed ? 3 : 2,
         status: 2,
       });
-      const { rows } = await pool.query(
+      const { rows } = await suite.db.pool.query(
         `SELECT operation_key, amount::text FROM financial_operations WHERE coupon_code = $1 ORDER BY id`,
         [code],
       );
@@ -178,13 +141,13 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
         { operation_key: `${code}:0:stake_debit`, amount: '10.00' },
         { operation_key: `${code}:0:final_credit`, amount: '30.00' },
       ]);
-      expect((await verifyLedger(db.url)).violations).toEqual([]);
+      expect((await verifyLedger(suite.db.url)).violations).toEqual([]);
     },
     60_000,
   );
 
   it('after both crashes the player balance is exact: 100 - 2 × 10 + 2 × 30', async () => {
-    const res = await partner(receiver!.url, 'GET', '/accounts/p-crash');
+    const res = await partner(suite.receiver.url, 'GET', '/accounts/p-crash');
     expect(res.body).toEqual({ id: 'p-crash', currency: 'EUR', balance: '140.00' });
   });
 });

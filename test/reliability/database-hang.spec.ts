@@ -13,13 +13,13 @@ import {
   post,
   Receiver,
   requireBuild,
-  sleep,
   startReceiver,
   stopReceiver,
   verifyLedger,
   violationsOf,
 } from './support/receiver.js';
 import { TcpProxy } from './support/tcp-proxy.js';
+import { eventually, sleep } from '../support/wait.js';
 
 // CONTRACT §5: the callback answers within its own deadline whatever the database does. A TCP
 // proxy between the receiver and PostgreSQL makes the database hang (bytes held, connections
@@ -171,13 +171,12 @@ describe.each([
     }
     expect((await fetch(`${r.url}/health/ready`)).status).toBe(200);
     // Inbox mode applies after the 200: wait for the workers.
-    for (let i = 0; i < 200; i++) {
-      const { rows } = await pool.query(
-        `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending'`,
-      );
-      if (rows[0].n === 0) break;
-      await sleep(50);
-    }
+    await eventually(
+      async () =>
+        (await pool.query(`SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending'`)).rows[0]
+          .n === 0,
+      'the inbox drained',
+    );
     const { rows } = await pool.query(
       `SELECT c.coupon_code AS code,
               count(o.*) FILTER (WHERE o.type = 'final_credit')::int AS credits,
@@ -228,9 +227,10 @@ describe.each([
     expect(proxy.fired).toBe(firedBefore + 1);
     expectInsideDeadline('hung at COMMIT', answers, [503]);
     // The connection is given up after the answer: the warning follows it.
-    for (let i = 0; i < 100 && !(receiver as Receiver).output().includes('COMMIT outcome unknown'); i++)
-      await sleep(50);
-    expect((receiver as Receiver).output()).toContain('COMMIT outcome unknown');
+    await eventually(
+      async () => (receiver as Receiver).output().includes('COMMIT outcome unknown'),
+      'the COMMIT outcome unknown warning',
+    );
     proxy.release();
     const again = await post((receiver as Receiver).url, batch, { timeoutMs: 20_000 });
     expect(again.status).toBe(200);

@@ -4,15 +4,16 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
 import { createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
+import { eventually, sleep } from '../support/wait.js';
 import {
   DeliveryAnswer,
-  partner,
+  fundCoupons,
   portRange,
   post,
   Receiver,
   requireBuild,
-  sleep,
   startReceiver,
+  statusAndCode,
   stopReceiver,
   verifyLedger,
 } from './support/receiver.js';
@@ -26,6 +27,7 @@ const [PG_PORT, PORT] = portRange(30, 2);
 const DEADLINE_MS = 8000;
 const COUPONS = 12;
 const BATCHES = 36;
+const CODES = Array.from({ length: COUPONS }, (_, c) => `O${String(c).padStart(2, '0')}`);
 
 /** Batch `i` of the stream: settlement snapshots over 12 coupons (wins, recalculations, repeats). */
 function streamBatch(i: number) {
@@ -36,7 +38,7 @@ function streamBatch(i: number) {
       const status = step === 0 ? 2 : step === 1 ? 15 : 4;
       const realWin = status === 2 ? `${c + 1}.50` : status === 15 ? (c % 2 ? '1.00' : null) : '0';
       return {
-        coupon_code: `O${String(c).padStart(2, '0')}`,
+        coupon_code: CODES[c],
         status,
         realWin,
         events: [{ uuid: `O${c}-e1`, status }],
@@ -72,23 +74,12 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
     await server.start();
     url = `postgres://postgres:postgres@127.0.0.1:${PG_PORT}/outage`;
     receiver = await startReceiver(PORT, url, { CALLBACK_DEADLINE_MS: String(DEADLINE_MS) });
-    const dep = await partner(
+    await fundCoupons(
       receiver.url,
-      'POST',
-      '/accounts/p-out/adjustments',
-      { amount: '500.00', currency: 'EUR', reason: 'outage' },
-      { 'idempotency-key': 'out-dep' },
+      { id: 'p-out', amount: '500.00', key: 'out-dep', reason: 'outage' },
+      CODES,
+      '2.00',
     );
-    expect(dep.status).toBe(201);
-    for (let c = 0; c < COUPONS; c++) {
-      const res = await partner(receiver.url, 'POST', '/coupons', {
-        coupon_code: `O${String(c).padStart(2, '0')}`,
-        accountId: 'p-out',
-        stake: '2.00',
-        currency: 'EUR',
-      });
-      expect(res.status).toBe(201);
-    }
   }, 120_000);
 
   afterAll(async () => {
@@ -133,13 +124,7 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
     const live = await fetch(`${r.url}/health/live`);
     expect(live.status).toBe(200);
     const during = await send(0);
-    expect({
-      status: during.status,
-      code: (during.body as { error?: { code?: string } })?.error?.code,
-    }).toEqual({
-      status: 503,
-      code: 'transient_failure',
-    });
+    expect(statusAndCode(during)).toEqual({ status: 503, code: 'transient_failure' });
 
     const all = [...answers.values()].flat();
     // Never a 500, never a hang: 200 (committed before the stop) or 503, each inside the deadline.
@@ -161,10 +146,10 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
 
     // PostgreSQL returns; the receiver recovers without a restart.
     await server.start();
-    for (let i = 0; i < 60; i++) {
-      if ((await fetch(`${r.url}/health/ready`)).status === 200) break;
-      await sleep(500);
-    }
+    await eventually(async () => (await fetch(`${r.url}/health/ready`)).status === 200, 'readiness', {
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     expect((await fetch(`${r.url}/health/ready`)).status).toBe(200);
 
     // Every acknowledged batch was committed.
@@ -192,8 +177,7 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
     const undisturbed: TestContext = await createTestApp();
     try {
       await deposit(undisturbed.app, 'p-out', '500.00', 'out-dep');
-      for (let c = 0; c < COUPONS; c++)
-        await register(undisturbed.app, `O${String(c).padStart(2, '0')}`, 'p-out', '2.00');
+      for (const code of CODES) await register(undisturbed.app, code, 'p-out', '2.00');
       const outage = new pg.Client({ connectionString: url });
       await outage.connect();
       const order = (

@@ -4,17 +4,18 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { createTestDatabase } from '../support/database.js';
+import { lockWaiters } from '../support/database-faults.js';
+import { eventually, sleep } from '../support/wait.js';
 import {
   DeliveryAnswer,
-  partner,
+  fundCoupons,
   portRange,
   post,
   Receiver,
-  requireBuild,
-  sleep,
   startReceiver,
+  statusAndCode,
   stopReceiver,
+  useReceivers,
   verifyLedger,
 } from './support/receiver.js';
 
@@ -44,45 +45,19 @@ function batch(i: number) {
 }
 
 describe('SIGTERM under load (CONTRACT §5)', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let pool: pg.Pool;
-  let receiver: Receiver | undefined;
+  const suite = useReceivers([PORT], { poolSize: 3 });
 
   beforeAll(async () => {
-    requireBuild();
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 3 });
-    receiver = await startReceiver(PORT, db.url);
-    const dep = await partner(
-      receiver.url,
-      'POST',
-      '/accounts/p-gs/adjustments',
-      { amount: '100.00', currency: 'EUR', reason: 'gs' },
-      { 'idempotency-key': 'gs-dep' },
+    await fundCoupons(
+      suite.receiver.url,
+      { id: 'p-gs', amount: '100.00', key: 'gs-dep', reason: 'gs' },
+      Array.from({ length: COUPONS }, (_, c) => `G${c}`),
+      '1.00',
     );
-    expect(dep.status).toBe(201);
-    for (let c = 0; c < COUPONS; c++) {
-      expect(
-        (
-          await partner(receiver.url, 'POST', '/coupons', {
-            coupon_code: `G${c}`,
-            accountId: 'p-gs',
-            stake: '1.00',
-            currency: 'EUR',
-          })
-        ).status,
-      ).toBe(201);
-    }
   }, 60_000);
 
-  afterAll(async () => {
-    await stopReceiver(receiver);
-    await pool?.end();
-    await db?.drop();
-  });
-
   it('in-flight batches finish, new requests 503, exit within 10 s, no acknowledged batch missing', async () => {
-    const r = receiver as Receiver;
+    const r = suite.receiver;
     const answers: { i: number; sentAt: number; answer: DeliveryAnswer }[] = [];
     const send = async (i: number) => {
       const sentAt = Date.now();
@@ -92,18 +67,15 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
     };
 
     // Hold one batch (G0's WIN) open: its coupon row is locked by another connection.
-    const holder = await pool.connect();
+    const holder = await suite.db.pool.connect();
     await holder.query('BEGIN');
     await holder.query(`SELECT 1 FROM coupons WHERE coupon_code = 'G0' FOR UPDATE`);
     const held = send(0);
-    for (let i = 0; i < 100; i++) {
-      const { rowCount } = await pool.query(
-        `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'settlement-receiver'
-           AND wait_event_type = 'Lock' AND backend_xid IS NOT NULL`,
-      );
-      if (rowCount) break;
-      await sleep(50);
-    }
+    await eventually(
+      async () => (await lockWaiters(suite.db.pool, { writing: true })).length > 0,
+      'the batch of G0 to wait for its coupon lock',
+      { timeoutMs: 15_000, intervalMs: 50 },
+    );
 
     // Load: three senders streaming batches 1..199 until the process is gone.
     let next = 1;
@@ -127,13 +99,7 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
     }));
     expect(ready.status).toBe(503);
     const fresh = await send(1000);
-    expect({
-      status: fresh.status,
-      code: (fresh.body as { error?: { code?: string } })?.error?.code,
-    }).toEqual({
-      status: 503,
-      code: 'transient_failure',
-    });
+    expect(statusAndCode(fresh)).toEqual({ status: 503, code: 'transient_failure' });
     // Release the held batch: it commits and is answered 200 although the shutdown has begun.
     await sleep(500);
     await holder.query('ROLLBACK');
@@ -156,23 +122,23 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
     );
     const acknowledged = [...new Set(answers.filter((a) => a.answer.status === 200).map((a) => a.i))];
     expect(acknowledged).toContain(0);
-    const { rows } = await pool.query(`SELECT batch_id FROM callback_batches`);
+    const { rows } = await suite.db.pool.query(`SELECT batch_id FROM callback_batches`);
     const stored = new Set(rows.map((row) => row.batch_id as string));
     expect(acknowledged.filter((i) => !stored.has(`gs-${i}`))).toEqual([]);
     // Nothing half-written: every stored batch has its snapshot and delivery record.
-    expect((await verifyLedger(db.url)).violations).toEqual([]);
+    expect((await verifyLedger(suite.db.url)).violations).toEqual([]);
 
     // Restart; SportAPI redelivers everything not acknowledged (and duplicates of the rest).
-    receiver = await startReceiver(PORT, db.url);
+    suite.receiver = await startReceiver(PORT, suite.db.url);
     const sent = [...new Set(answers.map((a) => a.i))].filter((i) => i < 1000);
     for (const i of sent)
-      expect({ i, status: (await post(receiver.url, batch(i))).status }).toEqual({ i, status: 200 });
-    const ops = await pool.query(
+      expect({ i, status: (await post(suite.receiver.url, batch(i))).status }).toEqual({ i, status: 200 });
+    const ops = await suite.db.pool.query(
       `SELECT count(*)::int AS n, sum(amount)::text AS total FROM financial_operations WHERE type = 'final_credit'`,
     );
     const wins = sent.filter((i) => i < COUPONS).length;
     expect(ops.rows[0]).toEqual({ n: wins, total: (wins * 3).toFixed(2) });
-    expect((await verifyLedger(db.url)).violations).toEqual([]);
+    expect((await verifyLedger(suite.db.url)).violations).toEqual([]);
   }, 90_000);
 
   it('on the embedded PostgreSQL (no DATABASE_URL): the held batch still commits, then the receiver stops its server and exits 0', async () => {
@@ -190,23 +156,12 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
     client.on('error', () => undefined);
     let restarted: Receiver | undefined;
     try {
-      await partner(
+      await fundCoupons(
         embedded.url,
-        'POST',
-        '/accounts/p-emb/adjustments',
-        { amount: '10.00', currency: 'EUR', reason: 'gs' },
-        { 'idempotency-key': 'emb-dep' },
+        { id: 'p-emb', amount: '10.00', key: 'emb-dep', reason: 'gs' },
+        ['E1'],
+        '1.00',
       );
-      expect(
-        (
-          await partner(embedded.url, 'POST', '/coupons', {
-            coupon_code: 'E1',
-            accountId: 'p-emb',
-            stake: '1.00',
-            currency: 'EUR',
-          })
-        ).status,
-      ).toBe(201);
       await client.connect();
       await client.query('BEGIN');
       await client.query(`SELECT 1 FROM coupons WHERE coupon_code = 'E1' FOR UPDATE`);

@@ -2,8 +2,9 @@ import { createConnection, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import request from 'supertest';
-import { createTestApp, deliver, deposit, register, sign, TestContext } from '../support/test-app.js';
-import { sleep, verifyLedger } from './support/receiver.js';
+import { deliver, deposit, register, sign, useTestApp } from '../support/test-app.js';
+import { sleep } from '../support/wait.js';
+import { verifyLedger } from './support/receiver.js';
 
 // Hostile callback bodies (CONTRACT §3, §5, §8): wrong types, huge numbers, NaN, negative or
 // 3-decimal amounts, deep nesting, bodies over 2 MiB, invalid UTF-8, duplicate keys, prototype
@@ -37,29 +38,13 @@ const valid = (batchId: string) => ({
   ],
 });
 
-/** Sends raw bytes signed over exactly those bytes (or with `signature`). */
-function sendRaw(t: TestContext, body: Buffer | string, headers: Record<string, string> = {}) {
-  let req = request(t.app.getHttpServer())
-    .post('/sportapi/callback')
-    .set('content-type', 'application/json')
-    .set('x-signature', sign(body));
-  for (const [k, v] of Object.entries(headers)) req = req.set(k, v);
-  return req.serialize((b: unknown) => b as string).send(body as unknown as string);
-}
-
 describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
-  let t: TestContext;
-  let counts: () => Promise<Record<string, unknown>>;
+  const t = useTestApp();
+  const counts = async (): Promise<Record<string, unknown>> => (await t.db.query(COUNTS_SQL)).rows[0];
 
   beforeAll(async () => {
-    t = await createTestApp();
-    counts = async () => (await t.db.query(COUNTS_SQL)).rows[0];
     await deposit(t.app, 'p-hostile', '100.00');
     await register(t.app, 'H1', 'p-hostile', '10.00');
-  });
-
-  afterAll(async () => {
-    await t?.close();
   });
 
   const big = 'x'.repeat(2 * 1024 * 1024 + 1);
@@ -183,7 +168,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
     '$name → $status, no business row written',
     async ({ body, status, headers }) => {
       const before = await counts();
-      const res = await sendRaw(t, body(), headers);
+      const res = await deliver(t.app, body(), { headers });
       expect(res.status).toBe(status);
       expect(res.body.success).toBe(false);
       expect(await counts()).toEqual(before);
@@ -206,7 +191,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
     ],
   ])('%s → 400 validation_failed, not 503', async (_name, body) => {
     const before = await counts();
-    const res = await sendRaw(t, body);
+    const res = await deliver(t.app, body);
     expect({ status: res.status, code: res.body.error?.code }).toEqual({
       status: 400,
       code: 'validation_failed',
@@ -219,7 +204,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
       '"coupon_code":"H1"',
       '"constructor":{"prototype":{"x":1}},"coupon_code":"H1"',
     );
-    expect((await sendRaw(t, body)).status).toBe(200);
+    expect((await deliver(t.app, body)).status).toBe(200);
     const { rows } = await t.db.query(
       `SELECT payload->'constructor' AS c FROM coupon_snapshots WHERE batch_id = 'hb-c4'`,
     );
@@ -237,11 +222,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
 
   it('a body signed before it was mutated → 401, not stored', async () => {
     const body = JSON.stringify(valid('hb-sig'));
-    const res = await request(t.app.getHttpServer())
-      .post('/sportapi/callback')
-      .set('content-type', 'application/json')
-      .set('x-signature', sign(body))
-      .send(body.replace('25.00', '2500.00'));
+    const res = await deliver(t.app, body.replace('25.00', '2500.00'), { signature: sign(body) });
     expect(res.status).toBe(401);
     const { rows } = await t.db.query(
       `SELECT count(*)::int AS n FROM quarantined_bodies WHERE batch_id = 'hb-sig'`,
@@ -336,13 +317,10 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
           const before = await counts();
           const res =
             mode === 'resign-original'
-              ? await request(t.app.getHttpServer())
-                  .post('/sportapi/callback')
-                  .set('content-type', 'application/json')
-                  .set('x-signature', sign(original))
-                  .serialize((b: unknown) => b as string)
-                  .send(body.toString('latin1').replace('25.00', '26.00') as unknown as string)
-              : await sendRaw(t, body);
+              ? await deliver(t.app, body.toString('latin1').replace('25.00', '26.00'), {
+                  signature: sign(original),
+                })
+              : await deliver(t.app, body);
           expect({
             body: body.toString('latin1'),
             status: [200, 400, 401, 409, 413, 415].includes(res.status),

@@ -10,7 +10,9 @@ import {
   deposit,
   register,
   TestContext,
+  useTestApp,
 } from '../support/test-app.js';
+import { eventually } from '../support/wait.js';
 import { requireBuild, verifyLedger, violationsOf } from './support/receiver.js';
 
 // `npm run ledger:verify` and LedgerVerifier (CONTRACT §7, §8): clean on a database the receiver
@@ -40,6 +42,53 @@ describe('ledger:verify (CONTRACT §7)', () => {
     await forger.query('SET LOCAL session_replication_role = replica');
     await forger.query(sql, params);
     await forger.query('COMMIT');
+  }
+
+  /**
+   * Forges a balanced final_credit `key` of coupon V1 (generation `generation`) paying `amount` to
+   * p-ver from the house, with both ledger entries and both balances moved.
+   */
+  async function forgeCredit(key: string, generation: number, amount: string): Promise<void> {
+    await forge(
+      `WITH o AS (INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+                  VALUES ($1, 'final_credit', 'V1', $2, 'p-ver', $3, 'EUR') RETURNING id)
+       INSERT INTO ledger_entries (operation_id, account_id, amount)
+       SELECT id, 'p-ver', $3::numeric FROM o UNION ALL SELECT id, 'house:EUR', -$3::numeric FROM o`,
+      [key, generation, amount],
+    );
+    await forge(
+      `UPDATE accounts SET balance = balance + CASE id WHEN 'p-ver' THEN $1::numeric ELSE -$1::numeric END`,
+      [amount],
+    );
+  }
+
+  /** Takes back what {@link forgeCredit}`(key, …, amount)` forged. */
+  async function unforgeCredit(key: string, amount: string): Promise<void> {
+    await forge(
+      `UPDATE accounts SET balance = balance - CASE id WHEN 'p-ver' THEN $1::numeric ELSE -$1::numeric END`,
+      [amount],
+    );
+    await forge(
+      `DELETE FROM ledger_entries WHERE operation_id IN (SELECT id FROM financial_operations WHERE operation_key = $1)`,
+      [key],
+    );
+    await forge(`DELETE FROM financial_operations WHERE operation_key = $1`, [key]);
+  }
+
+  /** The violations of a V1 credit with an entry too few or too many, sorted. */
+  const V1_CREDIT_UNBALANCED = [
+    `${LedgerCheck.BALANCE_MISMATCH} p-ver`,
+    `${LedgerCheck.LEDGER_UNBALANCED} ledger_entries`,
+    `${LedgerCheck.OPERATION_UNBALANCED} V1:0:final_credit`,
+  ];
+
+  /** Puts a deleted `row` (every column, as `SELECT *` read it) back into `table` with {@link forge}. */
+  async function restore(table: string, row: Record<string, unknown>): Promise<void> {
+    const columns = Object.keys(row);
+    await forge(
+      `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+      Object.values(row),
+    );
   }
 
   beforeAll(async () => {
@@ -117,20 +166,13 @@ describe('ledger:verify (CONTRACT §7)', () => {
     expect(rows).toHaveLength(1);
     await forge(`DELETE FROM ledger_entries WHERE id = $1`, [rows[0].id]);
     try {
-      expect(violationsOf(await verifyLedger(url)).sort()).toEqual([
-        `${LedgerCheck.BALANCE_MISMATCH} p-ver`,
-        `${LedgerCheck.LEDGER_UNBALANCED} ledger_entries`,
-        `${LedgerCheck.OPERATION_UNBALANCED} V1:0:final_credit`,
-      ]);
+      expect(violationsOf(await verifyLedger(url)).sort()).toEqual(V1_CREDIT_UNBALANCED);
       const cli = runCli(url);
       expect(cli.code).toBe(1);
       expect(cli.stdout).toContain('operation_unbalanced  V1:0:final_credit: 1 entries summing to -25.00');
       expect(cli.stdout).toContain('ledger_unbalanced  ledger_entries: all entries sum to -25.00, not 0');
     } finally {
-      await forge(
-        `INSERT INTO ledger_entries (id, operation_id, account_id, amount, created_at) VALUES ($1, $2, $3, $4, $5)`,
-        [rows[0].id, rows[0].operation_id, rows[0].account_id, rows[0].amount, rows[0].created_at],
-      );
+      await restore('ledger_entries', rows[0]);
     }
     expect((await verifyLedger(url)).ok).toBe(true);
   });
@@ -141,11 +183,7 @@ describe('ledger:verify (CONTRACT §7)', () => {
        SELECT id, 'p-ver', 25.00 FROM financial_operations WHERE operation_key = 'V1:0:final_credit'`,
     );
     try {
-      expect(violationsOf(await verifyLedger(url)).sort()).toEqual([
-        `${LedgerCheck.BALANCE_MISMATCH} p-ver`,
-        `${LedgerCheck.LEDGER_UNBALANCED} ledger_entries`,
-        `${LedgerCheck.OPERATION_UNBALANCED} V1:0:final_credit`,
-      ]);
+      expect(violationsOf(await verifyLedger(url)).sort()).toEqual(V1_CREDIT_UNBALANCED);
       const cli = runCli(url);
       expect(cli.code).toBe(1);
       expect(cli.stdout).toContain('operation_unbalanced  V1:0:final_credit: 3 entries summing to 25.00');
@@ -159,30 +197,17 @@ describe('ledger:verify (CONTRACT §7)', () => {
   });
 
   it('an extra balanced operation (a second credit) → undecided_operation and coupon_settlement_mismatch', async () => {
-    await forge(`
-      WITH o AS (INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
-                 VALUES ('V1:0:final_credit_x', 'final_credit', 'V1', 0, 'p-ver', 25.00, 'EUR') RETURNING id)
-      INSERT INTO ledger_entries (operation_id, account_id, amount)
-      SELECT id, 'p-ver', 25.00 FROM o UNION ALL SELECT id, 'house:EUR', -25.00 FROM o`);
-    await forge(`UPDATE accounts SET balance = balance + CASE id WHEN 'p-ver' THEN 25 ELSE -25 END`);
+    await forgeCredit('V1:0:final_credit_x', 0, '25.00');
     try {
       expect(violationsOf(await verifyLedger(url)).sort()).toEqual([
         `${LedgerCheck.COUPON_SETTLEMENT_MISMATCH} V1`,
         `${LedgerCheck.OPERATION_KEY_MALFORMED} V1:0:final_credit_x`,
       ]);
     } finally {
-      await forge(`UPDATE accounts SET balance = balance - CASE id WHEN 'p-ver' THEN 25 ELSE -25 END`);
-      await forge(`DELETE FROM ledger_entries WHERE operation_id IN
-                     (SELECT id FROM financial_operations WHERE operation_key = 'V1:0:final_credit_x')`);
-      await forge(`DELETE FROM financial_operations WHERE operation_key = 'V1:0:final_credit_x'`);
+      await unforgeCredit('V1:0:final_credit_x', '25.00');
     }
     // Well-formed but undecided: generation 1 credit that no snapshot decided.
-    await forge(`
-      WITH o AS (INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
-                 VALUES ('V1:1:final_credit', 'final_credit', 'V1', 1, 'p-ver', 2.00, 'EUR') RETURNING id)
-      INSERT INTO ledger_entries (operation_id, account_id, amount)
-      SELECT id, 'p-ver', 2.00 FROM o UNION ALL SELECT id, 'house:EUR', -2.00 FROM o`);
-    await forge(`UPDATE accounts SET balance = balance + CASE id WHEN 'p-ver' THEN 2 ELSE -2 END`);
+    await forgeCredit('V1:1:final_credit', 1, '2.00');
     try {
       const report = await verifyLedger(url);
       expect(violationsOf(report).sort()).toEqual([
@@ -193,10 +218,7 @@ describe('ledger:verify (CONTRACT §7)', () => {
         'callback credits minus debits 27.00, expected 25.00 (generation 0, settled for 25.00)',
       );
     } finally {
-      await forge(`UPDATE accounts SET balance = balance - CASE id WHEN 'p-ver' THEN 2 ELSE -2 END`);
-      await forge(`DELETE FROM ledger_entries WHERE operation_id IN
-                     (SELECT id FROM financial_operations WHERE operation_key = 'V1:1:final_credit')`);
-      await forge(`DELETE FROM financial_operations WHERE operation_key = 'V1:1:final_credit'`);
+      await unforgeCredit('V1:1:final_credit', '2.00');
     }
     expect((await verifyLedger(url)).ok).toBe(true);
   });
@@ -223,29 +245,8 @@ describe('ledger:verify (CONTRACT §7)', () => {
       ]);
       expect(runCli(url).code).toBe(1);
     } finally {
-      const o = op[0];
-      await forge(
-        `INSERT INTO financial_operations (id, operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [
-          o.id,
-          o.operation_key,
-          o.type,
-          o.coupon_code,
-          o.generation,
-          o.account_id,
-          o.amount,
-          o.currency,
-          o.batch_id,
-          o.created_at,
-        ],
-      );
-      for (const e of entries) {
-        await forge(
-          `INSERT INTO ledger_entries (id, operation_id, account_id, amount) VALUES ($1, $2, $3, $4)`,
-          [e.id, e.operation_id, e.account_id, e.amount],
-        );
-      }
+      await restore('financial_operations', op[0]);
+      for (const e of entries) await restore('ledger_entries', e);
       await forge(`UPDATE accounts SET balance = balance + CASE id WHEN 'p-ver' THEN 3 ELSE -3 END`);
     }
     expect((await verifyLedger(url)).ok).toBe(true);
@@ -260,23 +261,7 @@ describe('ledger:verify (CONTRACT §7)', () => {
     try {
       expect(violationsOf(await verifyLedger(url))).toEqual([`${LedgerCheck.BATCH_WITHOUT_DELIVERY} vb-4`]);
     } finally {
-      const r = rows[0];
-      await forge(
-        `INSERT INTO delivery_attempts (id, batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        [
-          r.id,
-          r.batch_id,
-          r.request_id,
-          r.received_at,
-          r.outcome,
-          r.http_status,
-          r.error_code,
-          r.coupon_count,
-          r.duration_ms,
-          r.payload_hash,
-        ],
-      );
+      await restore('delivery_attempts', rows[0]);
     }
     expect((await verifyLedger(url)).ok).toBe(true);
   });
@@ -293,15 +278,7 @@ describe('ledger:verify (CONTRACT §7)', () => {
 });
 
 describe('ledger:verify in inbox mode (CALLBACK_MODE=inbox)', () => {
-  let t: TestContext;
-
-  beforeAll(async () => {
-    t = await createTestApp({ CALLBACK_MODE: 'inbox' });
-  });
-
-  afterAll(async () => {
-    await t?.close();
-  });
+  const t = useTestApp({ CALLBACK_MODE: 'inbox' });
 
   it('batches applied by the inbox workers (delivery attempt "accepted") verify clean', async () => {
     await deposit(t.app, 'p-inbox', '20.00');
@@ -312,11 +289,11 @@ describe('ledger:verify in inbox mode (CALLBACK_MODE=inbox)', () => {
     ]) {
       expect((await deliver(t.app, b)).status).toBe(200);
     }
-    for (let i = 0; i < 100; i++) {
-      const { rows } = await t.db.query(`SELECT count(*)::int AS n FROM callback_batches`);
-      if (rows[0].n === 2) break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await eventually(
+      async () => (await t.db.query(`SELECT count(*)::int AS n FROM callback_batches`)).rows[0].n === 2,
+      'the inbox workers to apply both batches',
+      { intervalMs: 100 },
+    );
     expect(await balance(t.app, 'p-inbox')).toBe('24.00');
     const report = await verifyLedger(t.config.databaseUrl as string);
     expect(report.violations).toEqual([]);

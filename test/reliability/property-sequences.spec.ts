@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { CouponModel, CouponSnapshot } from '../../sim/model.js';
 import { formatCents, parseCents } from '../../sim/money.js';
-import { createTestApp, deliver, deposit, ops, TestContext } from '../support/test-app.js';
+import { injectTrigger } from '../support/database-faults.js';
+import { deliver, deposit, ops, useTestApp } from '../support/test-app.js';
 import { verifyLedger } from './support/receiver.js';
 
 // Property-based delivery sequences (CONTRACT §2 at-least-once delivery, §4, §6, §7): random
@@ -120,31 +121,27 @@ const stats = {
 };
 
 describe('property-based delivery sequences against the model (CONTRACT §6, §7)', () => {
-  let t: TestContext;
+  const t = useTestApp({ DB_POOL_SIZE: '8' });
   let run = 0;
 
   beforeAll(async () => {
-    t = await createTestApp({ DB_POOL_SIZE: '8' });
     // Fault injection: a batch listed in test_faults fails on its last write (the processed
     // delivery attempt, after the batch id, snapshots, coupons, bets and ledger), as a lock
     // timeout (55P03) would: answered 503, everything rolled back.
     await t.db.query(`CREATE TABLE test_faults (batch_id text PRIMARY KEY)`);
-    await t.db.query(`
-      CREATE FUNCTION test_inject_fault() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF EXISTS (SELECT 1 FROM test_faults WHERE batch_id = NEW.batch_id) THEN
-          RAISE EXCEPTION 'injected fault' USING ERRCODE = '55P03';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await t.db.query(`
-      CREATE TRIGGER test_inject_fault BEFORE INSERT ON delivery_attempts
-      FOR EACH ROW WHEN (NEW.outcome = 'processed') EXECUTE FUNCTION test_inject_fault()`);
+    await injectTrigger(
+      t.db,
+      'test_inject_fault',
+      'delivery_attempts',
+      `IF EXISTS (SELECT 1 FROM test_faults WHERE batch_id = NEW.batch_id) THEN
+         RAISE EXCEPTION 'injected fault' USING ERRCODE = '55P03';
+       END IF;`,
+      { when: "NEW.outcome = 'processed'" },
+    );
   });
 
-  afterAll(async () => {
+  afterAll(() => {
     process.stdout.write(`property-based reliability run: ${JSON.stringify(stats)}\n`);
-    await t?.close();
   });
 
   it(`${NUM_RUNS} random sequences converge to the model and verify clean (seed ${SEED})`, async () => {

@@ -1,14 +1,11 @@
-import pg from 'pg';
-import { createTestDatabase } from '../support/database.js';
+import { opCount } from '../support/rows.js';
+import { sleep } from '../support/wait.js';
 import {
   DeliveryAnswer,
-  partner,
+  fundCoupons,
   portRange,
   post,
-  Receiver,
-  requireBuild,
-  startReceiver,
-  stopReceiver,
+  useReceivers,
   verifyLedger,
 } from './support/receiver.js';
 
@@ -31,9 +28,8 @@ function batch(batchId: string, coupons: Coupon[]) {
 }
 
 describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let receivers: Receiver[] = [];
-  let pool: pg.Pool;
+  const suite = useReceivers(portRange(0, 3));
+  const { receivers } = suite;
   const answers: DeliveryAnswer[] = [];
 
   /** Delivers to `url` and, like SportAPI, redelivers after a 503 (or a transport error) until 200. */
@@ -42,48 +38,21 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       const a = await post(url, body);
       answers.push(a);
       if (a.status === 200 || i + 1 >= attempts || (a.status !== 503 && a.status !== 0)) return a;
-      await new Promise((r) => setTimeout(r, 50 + Math.random() * 100));
+      await sleep(50 + Math.random() * 100);
     }
-  }
-
-  async function opCount(key: string): Promise<number> {
-    const { rows } = await pool.query(
-      `SELECT count(*)::int AS n FROM financial_operations WHERE operation_key = $1`,
-      [key],
-    );
-    return rows[0].n as number;
   }
 
   beforeAll(async () => {
-    requireBuild();
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    receivers = await Promise.all(portRange(0, 3).map((port) => startReceiver(port, db.url)));
-    const r0 = receivers[0].url;
-    const dep = await partner(
-      r0,
-      'POST',
-      '/accounts/p-race/adjustments',
-      { amount: '10000.00', currency: 'EUR', reason: 'race' },
-      { 'idempotency-key': 'race-dep' },
+    // Coupon i registered on receiver i % 3.
+    await fundCoupons(
+      receivers.map((r) => r.url),
+      { id: 'p-race', amount: '10000.00', key: 'race-dep', reason: 'race' },
+      Array.from({ length: 40 }, (_, i) => `R${String(i).padStart(3, '0')}`),
+      '1.00',
     );
-    expect(dep.status).toBe(201);
-    for (let i = 0; i < 40; i++) {
-      const code = `R${String(i).padStart(3, '0')}`;
-      const res = await partner(receivers[i % 3].url, 'POST', '/coupons', {
-        coupon_code: code,
-        accountId: 'p-race',
-        stake: '1.00',
-        currency: 'EUR',
-      });
-      expect(res.status).toBe(201);
-    }
   }, 120_000);
 
-  afterAll(async () => {
-    await Promise.all(receivers.map((r) => stopReceiver(r)));
-    await pool?.end();
-    await db?.drop();
+  afterAll(() => {
     for (const r of receivers)
       expect(r.output()).not.toMatch(/\b500\b.*Internal|UnhandledPromiseRejection|FATAL/);
   });
@@ -96,8 +65,8 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       answers.push(...res);
       expect(res.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
       expect(res.filter((a) => (a.body as { duplicate?: boolean }).duplicate === true)).toHaveLength(5);
-      expect(await opCount(`${code}:0:final_credit`)).toBe(1);
-      const { rows } = await pool.query(
+      expect(await opCount(suite.db.pool, `${code}:0:final_credit`)).toBe(1);
+      const { rows } = await suite.db.pool.query(
         `SELECT outcome, count(*)::int AS n FROM delivery_attempts WHERE batch_id = $1 GROUP BY outcome ORDER BY outcome`,
         [`same-${round}`],
       );
@@ -131,8 +100,8 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       ),
     );
     expect(final.map((a) => a.status)).toEqual([200, 200, 200]);
-    for (const c of codes) expect(await opCount(`${c}:0:final_credit`)).toBe(1);
-    const { rows } = await pool.query(
+    for (const c of codes) expect(await opCount(suite.db.pool, `${c}:0:final_credit`)).toBe(1);
+    const { rows } = await suite.db.pool.query(
       `SELECT count(*)::int AS n, sum(amount)::text AS total FROM financial_operations WHERE coupon_code = ANY($1) AND type = 'final_credit'`,
       [codes],
     );
@@ -147,14 +116,14 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       ),
     );
     expect(res.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
-    expect(await opCount(`${code}:0:final_credit`)).toBe(1);
+    expect(await opCount(suite.db.pool, `${code}:0:final_credit`)).toBe(1);
     const recalc = await Promise.all(
       Array.from({ length: 6 }, (_, i) =>
         deliverRetrying(receivers[i % 3].url, batch(`recalc-${i}`, [coupon(code, 15, '5.00')])),
       ),
     );
     expect(recalc.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
-    const { rows } = await pool.query(
+    const { rows } = await suite.db.pool.query(
       `SELECT operation_key, amount::text FROM financial_operations WHERE coupon_code = $1 ORDER BY id`,
       [code],
     );
@@ -181,11 +150,11 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
     const res = await Promise.all(jobs);
     expect(res.filter((a) => a.status !== 200).map((a) => `${a.status} ${a.text}`)).toEqual([]);
     for (const a of answers) expect([200, 503]).toContain(a.status);
-    const { rows } = await pool.query(
+    const { rows } = await suite.db.pool.query(
       `SELECT operation_key FROM financial_operations GROUP BY operation_key HAVING count(*) > 1`,
     );
     expect(rows).toEqual([]);
-    const report = await verifyLedger(db.url);
+    const report = await verifyLedger(suite.db.url);
     expect(report.violations).toEqual([]);
     expect(report.summary.batches).toBe(5 + 3 + 12 + 30);
   });

@@ -1,15 +1,7 @@
 import { createHmac } from 'node:crypto';
-import { createTestDatabase } from '../support/database.js';
 import { OPS_KEY, SECRET, sign } from '../support/test-app.js';
-import {
-  partner,
-  portRange,
-  post,
-  Receiver,
-  requireBuild,
-  startReceiver,
-  stopReceiver,
-} from './support/receiver.js';
+import { sleep } from '../support/wait.js';
+import { partner, portRange, post, useReceivers } from './support/receiver.js';
 
 // CONTRACT §3/§4 (signature over the raw bytes), §8 (badly signed bodies are not stored, logged
 // without the body), §10 (bearer-key partner API): a spawned receiver, its whole output captured.
@@ -17,24 +9,12 @@ import {
 const [PORT] = portRange(20);
 
 describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let receiver: Receiver;
+  const suite = useReceivers([PORT], { env: { NODE_ENV: 'development' }, poolSize: 1 });
   /** Every credential-like value sent or configured; none may appear in the output. */
   const secrets = new Set<string>([SECRET, OPS_KEY]);
 
-  beforeAll(async () => {
-    requireBuild();
-    db = await createTestDatabase();
-    receiver = await startReceiver(PORT, db.url, { NODE_ENV: 'development' });
-  }, 60_000);
-
-  afterAll(async () => {
-    await stopReceiver(receiver);
-    await db?.drop();
-  });
-
   it('every partner API route refuses a missing or wrong bearer key with 401', async () => {
-    const doc = (await (await fetch(`${receiver.url}/docs-json`)).json()) as {
+    const doc = (await (await fetch(`${suite.receiver.url}/docs-json`)).json()) as {
       paths: Record<string, Record<string, unknown>>;
     };
     const routes = Object.entries(doc.paths)
@@ -57,7 +37,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     const answers: string[] = [];
     for (const [method, path] of routes) {
       for (const authorization of wrong) {
-        const res = await fetch(`${receiver.url}${path}`, {
+        const res = await fetch(`${suite.receiver.url}${path}`, {
           method,
           headers: {
             'content-type': 'application/json',
@@ -72,7 +52,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     }
     expect(answers.filter((a) => !a.endsWith(' 401 unauthorized'))).toEqual([]);
     // With the key the same routes are reachable (404/400/200/201, never 401).
-    const ok = await partner(receiver.url, 'GET', '/accounts/nobody');
+    const ok = await partner(suite.receiver.url, 'GET', '/accounts/nobody');
     expect(ok.status).toBe(404);
   });
 
@@ -88,22 +68,22 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     const otherSecret = 'rel-unknown-secret-41c2';
     const otherSig = `sha256=${createHmac('sha256', otherSecret).update(body).digest('hex')}`;
     for (const s of [good, wrongSig, otherSig, good.slice(7), wrongSig.slice(7), otherSecret]) secrets.add(s);
-    expect((await post(receiver.url, body)).status).toBe(200);
+    expect((await post(suite.receiver.url, body)).status).toBe(200);
     for (const sig of [wrongSig, otherSig, 'sha256=zz', otherSecret]) {
-      expect((await post(receiver.url, body, { headers: { 'x-signature': sig } })).status).toBe(401);
+      expect((await post(suite.receiver.url, body, { headers: { 'x-signature': sig } })).status).toBe(401);
     }
     const conflict = body.replace('"status":0', '"status":1');
     const conflictSig = sign(conflict);
     secrets.add(conflictSig);
     secrets.add(conflictSig.slice(7));
-    expect((await post(receiver.url, conflict)).status).toBe(409);
+    expect((await post(suite.receiver.url, conflict)).status).toBe(409);
     const invalid = '{"batchId":"sec-2","couponCount":2,"coupons":[]}';
     secrets.add(sign(invalid));
     secrets.add(sign(invalid).slice(7));
-    expect((await post(receiver.url, invalid)).status).toBe(400);
+    expect((await post(suite.receiver.url, invalid)).status).toBe(400);
     // Give the process a moment to flush its logs.
-    await new Promise((r) => setTimeout(r, 300));
-    const out = receiver.output();
+    await sleep(300);
+    const out = suite.receiver.output();
     expect(out.length).toBeGreaterThan(0);
     expect([...secrets].filter((s) => s.length >= 8 && out.includes(s))).toEqual([]);
     // Bodies of badly signed requests are not logged either (CONTRACT §8).
@@ -111,10 +91,10 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
   });
 
   it('partner API and callback answers carry security headers (helmet)', async () => {
-    const partnerRes = await fetch(`${receiver.url}/accounts/nobody`, {
+    const partnerRes = await fetch(`${suite.receiver.url}/accounts/nobody`, {
       headers: { authorization: `Bearer ${OPS_KEY}` },
     });
-    const callbackRes = await fetch(`${receiver.url}/sportapi/callback`, {
+    const callbackRes = await fetch(`${suite.receiver.url}/sportapi/callback`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{}',
@@ -137,7 +117,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
       });
     }
     // Swagger UI still loads (no CSP there).
-    const docs = await fetch(`${receiver.url}/docs`);
+    const docs = await fetch(`${suite.receiver.url}/docs`);
     expect(docs.status).toBe(200);
     expect(docs.headers.get('content-security-policy')).toBeNull();
     expect(docs.headers.get('x-content-type-options')).toBe('nosniff');

@@ -6,6 +6,14 @@ import { runMigrationsLocked } from '../../src/database/migrator.js';
 
 const { Client } = pg;
 
+/** What the row helpers need of a connection: a pg Pool, PoolClient or Client. */
+export interface Queryable {
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
+}
+
 /** Admin URL of the test server and the migrated template database, set by global setup. */
 export function testServer(): { adminUrl: string; template: string } {
   const adminUrl = process.env.TEST_ADMIN_URL;

@@ -1,6 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import request from 'supertest';
@@ -44,12 +44,7 @@ export async function createTestApp(
     LOG_LEVEL: 'fatal',
     ...env,
   });
-  const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot(config, options)],
-  }).compile();
-  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
-  configureApp(app, config);
-  await app.init();
+  const app = await startApp(config, options);
   await app.listen(0, '127.0.0.1');
   const db = new pg.Pool({ connectionString: database.url, max: 4 });
   return {
@@ -65,24 +60,70 @@ export async function createTestApp(
   };
 }
 
+/**
+ * Initialises the real application (same module and `configureApp` as `main.ts`) on `config`, without
+ * listening: also a second replica on the database of a {@link TestContext}. The caller closes it.
+ */
+export async function startApp(
+  config: AppConfig,
+  options: { logDestination?: DestinationStream } = {},
+): Promise<INestApplication> {
+  const moduleRef = await Test.createTestingModule({
+    imports: [AppModule.forRoot(config, options)],
+  }).compile();
+  const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
+  configureApp(app, config);
+  await app.init();
+  return app;
+}
+
+/**
+ * The test app of the enclosing `describe`: registers a `beforeAll` that boots it with
+ * {@link createTestApp}`(env, options)` into the returned object and an `afterAll` that closes it.
+ * Its fields are there from the first test (and later `beforeAll` hooks) on.
+ */
+export function useTestApp(
+  env: Record<string, string> = {},
+  options: { logDestination?: DestinationStream } = {},
+): TestContext {
+  const t = {} as TestContext;
+  beforeAll(async () => {
+    Object.assign(t, await createTestApp(env, options));
+  }, 60_000);
+  afterAll(async () => {
+    await t.close?.();
+  });
+  return t;
+}
+
+/** Lowercase hex SHA-256 of `data`: the payload hash the receiver stores for these bytes. */
+export function sha256Hex(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
 /** `sha256=<hex>` signature of `body` with `secret`. */
 export function sign(body: string | Buffer, secret = SECRET): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 }
 
-/** POSTs a signed batch to the callback (body serialised once; the signature is over those bytes). */
+/**
+ * POSTs a signed batch to the callback: an object is serialised once, a string or Buffer is sent
+ * byte for byte, and the signature is over exactly those bytes with `secret` unless `signature` gives
+ * the header's value. `path` replaces `/sportapi/callback`; `headers` are set last (they may override).
+ */
 export function deliver(
   app: INestApplication,
   batch: unknown,
-  opts: { secret?: string; headers?: Record<string, string> } = {},
+  opts: { secret?: string; signature?: string; path?: string; headers?: Record<string, string> } = {},
 ) {
-  const body = typeof batch === 'string' ? batch : JSON.stringify(batch);
+  const body = typeof batch === 'string' || Buffer.isBuffer(batch) ? batch : JSON.stringify(batch);
   let req = request(app.getHttpServer())
-    .post('/sportapi/callback')
+    .post(opts.path ?? '/sportapi/callback')
     .set('content-type', 'application/json')
-    .set('x-signature', sign(body, opts.secret));
+    .set('x-signature', opts.signature ?? sign(body, opts.secret));
   for (const [k, v] of Object.entries(opts.headers ?? {})) req = req.set(k, v);
-  return req.send(body);
+  // The bytes go out as they are: superagent would otherwise JSON-serialise a Buffer.
+  return req.serialize((b: unknown) => b as string).send(body as string);
 }
 
 /** An authorised partner API request builder. */
@@ -166,19 +207,27 @@ export function batchOf(
   };
 }
 
-/** What no response body may contain: SQL, driver errors, stack frames, secrets, table names. */
 /**
- * Inserts a pending inbox row holding coupon `code` (a one-coupon WIN batch `batchId`), as an inbox
- * replica on the same database leaves it before a worker applies it; due in an hour, so no worker
- * applies it during a test.
+ * Inserts a pending inbox row holding `body` (a batch's JSON text), as an inbox replica on the same
+ * database leaves it when it has accepted the batch (CONTRACT §4, §5) and no worker has applied it
+ * yet; its first attempt is due after `dueIn` (an SQL interval, default at once).
  */
-export async function pendingInboxRow(t: TestContext, batchId: string, code: string): Promise<void> {
-  const payload = Buffer.from(JSON.stringify(batchOf(batchId, { code, status: 2, realWin: '1.00' })));
+export async function inboxRow(t: TestContext, body: string, dueIn = '0 seconds'): Promise<void> {
+  const batch = JSON.parse(body) as { batchId: string; coupons: { coupon_code: string }[] };
+  const codes = batch.coupons.map((c) => c.coupon_code);
   await t.db.query(
     `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, next_attempt_at)
-     VALUES ($1, encode(sha256($2), 'hex'), 1, ARRAY[$3], $2, now() + interval '1 hour')`,
-    [batchId, payload, code],
+     VALUES ($1, encode(sha256($2), 'hex'), $3, $4, $2, now() + $5::interval)`,
+    [batch.batchId, Buffer.from(body), codes.length, codes, dueIn],
   );
+}
+
+/**
+ * Inserts a pending inbox row holding coupon `code` (a one-coupon WIN batch `batchId`) with
+ * {@link inboxRow}, due in an hour, so no worker applies it during a test.
+ */
+export async function pendingInboxRow(t: TestContext, batchId: string, code: string): Promise<void> {
+  await inboxRow(t, JSON.stringify(batchOf(batchId, { code, status: 2, realWin: '1.00' })), '1 hour');
 }
 
 /**
@@ -200,6 +249,7 @@ export async function quarantinedConflict(t: TestContext, batch: { batchId: stri
   return rows[0].id;
 }
 
+/** What no response body may contain: SQL, driver errors, stack frames, secrets, table names. */
 export const LEAK =
   /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
 
@@ -212,4 +262,9 @@ export function expectError(res: request.Response, status: number, code: string)
   expect(typeof res.body.error.message).toBe('string');
   expect(Object.keys(res.body.error).filter((k) => !['code', 'message', 'fields'].includes(k))).toEqual([]);
   expect(res.text).not.toMatch(LEAK);
+}
+
+/** Distinct `error.fields[].path` of a 400 answer, sorted (none → []). */
+export function fieldPaths(res: { body: { error?: { fields?: { path: string }[] } } }): string[] {
+  return [...new Set((res.body.error?.fields ?? []).map((f) => f.path))].sort();
 }

@@ -3,7 +3,9 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
 import { LedgerReport, LedgerVerifier } from '../../../src/ledger/ledger-verifier.js';
+import { createTestDatabase } from '../../support/database.js';
 import { OPS_KEY, SECRET, sign } from '../../support/test-app.js';
+import { sleep } from '../../support/wait.js';
 
 /** The built receiver (`npm run test:reliability` builds first). */
 export const MAIN_JS = resolve(process.cwd(), 'dist/src/main.js');
@@ -112,15 +114,16 @@ export async function stopReceiver(r: Receiver | undefined, graceMs = 10_000): P
   clearTimeout(timer);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** Answer of one delivery: HTTP status (0 = transport error, e.g. connection refused/reset) and body. */
 export interface DeliveryAnswer {
   status: number;
   body: unknown;
   text: string;
+}
+
+/** `{status, code}` of an answer, `code` being its body's `error.code` (undefined without one). */
+export function statusAndCode(answer: DeliveryAnswer): { status: number; code: string | undefined } {
+  return { status: answer.status, code: (answer.body as { error?: { code?: string } })?.error?.code };
 }
 
 /** POSTs a signed batch to a running receiver with `fetch`; a transport error is status 0. */
@@ -165,6 +168,101 @@ export async function partner(
   });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** A database of one reliability test file, with a pg pool on it for the test's own queries. */
+export interface SuiteDatabase {
+  url: string;
+  pool: pg.Pool;
+  /** Ends the pool and drops the database. */
+  close: () => Promise<void>;
+}
+
+/**
+ * Fails early without the build ({@link requireBuild}), then creates a database cloned from the
+ * migrated template and a pool of at most `poolSize` connections on it (opened when used).
+ */
+async function suiteDatabase(poolSize: number): Promise<SuiteDatabase> {
+  requireBuild();
+  const db = await createTestDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: poolSize });
+  return {
+    url: db.url,
+    pool,
+    close: async () => {
+      await pool.end();
+      await db.drop();
+    },
+  };
+}
+
+/** The database and the receiver processes of a reliability test file, set up by {@link useReceivers}. */
+export class ReceiverSuite {
+  db!: SuiteDatabase;
+  /** The receivers running, one per port; a test that restarts one puts the new one in its place. */
+  readonly receivers: Receiver[] = [];
+
+  /** The first receiver (the only one in most files); assigning replaces it, e.g. after a restart. */
+  get receiver(): Receiver {
+    return this.receivers[0];
+  }
+
+  set receiver(replacement: Receiver) {
+    this.receivers[0] = replacement;
+  }
+}
+
+/**
+ * Registers the hooks of a reliability test file: `beforeAll` creates a {@link suiteDatabase} with a
+ * pool of `poolSize` and starts a receiver on each of `ports` with `env` ({@link startReceiver});
+ * `afterAll` stops the receivers then in `receivers` and only then drops the database. Further
+ * set-up goes in later `beforeAll` hooks. @returns the suite, filled in once `beforeAll` has run.
+ */
+export function useReceivers(
+  ports: number[],
+  { env = {}, poolSize = 2 }: { env?: Record<string, string>; poolSize?: number } = {},
+): ReceiverSuite {
+  const suite = new ReceiverSuite();
+  beforeAll(async () => {
+    suite.db = await suiteDatabase(poolSize);
+    suite.receivers.push(...(await Promise.all(ports.map((port) => startReceiver(port, suite.db.url, env)))));
+  }, 120_000);
+  afterAll(async () => {
+    await Promise.all(suite.receivers.map((r) => stopReceiver(r)));
+    await suite.db?.close();
+  });
+  return suite;
+}
+
+/**
+ * Through the partner API (CONTRACT §10): deposits `deposit.amount` EUR into account `deposit.id`
+ * (Idempotency-Key `deposit.key`) on `urls[0]`, then registers each of `coupons` for it with `stake`
+ * EUR, coupon i on `urls[i % urls.length]`. Asserts a 201 for every call.
+ */
+export async function fundCoupons(
+  urls: string | string[],
+  deposit: { id: string; amount: string; key: string; reason: string },
+  coupons: string[],
+  stake: string,
+): Promise<void> {
+  const receivers = typeof urls === 'string' ? [urls] : urls;
+  const dep = await partner(
+    receivers[0],
+    'POST',
+    `/accounts/${deposit.id}/adjustments`,
+    { amount: deposit.amount, currency: 'EUR', reason: deposit.reason },
+    { 'idempotency-key': deposit.key },
+  );
+  expect(dep.status).toBe(201);
+  for (const [i, code] of coupons.entries()) {
+    const res = await partner(receivers[i % receivers.length], 'POST', '/coupons', {
+      coupon_code: code,
+      accountId: deposit.id,
+      stake,
+      currency: 'EUR',
+    });
+    expect(res.status).toBe(201);
+  }
 }
 
 /** Runs {@link LedgerVerifier} on a fresh connection to `url`. */
