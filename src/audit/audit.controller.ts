@@ -1,6 +1,6 @@
-import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
@@ -21,13 +21,12 @@ const REDELIVERY_EXAMPLE = {
 };
 
 @ApiTags('delivery audit')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @Controller('callbacks')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}
 
   @Get('batches/:batchId')
+  @RequireScope('read')
   @ApiOperation({
     summary: 'A batch: payload hash, coupon snapshots, financial operations and every delivery attempt',
     description:
@@ -83,7 +82,6 @@ export class AuditController {
       quarantined: 0,
     },
   })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   batch(@Param('batchId') batchId: string): Promise<BatchAuditView> {
@@ -91,6 +89,7 @@ export class AuditController {
   }
 
   @Get('deliveries')
+  @RequireScope('read')
   @ApiOperation({
     summary: 'Delivery attempts, newest first, filtered by outcome, batch and time; keyset-paginated',
   })
@@ -104,7 +103,6 @@ export class AuditController {
     },
   })
   @ApiResponse(apiError(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   deliveries(@Query() query: DeliveryQueryDto): Promise<DeliveryPageView> {
     return this.audit.deliveries(query);

@@ -4,6 +4,7 @@ import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/configuration.js';
+import type { AuthenticatedRequest } from '../auth/partner-authenticator.js';
 import type { CallbackRequest } from '../callbacks/callback-request.js';
 import { logContextMixin } from './log-context.js';
 
@@ -21,7 +22,8 @@ function requestIdOf(req: CallbackRequest): string {
  * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
  * every line of a request carries `requestId` (and the callback's `batchId`); requests are logged
  * by method, URL and address only, secret-bearing headers redacted; the callback's summary line is
- * {@link DeliveryObserver}'s, other requests get "request completed" (docs/operating.md#logs).
+ * {@link DeliveryObserver}'s, other requests get "request completed", with `actor`: the name of
+ * the partner API key that authenticated it, never its secret (docs/operating.md#logs).
  */
 export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
@@ -35,6 +37,11 @@ export function loggerParams(config: AppConfig, destination?: DestinationStream)
     mixin: logContextMixin,
     quietReqLogger: true,
     customAttributeKeys: { reqId: 'requestId' },
+    // Read when the request completes (the guard has run by then); the key's name only.
+    customProps: (req: IncomingMessage) => {
+      const name = (req as AuthenticatedRequest).apiKey?.name;
+      return name === undefined ? {} : { actor: name };
+    },
     genReqId: (req: IncomingMessage, res: ServerResponse) => {
       const id = requestIdOf(req as CallbackRequest);
       if (!res.headersSent) res.setHeader('X-Request-Id', id);
