@@ -18,6 +18,7 @@ const REDELIVERY_EXAMPLE = {
   couponCount: 1,
   durationMs: 4,
   payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+  actor: null,
 };
 
 @ApiTags('delivery audit')
@@ -43,6 +44,7 @@ export class AuditController {
       payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
       couponCount: 1,
       committedAt: '2026-11-30T12:00:00.500Z',
+      actor: null,
       coupons: [
         {
           coupon_code: '000000000272',
@@ -76,6 +78,7 @@ export class AuditController {
           couponCount: 1,
           durationMs: 31,
           payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+          actor: null,
         },
         REDELIVERY_EXAMPLE,
       ],

@@ -13,6 +13,8 @@ export interface DeliveryAttemptRow {
   couponCount: number | null;
   durationMs: number;
   payloadHash: string | null;
+  /** Name of the partner API key of a quarantine replay; absent or null for SportAPI's deliveries. */
+  actor?: string | null;
 }
 
 /** A signed body rejected with 400/409, to keep verbatim (CONTRACT §8). */
@@ -46,9 +48,9 @@ export function attemptValues(a: DeliveryAttemptRow): unknown[] {
 export class DeliveryAuditRepository {
   async insertAttempt(tx: Tx, a: DeliveryAttemptRow): Promise<void> {
     await tx.query(
-      `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      attemptValues(a),
+      `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash, actor)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [...attemptValues(a), a.actor ?? null],
     );
   }
 

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Param, Post, Res, UseInterceptors } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { RequireScope } from '../auth/require-scope.decorator.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponsService } from './coupons.service.js';
@@ -30,9 +30,10 @@ export class CouponsController {
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   async register(
     @Body() dto: RegisterCouponDto,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CouponView> {
-    const { view, created } = await this.coupons.register(dto);
+    const { view, created } = await this.coupons.register(dto, actor);
     res.status(created ? 201 : 200);
     return view;
   }

@@ -1,7 +1,7 @@
 import { Body, Controller, Get, Headers, Param, Post, Res } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { RequireScope } from '../auth/require-scope.decorator.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
@@ -58,6 +58,7 @@ export class AccountsController {
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: AdjustmentDto,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
     const key = requireIdempotencyKey(idempotencyKey);
@@ -72,7 +73,7 @@ export class AccountsController {
         { path: 'amount', message: 'must not be zero' },
       ]);
     }
-    const { view, replayed } = await this.ledger.adjust(id, key, dto);
+    const { view, replayed } = await this.ledger.adjust(id, key, dto, actor);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return view;

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Param, Post, Res, UseInterceptors } from '@nestjs/common';
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { RequireScope } from '../auth/require-scope.decorator.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { apiError, apiErrors } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
@@ -66,9 +66,10 @@ export class ReconciliationController {
   @ApiResponse(apiError(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
   async reconcile(
     @Param('coupon_code') couponCode: string,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CouponView> {
-    const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode);
+    const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode, actor);
     res.setHeader('Reconciliation-Outcome', outcome);
     res.setHeader('Reconciliation-Batch-Id', batchId);
     return view;
@@ -118,10 +119,11 @@ export class ReconciliationController {
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: ResolutionDto,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolutionResultView> {
     const key = requireIdempotencyKey(idempotencyKey);
-    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto);
+    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto, actor);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return { resolution, coupon };

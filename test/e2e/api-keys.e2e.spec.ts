@@ -145,18 +145,30 @@ describe('named keys: plain and hashed secrets, rotation, the legacy form (CONTR
       .set('idempotency-key', key)
       .send({ amount: '10.00', currency: 'EUR', reason: 'rotation' });
 
-  it('rotation: both keys of one scope set work side by side; the removed one is refused', async () => {
+  it('rotation: both keys of one scope set work side by side, each recorded by name; the removed one is refused', async () => {
     t = await start(
       `cashier-2025:money+read:${oldCashier},cashier-2026:money+read:sha256:${sha256Hex(newCashier)}`,
     );
-    expect((await adjust(oldCashier, 'rot-a')).status).toBe(201);
-    expect((await adjust(newCashier, 'rot-b')).status).toBe(201);
-    // A client retrying with the new key gets the first result, made with the old one.
+    expect((await adjust(oldCashier, 'rot-a')).body.actor).toBe('cashier-2025');
+    expect((await adjust(newCashier, 'rot-b')).body.actor).toBe('cashier-2026');
+    // A client retrying with the new key gets the first result, made by the old one.
     const again = await adjust(newCashier, 'rot-a');
-    expect({ status: again.status, replayed: again.headers['idempotent-replayed'] }).toEqual({
+    expect({
+      status: again.status,
+      replayed: again.headers['idempotent-replayed'],
+      actor: again.body.actor,
+    }).toEqual({
       status: 201,
       replayed: 'true',
+      actor: 'cashier-2025',
     });
+    const { rows } = await t.db.query(
+      `SELECT idempotency_key, actor FROM account_adjustments ORDER BY idempotency_key`,
+    );
+    expect(rows).toEqual([
+      { idempotency_key: 'rot-a', actor: 'cashier-2025' },
+      { idempotency_key: 'rot-b', actor: 'cashier-2026' },
+    ]);
     await t.close();
     // The old key removed: restarted with the new key only.
     t = await start(`cashier-2026:money+read:sha256:${sha256Hex(newCashier)}`);
@@ -178,6 +190,9 @@ describe('named keys: plain and hashed secrets, rotation, the legacy form (CONTR
     await deposit(t.app, 'leg-1', '50.00');
     await register(t.app, 'LEG-1', 'leg-1', '5.00');
     expect((await ops(t.app).post('/coupons/LEG-1/reconcile', {})).status).toBe(501);
+    expect((await ops(t.app).get('/coupons/LEG-1')).body.registeredBy).toBe('key-2');
+    const { rows } = await t.db.query(`SELECT actor FROM account_adjustments`);
+    expect(rows).toEqual([{ actor: 'key-2' }]);
     expectError(
       await request(t.app.getHttpServer())
         .post('/coupons')

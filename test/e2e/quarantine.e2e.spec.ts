@@ -67,6 +67,7 @@ describe('quarantine endpoints', () => {
         'replayCount',
         'replayOutcome',
         'replayedAt',
+        'replayedBy',
       ].sort(),
     );
     expect(first).toMatchObject({

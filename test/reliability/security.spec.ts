@@ -125,6 +125,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     );
     const reconcile = await partner(receiver.url, 'POST', '/coupons/S1/reconcile', {}, as('hashedOperator'));
     expect([reader, refused, deposit, reconcile].map((r) => r.status)).toEqual([404, 403, 201, 501]);
+    expect(deposit.body.actor).toBe('cashier');
     // Give the process a moment to flush its logs.
     await new Promise((r) => setTimeout(r, 300));
     const out = receiver.output();

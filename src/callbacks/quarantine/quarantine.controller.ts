@@ -1,6 +1,6 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { RequireScope } from '../../auth/require-scope.decorator.js';
+import { Actor, RequireScope } from '../../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
 import { apiError, apiErrors } from '../../common/error-response.dto.js';
 import {
@@ -58,6 +58,7 @@ export class QuarantineController {
           replayOutcome: null,
           replayCount: 0,
           inboxId: null,
+          replayedBy: null,
         },
       ],
       nextCursor: null,
@@ -112,6 +113,7 @@ export class QuarantineController {
         replayOutcome: 'processed',
         replayCount: 1,
         inboxId: '17',
+        replayedBy: 'ops-desk',
       },
     },
   })
@@ -136,7 +138,7 @@ export class QuarantineController {
     ),
   )
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  replay(@Param('id') id: string): Promise<ReplayResult> {
-    return this.quarantine.replay(entryId(id));
+  replay(@Param('id') id: string, @Actor() actor: string): Promise<ReplayResult> {
+    return this.quarantine.replay(entryId(id), actor);
   }
 }
