@@ -25,7 +25,7 @@ export function ApiScope(scope: Scope) {
         403,
         `the key has no scope ${scope}`,
         'insufficient_scope',
-        `this route needs scope ${scope}; key reader has read`,
+        `this route needs scope ${scope}; ${scope === 'read' ? 'key placement has register' : 'key reader has read'}`,
       ),
     ),
     ApiResponse({
