@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /**
- * What a partner API key may do (CONTRACT §10; the route table is in docs/api.md#scopes):
+ * What a partner API key may do (CONTRACT §10; the route table is in docs/api.md#keys-and-scopes):
  * `read` every GET (and `/metrics`), `register` coupon registration, `money` adjustments,
  * `operate` reconcile, resolutions, quarantine replays and later operator actions.
  */
