@@ -74,7 +74,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       .setDescription(
         'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
           `The callback is POST ${config.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
-          'The partner API (coupons, accounts) and the delivery audit need a bearer key from OPS_API_KEYS. ' +
+          'The partner API (coupons, accounts, reconciliation, quarantine, inbox) and the delivery audit need a bearer ' +
+          'key from OPS_API_KEYS holding the scope of the route (x-required-scope: read, register, money or operate). ' +
           'Amounts are decimal strings. Probes: /health/live, /health/ready; Prometheus metrics: /metrics.',
       )
       .setVersion('1.0')
@@ -82,7 +83,9 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'opaque key',
-        description: 'one of OPS_API_KEYS',
+        description:
+          'one of OPS_API_KEYS (name:scopes:secret); a route answers 403 insufficient_scope to a key without its scope, ' +
+          'and 429 after AUTH_FAILURE_LIMIT failed authentications from one address',
       })
       .addApiKey(
         {

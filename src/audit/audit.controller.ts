@@ -1,6 +1,6 @@
-import { Controller, Get, Param, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { Controller, Get, Param, Query } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
@@ -18,16 +18,16 @@ const REDELIVERY_EXAMPLE = {
   couponCount: 1,
   durationMs: 4,
   payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+  actor: null,
 };
 
 @ApiTags('delivery audit')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @Controller('callbacks')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}
 
   @Get('batches/:batchId')
+  @RequireScope('read')
   @ApiOperation({
     summary: 'A batch: payload hash, coupon snapshots, financial operations and every delivery attempt',
     description:
@@ -44,6 +44,7 @@ export class AuditController {
       payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
       couponCount: 1,
       committedAt: '2026-11-30T12:00:00.500Z',
+      actor: null,
       coupons: [
         {
           coupon_code: '000000000272',
@@ -77,13 +78,13 @@ export class AuditController {
           couponCount: 1,
           durationMs: 31,
           payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
+          actor: null,
         },
         REDELIVERY_EXAMPLE,
       ],
       quarantined: 0,
     },
   })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   batch(@Param('batchId') batchId: string): Promise<BatchAuditView> {
@@ -91,6 +92,7 @@ export class AuditController {
   }
 
   @Get('deliveries')
+  @RequireScope('read')
   @ApiOperation({
     summary: 'Delivery attempts, newest first, filtered by outcome, batch and time; keyset-paginated',
   })
@@ -104,7 +106,6 @@ export class AuditController {
     },
   })
   @ApiResponse(apiError(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
   deliveries(@Query() query: DeliveryQueryDto): Promise<DeliveryPageView> {
     return this.audit.deliveries(query);

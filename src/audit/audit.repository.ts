@@ -26,9 +26,9 @@ export class AuditRepository {
   batch(
     tx: Tx,
     batchId: string,
-  ): Promise<Pick<CallbackBatchEntity, 'payloadHash' | 'couponCount' | 'receivedAt'> | null> {
+  ): Promise<Pick<CallbackBatchEntity, 'payloadHash' | 'couponCount' | 'receivedAt' | 'actor'> | null> {
     return tx.manager.findOne(CallbackBatchEntity, {
-      select: { payloadHash: true, couponCount: true, receivedAt: true },
+      select: { payloadHash: true, couponCount: true, receivedAt: true, actor: true },
       where: { batchId },
     });
   }

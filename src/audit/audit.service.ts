@@ -18,6 +18,7 @@ function attemptView(a: AttemptRecord): DeliveryAttemptView {
     couponCount: a.couponCount,
     durationMs: a.durationMs,
     payloadHash: a.payloadHash,
+    actor: a.actor,
   };
 }
 
@@ -51,6 +52,7 @@ export class AuditService {
       payloadHash: batch?.payloadHash ?? null,
       couponCount: batch?.couponCount ?? null,
       committedAt: batch?.receivedAt.toISOString() ?? null,
+      actor: batch?.actor ?? null,
       coupons: coupons.map((c) => ({
         coupon_code: c.couponCode,
         status: c.status,

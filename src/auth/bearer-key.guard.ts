@@ -1,28 +1,34 @@
-import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { Request } from 'express';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
-import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { secureEquals } from '../common/secure-compare.js';
+import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { Response } from 'express';
+import type { Scope } from './api-keys.js';
+import { AuthenticatedRequest, PartnerAuthenticator } from './partner-authenticator.js';
+
+/** Metadata key of the scope a route needs, set by `@RequireScope()`. */
+export const REQUIRED_SCOPE = 'partner-api:required-scope';
 
 /**
- * Partner API guard (CONTRACT §10): `Authorization: Bearer <key>` with one of `OPS_API_KEYS`,
- * compared in constant time against every key.
- * @throws DomainException UNAUTHORIZED (401) otherwise.
+ * Partner API guard (CONTRACT §10), installed by `@RequireScope(scope)` on each route: a bearer
+ * key of `OPS_API_KEYS` holding the route's scope ({@link PartnerAuthenticator}).
+ * @throws DomainException UNAUTHORIZED (401), INSUFFICIENT_SCOPE (403), TOO_MANY_AUTH_FAILURES (429);
+ *   Error when the route declares no scope (fails closed).
  */
 @Injectable()
 export class BearerKeyGuard implements CanActivate {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly auth: PartnerAuthenticator,
+  ) {}
 
-  canActivate(context: ExecutionContext): boolean {
-    const req = context.switchToHttp().getRequest<Request>();
-    const header = req.headers.authorization ?? '';
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (match) {
-      let ok = false;
-      for (const key of this.config.opsApiKeys) ok = secureEquals(match[1], key) || ok;
-      if (ok) return true;
-    }
-    throw new DomainException(ErrorCode.UNAUTHORIZED, 'a valid bearer key is required');
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const scope = this.reflector.get<Scope | undefined>(REQUIRED_SCOPE, context.getHandler());
+    if (!scope) throw new Error(`${context.getClass().name}.${context.getHandler().name} declares no scope`);
+    const http = context.switchToHttp();
+    await this.auth.authenticate(
+      http.getRequest<AuthenticatedRequest>(),
+      http.getResponse<Response>(),
+      scope,
+    );
+    return true;
   }
 }

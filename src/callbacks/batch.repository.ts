@@ -48,7 +48,8 @@ export class BatchRepository {
 
   /**
    * Claims the batch id for a batch applied inside another transaction (inbox workers, replays,
-   * reconciliation): inserts it with its payload hash (a concurrent
+   * reconciliation): inserts it with its payload hash and `actor` (the partner API key's name of a
+   * reconcile, resolution or replay; null otherwise) (a concurrent
    * transaction inserting the same id makes this wait on the unique index, until the deadline),
    * and reads the stored hash when it existed: `duplicate` (same hash) or `conflict`, never a
    * unique-violation error.
@@ -56,12 +57,13 @@ export class BatchRepository {
   async claim(
     tx: Tx,
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
+    actor: string | null,
   ): Promise<BatchClaim> {
     const { inserted, stored } = await tx.send({
       inserted: {
-        text: `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
-               VALUES ($1, $2, $3, $4) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
-        values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody],
+        text: `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, actor)
+               VALUES ($1, $2, $3, $4, $5) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
+        values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody, actor],
         waitsUntilDeadline: true,
       },
       stored: {

@@ -191,18 +191,23 @@ export class CallbackService {
 
   /**
    * The apply step inside the caller's transaction `tx` (inbox workers, quarantine replay), with
-   * the callback's settlement rules; see {@link applySyntheticBatch}.
+   * the callback's settlement rules; see {@link applySyntheticBatch} (`actor`: a replay's key name).
    * @returns `claimed` (applied now) or `duplicate` (the same body was applied before: nothing done).
    * @throws DomainException BATCH_CONFLICT when the batch id was applied with another body.
    */
-  async applyClaimed(tx: Tx, batch: ParsedBatch): Promise<'claimed' | 'duplicate'> {
-    return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK)).claim;
+  async applyClaimed(
+    tx: Tx,
+    batch: ParsedBatch,
+    actor: string | null = null,
+  ): Promise<'claimed' | 'duplicate'> {
+    return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK, actor)).claim;
   }
 
   /**
    * Applies a batch inside the caller's transaction `tx` with the rules of `source` (a callback
    * batch, or a synthetic one of §9: a coupon read, an operator's resolution): the steps of
-   * {@link process}, one round trip each, without a delivery attempt.
+   * {@link process}, one round trip each, without a delivery attempt. `actor`: the name of the
+   * partner API key whose request applies it, stored with the batch id (null: no key).
    * @returns the claim (`duplicate`: applied before, nothing done) and each coupon's transition.
    * @throws DomainException BATCH_CONFLICT (the batch id with another payload hash); LedgerException.
    */
@@ -210,8 +215,9 @@ export class CallbackService {
     tx: Tx,
     batch: ParsedBatch,
     source: SnapshotSource,
+    actor: string | null = null,
   ): Promise<{ claim: Exclude<BatchClaim, 'conflict'>; transitions: Map<string, TransitionName> }> {
-    const claim = await this.batches.claim(tx, batch);
+    const claim = await this.batches.claim(tx, batch, actor);
     if (claim === 'conflict') {
       throw new DomainException(
         ErrorCode.BATCH_CONFLICT,

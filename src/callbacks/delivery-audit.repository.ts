@@ -13,6 +13,8 @@ export interface DeliveryAttemptRow {
   couponCount: number | null;
   durationMs: number;
   payloadHash: string | null;
+  /** Name of the partner API key of a quarantine replay; absent or null for SportAPI's deliveries. */
+  actor?: string | null;
 }
 
 /** A signed body rejected with 400/409, to keep verbatim (CONTRACT §8). */
@@ -52,9 +54,9 @@ export class DeliveryAuditRepository {
   async insertAttempts(tx: Tx, attempts: DeliveryAttemptRow[]): Promise<void> {
     const column = (i: number) => attempts.map((a) => attemptValues(a)[i]);
     await tx.query(
-      `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::char(64)[])`,
-      [0, 1, 2, 3, 4, 5, 6, 7, 8].map(column),
+      `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash, actor)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::char(64)[], $10::text[])`,
+      [...[0, 1, 2, 3, 4, 5, 6, 7, 8].map(column), attempts.map((a) => a.actor ?? null)],
     );
   }
 

@@ -16,6 +16,10 @@ export enum ErrorCode {
   REPLAY_REJECTED = 'replay_rejected',
   // partner API (CONTRACT §10)
   UNAUTHORIZED = 'unauthorized',
+  /** A known key without the scope the route needs. */
+  INSUFFICIENT_SCOPE = 'insufficient_scope',
+  /** Too many failed authentications from one client address: wait for Retry-After. */
+  TOO_MANY_AUTH_FAILURES = 'too_many_auth_failures',
   NOT_FOUND = 'not_found',
   COUPON_CONFLICT = 'coupon_conflict',
   IDEMPOTENCY_CONFLICT = 'idempotency_conflict',
@@ -48,6 +52,8 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.TRANSIENT_FAILURE]: 503,
   [ErrorCode.REPLAY_REJECTED]: 422,
   [ErrorCode.UNAUTHORIZED]: 401,
+  [ErrorCode.INSUFFICIENT_SCOPE]: 403,
+  [ErrorCode.TOO_MANY_AUTH_FAILURES]: 429,
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.COUPON_CONFLICT]: 409,
   [ErrorCode.IDEMPOTENCY_CONFLICT]: 409,

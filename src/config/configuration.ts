@@ -1,5 +1,7 @@
 import Joi from 'joi';
 import ms from 'ms';
+import { parseApiKeys } from '../auth/api-keys.js';
+import type { ApiKey } from '../auth/api-keys.js';
 
 /**
  * Typed configuration of the receiver, read once from the environment at start-up.
@@ -24,7 +26,12 @@ export interface AppConfig {
   callbackPath: string;
   signatureHeader: string;
   webhookSecrets: string[];
-  opsApiKeys: string[];
+  /** The partner API's keys: name, scopes, SHA-256 of the secret (docs/api.md#keys-and-scopes). */
+  opsApiKeys: ApiKey[];
+  /** Failed authentications of one client address per window before it is answered 429. */
+  authFailureLimit: number;
+  /** Milliseconds of that window, counted from the first failure. */
+  authFailureWindowMs: number;
   /** Bytes; a larger decoded body is answered 413. */
   bodyLimitBytes: number;
   /** Bytes of callback bodies processed at once; beyond it a delivery is answered 503. */
@@ -141,9 +148,21 @@ export const envSchema = Joi.object({
     ),
   OPS_API_KEYS: Joi.string()
     .required()
-    .custom((v: string, helpers) =>
-      csv(v).length > 0 ? v : helpers.message({ custom: 'OPS_API_KEYS lists no key' }),
-    ),
+    .custom((v: string, helpers) => {
+      try {
+        return parseApiKeys(v);
+      } catch (err) {
+        return helpers.message({ custom: (err as Error).message });
+      }
+    }),
+  AUTH_FAILURE_LIMIT: Joi.number().integer().min(1).max(100_000).default(10),
+  AUTH_FAILURE_WINDOW: duration()
+    .custom((v: number, helpers) =>
+      v >= 1000 && v <= 86_400_000
+        ? v
+        : helpers.message({ custom: 'AUTH_FAILURE_WINDOW must be from 1s to 24h' }),
+    )
+    .default(60_000),
   CALLBACK_BODY_LIMIT_BYTES: Joi.number()
     .integer()
     .min(1024)
@@ -248,7 +267,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     callbackPath: v.CALLBACK_PATH as string,
     signatureHeader: (v.SIGNATURE_HEADER as string).toLowerCase(),
     webhookSecrets: csv(v.SPORTAPI_WEBHOOK_SECRETS as string),
-    opsApiKeys: csv(v.OPS_API_KEYS as string),
+    opsApiKeys: v.OPS_API_KEYS as ApiKey[],
+    authFailureLimit: v.AUTH_FAILURE_LIMIT as number,
+    authFailureWindowMs: v.AUTH_FAILURE_WINDOW as number,
     bodyLimitBytes: v.CALLBACK_BODY_LIMIT_BYTES as number,
     maxInflightBytes: v.CALLBACK_MAX_INFLIGHT_BYTES as number,
     amountScale: v.AMOUNT_SCALE as number,

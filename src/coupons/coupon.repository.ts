@@ -27,6 +27,7 @@ export interface SnapshotRow {
 export interface CouponRow extends LockedCoupon {
   stake: string | null;
   registeredAt: Date | null;
+  registeredBy: string | null;
 }
 
 const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", currency,
@@ -200,16 +201,22 @@ export class CouponRepository {
     return (await this.lockForBatch(tx, [couponCode]))[0];
   }
 
-  /** Records a coupon's registration (account, stake, currency, hash of the request). */
+  /** Records a coupon's registration (account, stake, currency, hash of the request, the key's name). */
   registerStatement(
     couponCode: string,
-    reg: { accountId: string; stake: string; currency: string; registrationHash: string },
+    reg: {
+      accountId: string;
+      stake: string;
+      currency: string;
+      registrationHash: string;
+      registeredBy: string;
+    },
   ): Statement {
     return {
       text: `UPDATE coupons SET account_id = $2, stake = $3, currency = $4, registration_hash = $5,
-               registered_at = now(), updated_at = now()
+               registered_at = now(), registered_by = $6, updated_at = now()
              WHERE coupon_code = $1`,
-      values: [couponCode, reg.accountId, reg.stake, reg.currency, reg.registrationHash],
+      values: [couponCode, reg.accountId, reg.stake, reg.currency, reg.registrationHash, reg.registeredBy],
     };
   }
 
@@ -236,7 +243,8 @@ export class CouponRepository {
   /** A coupon with its registration, or undefined. */
   async find(tx: Tx, couponCode: string): Promise<CouponRow | undefined> {
     const { rows } = await tx.query<CouponRow>(
-      `SELECT ${COUPON_COLUMNS}, stake::text AS stake, registered_at AS "registeredAt"
+      `SELECT ${COUPON_COLUMNS}, stake::text AS stake, registered_at AS "registeredAt",
+              registered_by AS "registeredBy"
        FROM coupons WHERE coupon_code = $1`,
       [couponCode],
     );

@@ -34,12 +34,13 @@ export class CouponsService implements OnModuleInit {
   }
 
   /**
-   * Registers a placed coupon in one transaction.
+   * Registers a placed coupon in one transaction, recorded with `actor` (the partner API key's
+   * name; the same registration again keeps the first one's).
    * @returns the coupon view; `created` is false when the same registration was already made.
    * @throws DomainException COUPON_CONFLICT (same code, other body); LedgerException
    *   INSUFFICIENT_FUNDS, CURRENCY_MISMATCH.
    */
-  async register(dto: RegisterCouponDto): Promise<{ view: CouponView; created: boolean }> {
+  async register(dto: RegisterCouponDto, actor: string): Promise<{ view: CouponView; created: boolean }> {
     const stake = formatAmount(dto.stake);
     const registrationHash = createHash('sha256')
       .update(JSON.stringify([dto.coupon_code, dto.accountId, stake, dto.currency]))
@@ -62,6 +63,7 @@ export class CouponsService implements OnModuleInit {
           stake,
           currency: dto.currency,
           registrationHash,
+          registeredBy: actor,
         }),
         decided: this.coupons.decidedOperationsStatement(dto.coupon_code),
       });
@@ -99,6 +101,7 @@ export class CouponsService implements OnModuleInit {
       needsReview: coupon.needsReview,
       reviewReason: coupon.reviewReason,
       unallocated: coupon.accountId === null,
+      registeredBy: coupon.registeredBy,
       events,
       operations: operations.map((o) => ({
         key: o.operationKey,

@@ -1,7 +1,7 @@
-import { Body, Controller, Get, Headers, Param, Post, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param, Post, Res } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
@@ -10,26 +10,25 @@ import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js'
 
 /** Partner API for accounts (CONTRACT §10). */
 @ApiTags('accounts')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly ledger: LedgerService) {}
 
   @Get(':id')
+  @RequireScope('read')
   @ApiOperation({ summary: 'A player account and its balance' })
   @ApiResponse({
     status: 200,
     type: AccountViewDto,
     description: 'the account with its balance (decimal string)',
   })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'account not found', 'not_found'))
   get(@Param('id') id: string): Promise<AccountView> {
     return this.ledger.getAccount(id);
   }
 
   @Post(':id/adjustments')
+  @RequireScope('money')
   @ApiOperation({
     summary:
       'Deposit (positive) or withdraw (negative) under an Idempotency-Key; creates the account on first use',
@@ -52,7 +51,6 @@ export class AccountsController {
     },
   })
   @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
   @ApiResponse(apiError(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
@@ -60,6 +58,7 @@ export class AccountsController {
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: AdjustmentDto,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
     const key = requireIdempotencyKey(idempotencyKey);
@@ -74,7 +73,7 @@ export class AccountsController {
         { path: 'amount', message: 'must not be zero' },
       ]);
     }
-    const { view, replayed } = await this.ledger.adjust(id, key, dto);
+    const { view, replayed } = await this.ledger.adjust(id, key, dto, actor);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return view;

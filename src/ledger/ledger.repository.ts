@@ -26,6 +26,8 @@ export interface AdjustmentRow {
   operationKey: string;
   balanceAfter: string;
   createdAt: Date;
+  /** Name of the partner API key that made it; null for rows from before keys had names. */
+  actor: string | null;
 }
 
 /** SQL of the ledger tables: accounts, financial operations, ledger entries, adjustments (CONTRACT §7). */
@@ -179,7 +181,7 @@ export class LedgerRepository {
     const { rows } = await tx.query<AdjustmentRow>(
       `SELECT a.idempotency_key AS "idempotencyKey", a.account_id AS "accountId", a.request_hash AS "requestHash",
               a.amount::text AS amount, a.currency, a.reason, o.operation_key AS "operationKey",
-              a.balance_after::text AS "balanceAfter", a.created_at AS "createdAt"
+              a.balance_after::text AS "balanceAfter", a.created_at AS "createdAt", a.actor
        FROM account_adjustments a JOIN financial_operations o ON o.id = a.operation_id
        WHERE a.idempotency_key = $1`,
       [idempotencyKey],
@@ -193,8 +195,8 @@ export class LedgerRepository {
     row: Omit<AdjustmentRow, 'createdAt' | 'operationKey'> & { operationId: string },
   ): Promise<void> {
     await tx.query(
-      `INSERT INTO account_adjustments (idempotency_key, account_id, request_hash, amount, currency, reason, operation_id, balance_after)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      `INSERT INTO account_adjustments (idempotency_key, account_id, request_hash, amount, currency, reason, operation_id, balance_after, actor)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         row.idempotencyKey,
         row.accountId,
@@ -204,6 +206,7 @@ export class LedgerRepository {
         row.reason,
         row.operationId,
         row.balanceAfter,
+        row.actor,
       ],
     );
   }

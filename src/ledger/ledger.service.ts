@@ -26,6 +26,8 @@ export interface AdjustmentView {
   operationKey: string;
   balance: string;
   createdAt: string;
+  /** Name of the partner API key that made it (null before keys had names). */
+  actor: string | null;
 }
 
 /**
@@ -106,7 +108,8 @@ export class LedgerService {
 
   /**
    * A deposit (positive amount) or withdrawal (negative) under an idempotency key, in one
-   * transaction (CONTRACT §10). The same key and body return the first result; the same key with
+   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name). The same key
+   * and body return the first result (with its actor, whichever key asks again); the same key with
    * another body is refused.
    * @returns the view and whether it was replayed from an earlier request.
    * @throws DomainException IDEMPOTENCY_CONFLICT; LedgerException CURRENCY_MISMATCH,
@@ -116,6 +119,7 @@ export class LedgerService {
     accountId: string,
     idempotencyKey: string,
     request: { amount: string; currency: string; reason: string },
+    actor: string,
   ): Promise<{ view: AdjustmentView; replayed: boolean }> {
     const amount = new Decimal(request.amount);
     const requestHash = createHash('sha256')
@@ -155,6 +159,7 @@ export class LedgerService {
         reason: request.reason,
         operationId,
         balanceAfter: result.balances.get(accountId) as string,
+        actor,
       });
       const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
       return { view: toAdjustmentView(stored), replayed: false };
@@ -188,5 +193,6 @@ function toAdjustmentView(row: AdjustmentRow): AdjustmentView {
     operationKey: row.operationKey,
     balance: formatAmount(row.balanceAfter),
     createdAt: new Date(row.createdAt).toISOString(),
+    actor: row.actor,
   };
 }

@@ -3,6 +3,7 @@ import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
 import type { AppConfig } from '../config/configuration.js';
+import type { AuthenticatedRequest } from '../auth/partner-authenticator.js';
 import { logContextMixin } from './log-context.js';
 import { requestIdOf } from './request-id.js';
 
@@ -13,7 +14,8 @@ const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
  * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
  * every line of a request carries `requestId` (and the callback's `batchId`); requests are logged
  * by method, URL and address only, secret-bearing headers redacted; the callback's summary line is
- * {@link DeliveryObserver}'s, other requests get "request completed" (docs/operating.md#logs).
+ * {@link DeliveryObserver}'s, other requests get "request completed", with `actor`: the name of
+ * the partner API key that authenticated it, never its secret (docs/operating.md#logs).
  */
 export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
@@ -27,6 +29,11 @@ export function loggerParams(config: AppConfig, destination?: DestinationStream)
     mixin: logContextMixin,
     quietReqLogger: true,
     customAttributeKeys: { reqId: 'requestId' },
+    // Read when the request completes (the guard has run by then); the key's name only.
+    customProps: (req: IncomingMessage) => {
+      const name = (req as AuthenticatedRequest).apiKey?.name;
+      return name === undefined ? {} : { actor: name };
+    },
     genReqId: (req: IncomingMessage, res: ServerResponse) => {
       const id = requestIdOf(req);
       if (!res.headersSent) res.setHeader('X-Request-Id', id);

@@ -1,7 +1,7 @@
 import { BlockList, isIPv4 } from 'node:net';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import type { Request } from 'express';
-import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import type { Response } from 'express';
+import { AuthenticatedRequest, PartnerAuthenticator } from '../auth/partner-authenticator.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 
@@ -25,25 +25,29 @@ function plainAddress(address: string): string {
 
 /**
  * `GET /metrics` access: a peer address inside `METRICS_ALLOWED_NETWORKS` (the TCP peer, never
- * `X-Forwarded-For`), or else a bearer key of `OPS_API_KEYS` like the partner API.
- * @throws DomainException UNAUTHORIZED (401) otherwise.
+ * `X-Forwarded-For`), or else a bearer key with scope `read`, as for the partner API.
+ * @throws DomainException UNAUTHORIZED (401), INSUFFICIENT_SCOPE (403), TOO_MANY_AUTH_FAILURES (429).
  */
 @Injectable()
 export class MetricsAccessGuard implements CanActivate {
   private readonly allowed: BlockList;
-  private readonly bearer: BearerKeyGuard;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly auth: PartnerAuthenticator,
+  ) {
     this.allowed = networkList(config.metricsAllowedNetworks);
-    this.bearer = new BearerKeyGuard(config);
   }
 
-  canActivate(context: ExecutionContext): boolean {
-    const peer = context.switchToHttp().getRequest<Request>().socket.remoteAddress;
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const http = context.switchToHttp();
+    const req = http.getRequest<AuthenticatedRequest>();
+    const peer = req.socket.remoteAddress;
     if (peer) {
       const address = plainAddress(peer);
       if (this.allowed.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')) return true;
     }
-    return this.bearer.canActivate(context);
+    await this.auth.authenticate(req, http.getResponse<Response>(), 'read');
+    return true;
   }
 }

@@ -1,7 +1,7 @@
 import { Controller, Get, Res, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ErrorResponseDto } from '../common/error-response.dto.js';
+import { ApiScope } from '../auth/require-scope.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
 import { SettlementMetrics } from './settlement-metrics.js';
 
@@ -20,7 +20,6 @@ settlement_coupons_needing_review 0
 
 /** Prometheus scrape endpoint (see {@link SettlementMetrics} for the series). */
 @ApiTags('operations')
-@ApiBearerAuth()
 @UseGuards(MetricsAccessGuard)
 @Controller('metrics')
 export class MetricsController {
@@ -29,19 +28,15 @@ export class MetricsController {
   @Get()
   @ApiOperation({
     summary: 'Prometheus metrics (text format 0.0.4)',
-    description: 'Readable from a network of METRICS_ALLOWED_NETWORKS, or with a bearer key of OPS_API_KEYS.',
+    description:
+      'Readable from a network of METRICS_ALLOWED_NETWORKS, or with a bearer key of OPS_API_KEYS with scope read.',
   })
+  @ApiScope('read')
   @ApiProduces('text/plain')
   @ApiResponse({
     status: 200,
     description: 'the exposition text',
     content: { 'text/plain': { schema: { type: 'string' }, example: SAMPLE } },
-  })
-  @ApiResponse({
-    status: 401,
-    description: 'not from an allowed network and no valid bearer key',
-    type: ErrorResponseDto,
-    example: { success: false, error: { code: 'unauthorized', message: 'a valid bearer key is required' } },
   })
   async scrape(@Res() res: Response): Promise<void> {
     const { contentType, body } = await this.metrics.render();

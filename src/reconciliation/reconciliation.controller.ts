@@ -1,17 +1,7 @@
-import {
-  Body,
-  Controller,
-  Headers,
-  HttpCode,
-  Param,
-  Post,
-  Res,
-  UseGuards,
-  UseInterceptors,
-} from '@nestjs/common';
-import { ApiBearerAuth, ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Headers, HttpCode, Param, Post, Res, UseInterceptors } from '@nestjs/common';
+import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { BearerKeyGuard } from '../auth/bearer-key.guard.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { apiError, apiErrors } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
@@ -21,14 +11,13 @@ import { ReconciliationService } from './reconciliation.service.js';
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
 @ApiTags('reconciliation')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class ReconciliationController {
   constructor(private readonly reconciliation: ReconciliationService) {}
 
   @Post(':coupon_code/reconcile')
+  @RequireScope('operate')
   @HttpCode(200)
   @ApiOperation({
     summary:
@@ -57,7 +46,6 @@ export class ReconciliationController {
       },
     },
   })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'SportAPI does not know the coupon', 'sportapi_coupon_not_found'))
   @ApiResponse(
     apiErrors(409, 'the coupon cannot be read now, retry later', {
@@ -78,15 +66,17 @@ export class ReconciliationController {
   @ApiResponse(apiError(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
   async reconcile(
     @Param('coupon_code') couponCode: string,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CouponView> {
-    const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode);
+    const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode, actor);
     res.setHeader('Reconciliation-Outcome', outcome);
     res.setHeader('Reconciliation-Batch-Id', batchId);
     return view;
   }
 
   @Post(':coupon_code/resolution')
+  @RequireScope('operate')
   @ApiOperation({
     summary: 'Resolve a needs_review coupon by hand (recorded with who and why, applied once)',
     description:
@@ -111,7 +101,6 @@ export class ReconciliationController {
     },
   })
   @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
   @ApiResponse(
     apiErrors(
@@ -130,10 +119,11 @@ export class ReconciliationController {
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: ResolutionDto,
+    @Actor() actor: string,
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolutionResultView> {
     const key = requireIdempotencyKey(idempotencyKey);
-    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto);
+    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto, actor);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return { resolution, coupon };

@@ -19,6 +19,8 @@ export interface ResolutionRow {
   generation: number;
   operations: SettlementOperation[];
   resolvedAt: Date;
+  /** Name of the partner API key that made it; null for rows from before keys had names. */
+  actor: string | null;
 }
 
 /** What a synthetic batch decided for its one coupon (from the snapshot history). */
@@ -100,8 +102,8 @@ export class ReconciliationRepository {
   async insertResolution(tx: Tx, row: Omit<ResolutionRow, 'resolvedAt'>): Promise<boolean> {
     const { rowCount } = await tx.query(
       `INSERT INTO coupon_resolutions (idempotency_key, coupon_code, request_hash, status, real_win, reason,
-         resolved_by, batch_id, transition, generation, operations)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb)
+         resolved_by, batch_id, transition, generation, operations, actor)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb, $12)
        ON CONFLICT (idempotency_key) DO NOTHING`,
       [
         row.idempotencyKey,
@@ -115,6 +117,7 @@ export class ReconciliationRepository {
         row.transition,
         row.generation,
         JSON.stringify(row.operations),
+        row.actor,
       ],
     );
     return rowCount === 1;

@@ -200,7 +200,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     summary.candidates = codes.length;
     for (const code of codes) {
       try {
-        const result = await this.readAndApply(code);
+        const result = await this.readAndApply(code, null);
         if (result.outcome === 'unchanged') summary.unchanged++;
         else {
           summary.applied++;
@@ -237,15 +237,16 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /**
-   * `POST /coupons/{coupon_code}/reconcile`: reads the coupon from SportAPI now and applies it.
+   * `POST /coupons/{coupon_code}/reconcile`: reads the coupon from SportAPI now and applies it,
+   * the batch recorded with `actor` (the partner API key's name).
    * @returns the outcome and the coupon view (as `GET /coupons/{coupon_code}`).
    * @throws DomainException POLLING_DISABLED (501), SPORTAPI_COUPON_NOT_FOUND (404),
    *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written),
    *   COUPON_INBOX_PENDING (409: pending inbox batches of the coupon apply first),
    *   COUPON_CHANGED_DURING_READ (409: callbacks kept changing the coupon during each read).
    */
-  async reconcile(couponCode: string): Promise<ReconcileResult> {
-    const { outcome, batchId, transition } = await this.readAndApply(couponCode);
+  async reconcile(couponCode: string, actor: string): Promise<ReconcileResult> {
+    const { outcome, batchId, transition } = await this.readAndApply(couponCode, actor);
     return { outcome, batchId, transition, view: await this.couponsService.get(couponCode) };
   }
 
@@ -254,10 +255,12 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * read (`unchanged`); when the same coupon JSON was applied before and other batches changed the
    * coupon since, under a suffixed batch id. A read is applied only to the state it was taken
    * after: otherwise it is taken again, up to {@link READ_ATTEMPTS} times (docs/reconciliation.md).
+   * `actor`: the partner API key's name of a reconcile, null for a scheduled run.
    * @throws DomainException COUPON_INBOX_PENDING, COUPON_CHANGED_DURING_READ; nothing written then.
    */
   private async readAndApply(
     couponCode: string,
+    actor: string | null,
   ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
     for (let attempt = 1; ; attempt++) {
       const before = await this.transactions.run((tx) => this.repository.latestSnapshotBatch(tx, couponCode));
@@ -269,7 +272,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         await this.refuseWhileInboxPending(tx, couponCode);
         const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
         if (latest !== before) return undefined; // changed during the read: read again
-        return this.applyRead(tx, couponCode, read, latest);
+        return this.applyRead(tx, couponCode, read, latest, actor);
       });
       if (result) return result;
       if (attempt >= READ_ATTEMPTS) {
@@ -287,6 +290,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     couponCode: string,
     read: { couponJson: string; hash: string; parsed: ParsedBatch },
     latest: string | undefined,
+    actor: string | null,
   ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
     const base = `poll:${couponCode}:${read.hash}`;
     if (latest === base || latest?.startsWith(`${base}:`)) {
@@ -301,6 +305,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       tx,
       this.pollBatch(batchId, read),
       SnapshotSource.POLL,
+      actor,
     );
     await this.repository.markReconciled(tx, couponCode);
     return {
@@ -388,8 +393,9 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   /**
    * `POST /coupons/{coupon_code}/resolution`: an operator's result for a `needs_review` coupon,
    * applied once as the synthetic batch `resolution:<coupon_code>:<sha256 of the key>` with the
-   * authoritative rules and recorded with who, why and what it did; the same key and body again
-   * return the stored resolution (`replayed`).
+   * authoritative rules and recorded with who (`resolvedBy`, and `actor`: the partner API key's
+   * name, also on the batch), why and what it did; the same key and body again return the stored
+   * resolution (`replayed`), whichever key asks.
    * @throws DomainException IDEMPOTENCY_CONFLICT, NOT_FOUND, COUPON_NOT_FLAGGED,
    *   VALIDATION_FAILED (status and amount disagree), COUPON_INBOX_PENDING.
    */
@@ -397,6 +403,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     couponCode: string,
     idempotencyKey: string,
     dto: ResolutionDto,
+    actor: string,
   ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
     const realWin =
       dto.realWin === null
@@ -428,7 +435,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         );
       }
       const batch = this.resolutionBatch(couponCode, idempotencyKey, status, realWin, dto);
-      const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION);
+      const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION, actor);
       const outcome =
         claim === 'claimed' ? await this.repository.outcome(tx, batch.batchId, couponCode) : undefined;
       if (!outcome)
@@ -445,11 +452,12 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         transition: outcome.transition,
         generation: outcome.generation,
         operations: outcome.operations,
+        actor,
       };
       if (!(await this.repository.insertResolution(tx, row)))
         throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
       this.logger.log(
-        `coupon ${couponCode} resolved by ${dto.resolvedBy} (key ${idempotencyKey}): ${outcome.transition}, generation ${outcome.generation}`,
+        `coupon ${couponCode} resolved by ${dto.resolvedBy} (Idempotency-Key ${idempotencyKey}, API key ${actor}): ${outcome.transition}, generation ${outcome.generation}`,
       );
       return {
         row: (await this.repository.findResolution(tx, idempotencyKey)) as ResolutionRow,
@@ -540,6 +548,7 @@ function toResolutionView(row: ResolutionRow): ResolutionView {
     realWin: formatAmount(row.realWin),
     reason: row.reason,
     resolvedBy: row.resolvedBy,
+    actor: row.actor,
     batchId: row.batchId,
     transition: row.transition,
     generation: row.generation,

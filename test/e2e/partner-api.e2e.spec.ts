@@ -113,6 +113,7 @@ describe('partner API (CONTRACT §10)', () => {
         operationKey: 'adjustment:adj-pa1-1',
         balance: '100.00',
         createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        actor: 'key-1',
       });
       expect((await ops(t.app).get('/accounts/pa1')).body).toEqual({
         id: 'pa1',
@@ -407,6 +408,7 @@ describe('partner API (CONTRACT §10)', () => {
       needsReview: false,
       reviewReason: null,
       unallocated: false,
+      registeredBy: 'key-1',
       events: [],
       operations: [{ key: `${code}:0:stake_debit`, type: 'stake_debit', generation: 0, amount: stake }],
     });

@@ -64,6 +64,7 @@ describe('quarantine endpoints', () => {
         'replayCount',
         'replayOutcome',
         'replayedAt',
+        'replayedBy',
       ].sort(),
     );
     expect(first).toMatchObject({
@@ -240,7 +241,16 @@ describe('quarantine endpoints', () => {
       ]),
     );
     const replay = doc.paths['/callbacks/quarantine/{id}/replay'].post;
-    expect(Object.keys(replay.responses).sort()).toEqual(['200', '401', '404', '409', '422', '503']);
+    expect(Object.keys(replay.responses).sort()).toEqual([
+      '200',
+      '401',
+      '403',
+      '404',
+      '409',
+      '422',
+      '429',
+      '503',
+    ]);
     expect(replay.responses['200'].content['application/json'].example.outcome).toBe('processed');
   });
 });

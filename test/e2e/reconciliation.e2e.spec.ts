@@ -563,14 +563,25 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
     expect(Object.keys(reconcileOp.responses).sort()).toEqual([
       '200',
       '401',
+      '403',
       '404',
       '409',
+      '429',
       '501',
       '502',
       '503',
     ]);
     const resolutionOp = doc.paths['/coupons/{coupon_code}/resolution'].post;
-    expect(Object.keys(resolutionOp.responses).sort()).toEqual(['201', '400', '401', '404', '409', '503']);
+    expect(Object.keys(resolutionOp.responses).sort()).toEqual([
+      '201',
+      '400',
+      '401',
+      '403',
+      '404',
+      '409',
+      '429',
+      '503',
+    ]);
     expect(resolutionOp.parameters?.map((p) => p.name)).toContain('Idempotency-Key');
     for (const op of [reconcileOp, resolutionOp]) {
       for (const [status, response] of Object.entries(op.responses)) {

@@ -1,17 +1,27 @@
-import { createHmac } from 'node:crypto';
-import { OPS_KEY, SECRET, sign } from '../support/test-app.js';
+import { createHash, createHmac } from 'node:crypto';
+import { OPS_KEY, SCOPED_KEYS, SECRET, sign, TEST_OPS_API_KEYS } from '../support/test-app.js';
 import { sleep } from '../support/wait.js';
-import { partner, portRange, post, useReceivers } from './support/receiver.js';
+import { partner, portRange, post, startReceiver, stopReceiver, useReceivers } from './support/receiver.js';
 
 // CONTRACT §3/§4 (signature over the raw bytes), §8 (badly signed bodies are not stored, logged
-// without the body), §10 (bearer-key partner API): a spawned receiver, its whole output captured.
+// without the body), §10 (bearer-key partner API, scoped keys, the failed-authentication limit):
+// spawned receivers, their whole output captured.
 
-const [PORT] = portRange(20);
+const [PORT, LIMITED_PORT] = portRange(20, 2);
+const sha256Hex = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
-  const suite = useReceivers([PORT], { env: { NODE_ENV: 'development' }, poolSize: 1 });
+  // This file sends wrong keys on purpose: the failed-authentication limit has its own receiver.
+  const suite = useReceivers([PORT], {
+    env: { NODE_ENV: 'development', OPS_API_KEYS: TEST_OPS_API_KEYS, AUTH_FAILURE_LIMIT: '1000' },
+    poolSize: 1,
+  });
   /** Every credential-like value sent or configured; none may appear in the output. */
-  const secrets = new Set<string>([SECRET, OPS_KEY]);
+  const secrets = new Set<string>([
+    SECRET,
+    OPS_KEY,
+    ...Object.values(SCOPED_KEYS).flatMap((k) => [k.secret, sha256Hex(k.secret)]),
+  ]);
 
   it('every partner API route refuses a missing or wrong bearer key with 401', async () => {
     const doc = (await (await fetch(`${suite.receiver.url}/docs-json`)).json()) as {
@@ -81,6 +91,32 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     secrets.add(sign(invalid));
     secrets.add(sign(invalid).slice(7));
     expect((await post(suite.receiver.url, invalid)).status).toBe(400);
+    // Scoped keys, plain and hashed: allowed, refused for their scope, moving money.
+    const as = (key: keyof typeof SCOPED_KEYS) => ({ authorization: `Bearer ${SCOPED_KEYS[key].secret}` });
+    const reader = await partner(suite.receiver.url, 'GET', '/accounts/sec-1', undefined, as('reader'));
+    const refused = await partner(
+      suite.receiver.url,
+      'POST',
+      '/accounts/sec-1/adjustments',
+      {},
+      as('reader'),
+    );
+    const deposit = await partner(
+      suite.receiver.url,
+      'POST',
+      '/accounts/sec-1/adjustments',
+      { amount: '5.00', currency: 'EUR', reason: 'security test' },
+      { ...as('cashier'), 'idempotency-key': 'sec-dep-1' },
+    );
+    const reconcile = await partner(
+      suite.receiver.url,
+      'POST',
+      '/coupons/S1/reconcile',
+      {},
+      as('hashedOperator'),
+    );
+    expect([reader, refused, deposit, reconcile].map((r) => r.status)).toEqual([404, 403, 201, 501]);
+    expect(deposit.body.actor).toBe('cashier');
     // Give the process a moment to flush its logs.
     await sleep(300);
     const out = suite.receiver.output();
@@ -88,6 +124,51 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
     expect([...secrets].filter((s) => s.length >= 8 && out.includes(s))).toEqual([]);
     // Bodies of badly signed requests are not logged either (CONTRACT §8).
     expect(out).not.toContain('S1-e1');
+    // The request lines name the key (never its secret); the bare key is warned about once.
+    const completed = out
+      .split('\n')
+      .filter((l) => l.includes('"msg":"request completed"') && l.includes('/sec-1'))
+      .map((l) => JSON.parse(l) as { actor?: string; res: { statusCode: number } })
+      .map((l) => `${l.res.statusCode} ${l.actor}`);
+    expect(completed).toEqual(['404 reader', '403 reader', '201 cashier']);
+    expect(out.split('\n').filter((l) => l.includes('bare key')).length).toBe(1);
+  });
+
+  it('failed authentications per address: the limit answers 429 with Retry-After, never on the callback', async () => {
+    const limited = await startReceiver(LIMITED_PORT, suite.db.url, {
+      OPS_API_KEYS: TEST_OPS_API_KEYS,
+      AUTH_FAILURE_LIMIT: '2',
+      AUTH_FAILURE_WINDOW: '5m',
+    });
+    try {
+      const wrong = { authorization: 'Bearer guessed-key-0000000000' };
+      const answers = [
+        await partner(limited.url, 'GET', '/accounts/nobody', undefined, wrong),
+        await partner(limited.url, 'GET', '/accounts/nobody', undefined, wrong),
+        await partner(limited.url, 'GET', '/accounts/nobody'),
+      ];
+      expect(answers.map((a) => `${a.status} ${(a.body.error as { code: string }).code}`)).toEqual([
+        '401 unauthorized',
+        '401 unauthorized',
+        '429 too_many_auth_failures',
+      ]);
+      const res = await fetch(`${limited.url}/accounts/nobody`, {
+        headers: { authorization: `Bearer ${OPS_KEY}` },
+      });
+      const retryAfter = Number(res.headers.get('retry-after'));
+      expect({ status: res.status, retryAfter: retryAfter >= 1 && retryAfter <= 300 }).toEqual({
+        status: 429,
+        retryAfter: true,
+      });
+      const body = JSON.stringify({
+        batchId: 'sec-limit-1',
+        couponCount: 1,
+        coupons: [{ coupon_code: 'S9', status: 1, realWin: null, events: [] }],
+      });
+      expect((await post(limited.url, body)).status).toBe(200);
+    } finally {
+      await stopReceiver(limited);
+    }
   });
 
   it('partner API and callback answers carry security headers (helmet)', async () => {

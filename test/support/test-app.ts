@@ -12,7 +12,30 @@ import { createTestDatabase } from './database.js';
 
 export const SECRET = 'test-secret-1';
 export const OTHER_SECRET = 'test-secret-2';
+/** The legacy bare key of every test app: every scope, named `key-1`. */
 export const OPS_KEY = 'test-ops-key';
+/**
+ * Scoped keys of every test app next to {@link OPS_KEY} (a least-privilege set, CONTRACT §10):
+ * name → secret; `hashedOperator` is configured as the SHA-256 of its secret.
+ */
+export const SCOPED_KEYS = {
+  reader: { scopes: 'read', secret: 'test-reader-key-5f0c2a91' },
+  placement: { scopes: 'register', secret: 'test-placement-key-8d1e7b33' },
+  cashier: { scopes: 'read+money', secret: 'test-cashier-key-2b9a4c70' },
+  operator: { scopes: 'read+operate', secret: 'test-operator-key-e61d0f58' },
+  hashedOperator: { scopes: 'operate', secret: 'test-hashed-operator-key-a3c47e19' },
+} as const;
+export type ScopedKeyName = keyof typeof SCOPED_KEYS;
+
+/** `OPS_API_KEYS` of the test apps: {@link OPS_KEY} bare, then {@link SCOPED_KEYS}. */
+export const TEST_OPS_API_KEYS = [
+  OPS_KEY,
+  ...Object.entries(SCOPED_KEYS).map(([name, k]) =>
+    name === 'hashedOperator'
+      ? `${name}:${k.scopes}:sha256:${createHash('sha256').update(k.secret).digest('hex')}`
+      : `${name}:${k.scopes}:${k.secret}`,
+  ),
+].join(',');
 
 /** A running app on its own database, with a pg pool for assertions and helpers for requests. */
 export interface TestContext {
@@ -26,7 +49,8 @@ export interface TestContext {
 /**
  * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
- * `fatal` unless set: tests that provoke failures on purpose would fill the output);
+ * `fatal` unless set: tests that provoke failures on purpose would fill the output;
+ * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct).
  */
@@ -38,7 +62,8 @@ export async function createTestApp(
   const config = loadConfig({
     DATABASE_URL: options.via ? options.via(database.url) : database.url,
     SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
-    OPS_API_KEYS: OPS_KEY,
+    OPS_API_KEYS: TEST_OPS_API_KEYS,
+    AUTH_FAILURE_LIMIT: '1000',
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',
@@ -126,10 +151,10 @@ export function deliver(
   return req.serialize((b: unknown) => b as string).send(body as string);
 }
 
-/** An authorised partner API request builder. */
-export function ops(app: INestApplication) {
+/** An authorised partner API request builder: {@link OPS_KEY}, or the secret of a scoped key. */
+export function ops(app: INestApplication, key: ScopedKeyName | 'legacy' = 'legacy') {
   const agent = request(app.getHttpServer());
-  const auth = { authorization: `Bearer ${OPS_KEY}` };
+  const auth = { authorization: `Bearer ${key === 'legacy' ? OPS_KEY : SCOPED_KEYS[key].secret}` };
   return {
     get: (path: string) => agent.get(path).set(auth),
     post: (path: string, body: unknown, headers: Record<string, string> = {}) =>

@@ -1,4 +1,8 @@
+import { createHash } from 'node:crypto';
 import { loadConfig } from '../../src/config/configuration.js';
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest();
+const ALL_SCOPES = ['read', 'register', 'money', 'operate'];
 
 const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
 
@@ -11,7 +15,9 @@ describe('loadConfig (validated at start-up)', () => {
       callbackPath: '/sportapi/callback',
       signatureHeader: 'x-signature',
       webhookSecrets: ['s1'],
-      opsApiKeys: ['k1'],
+      opsApiKeys: [{ name: 'key-1', scopes: ALL_SCOPES, digest: sha256('k1'), legacy: true }],
+      authFailureLimit: 10,
+      authFailureWindowMs: 60_000,
       bodyLimitBytes: 2 * 1024 * 1024,
       callbackDeadlineMs: 8000,
       amountScale: 2,
@@ -31,7 +37,10 @@ describe('loadConfig (validated at start-up)', () => {
   it('splits comma-separated secrets and keys', () => {
     const c = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: ' a , b ,', OPS_API_KEYS: 'x,y' });
     expect(c.webhookSecrets).toEqual(['a', 'b']);
-    expect(c.opsApiKeys).toEqual(['x', 'y']);
+    expect(c.opsApiKeys).toEqual([
+      { name: 'key-1', scopes: ALL_SCOPES, digest: sha256('x'), legacy: true },
+      { name: 'key-2', scopes: ALL_SCOPES, digest: sha256('y'), legacy: true },
+    ]);
   });
 
   it.each([

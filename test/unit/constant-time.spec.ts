@@ -1,5 +1,4 @@
 import { jest } from '@jest/globals';
-import type { ExecutionContext } from '@nestjs/common';
 
 // CONTRACT §4 step 1 (signature compared in constant time) and §10 (bearer keys): every
 // comparison of a secret goes through crypto.timingSafeEqual on buffers of equal length, for
@@ -16,10 +15,9 @@ jest.unstable_mockModule('node:crypto', () => {
   return { ...real, default: { ...real, timingSafeEqual }, timingSafeEqual };
 });
 
-const { createHmac } = await import('node:crypto');
+const { createHash, createHmac } = await import('node:crypto');
 const { secureEquals } = await import('../../src/common/secure-compare.js');
 const { verifySignature } = await import('../../src/callbacks/signature.guard.js');
-const { BearerKeyGuard } = await import('../../src/auth/bearer-key.guard.js');
 
 const lengths = () => calls.map(([a, b]) => `${a.length}/${b.length}`);
 
@@ -44,16 +42,33 @@ describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
     expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
   });
 
-  it('BearerKeyGuard compares against every key with timingSafeEqual on equal lengths', () => {
-    const guard = new BearerKeyGuard({ opsApiKeys: ['key-one', 'a-much-longer-key-two'] } as never);
-    const ctx = (authorization: string) =>
-      ({
-        switchToHttp: () => ({ getRequest: () => ({ headers: { authorization } }) }),
-      }) as unknown as ExecutionContext;
-    expect(guard.canActivate(ctx('Bearer key-one'))).toBe(true);
-    expect(lengths()).toEqual(['32/32', '32/32']);
+  it('PartnerAuthenticator compares against every key with timingSafeEqual on equal lengths', async () => {
+    const { loadConfig } = await import('../../src/config/configuration.js');
+    const { PartnerAuthenticator } = await import('../../src/auth/partner-authenticator.js');
+    const plain = 'a-much-longer-key-two-0123456789';
+    const hashed = 'third-key-stored-as-its-sha256-digest';
+    const auth = new PartnerAuthenticator(
+      loadConfig({
+        SPORTAPI_WEBHOOK_SECRETS: 's',
+        OPS_API_KEYS: `key-one,two:read:${plain},three:money:sha256:${createHash('sha256').update(hashed).digest('hex')}`,
+      }),
+    );
+    const req = (authorization: string) =>
+      ({ headers: { authorization }, socket: { remoteAddress: '127.0.0.1' } }) as never;
+    const res = { setHeader: () => undefined } as never;
     calls.splice(0);
-    expect(() => guard.canActivate(ctx('Bearer k'))).toThrow('a valid bearer key is required');
-    expect(lengths()).toEqual(['32/32', '32/32']);
+    expect(await auth.authenticate(req('Bearer key-one'), res, 'read')).toEqual({
+      name: 'key-1',
+      scopes: ['read', 'register', 'money', 'operate'],
+    });
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
+    calls.splice(0);
+    expect((await auth.authenticate(req(`Bearer ${hashed}`), res, 'money')).name).toBe('three');
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
+    calls.splice(0);
+    await expect(auth.authenticate(req('Bearer k'), res, 'read')).rejects.toThrow(
+      'a valid bearer key is required',
+    );
+    expect(lengths()).toEqual(['32/32', '32/32', '32/32']);
   });
 });

@@ -21,6 +21,13 @@ export class DeliveryAttemptView {
     description: 'SHA-256 of the signed body; null when the signature did not match',
   })
   payloadHash: string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description: "name of the partner API key of a quarantine replay; null for SportAPI's deliveries",
+  })
+  actor: string | null;
 }
 
 /** A coupon snapshot of the batch: what the batch said and what it did (CONTRACT §6). */
@@ -61,6 +68,15 @@ export class BatchAuditView {
   @ApiProperty({ example: 2, type: Number, nullable: true }) couponCount: number | null;
   @ApiProperty({ example: '2026-11-30T12:00:00.500Z', type: String, nullable: true }) committedAt:
     string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description:
+      'name of the partner API key whose request applied the batch (reconcile, resolution, quarantine replay); ' +
+      "null for SportAPI's callbacks, inbox workers and scheduled reconciliation",
+  })
+  actor: string | null;
   @ApiProperty({ type: [BatchCouponView] }) coupons: BatchCouponView[];
   @ApiProperty({
     type: [BatchOperationView],

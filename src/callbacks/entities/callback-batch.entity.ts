@@ -1,6 +1,11 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
 
-/** A committed batch by `batchId`, with the SHA-256 of its raw body and the body itself (CONTRACT §4, §8). */
+/**
+ * A committed batch by `batchId`, with the SHA-256 of its raw body and the body itself (CONTRACT
+ * §4, §8). `actor`: the name of the partner API key whose request applied it (a reconcile, a
+ * resolution, a quarantine replay); null for SportAPI's callbacks, inbox workers and scheduled
+ * reconciliation runs.
+ */
 @Entity('callback_batches')
 @Check('callback_batches_batch_id_check', 'length(batch_id) BETWEEN 1 AND 128')
 @Check('callback_batches_coupon_count_check', 'coupon_count BETWEEN 1 AND 100')
@@ -12,4 +17,5 @@ export class CallbackBatchEntity {
   @Column('int', { name: 'coupon_count' }) couponCount: number;
   @Column('bytea') payload: Buffer;
   @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
+  @Column('text', { nullable: true }) actor: string | null;
 }

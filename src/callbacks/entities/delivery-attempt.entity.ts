@@ -1,7 +1,10 @@
 import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 import { DeliveryOutcome } from '../callback.types.js';
 
-/** One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. */
+/**
+ * One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. `actor`: the
+ * name of the partner API key of a quarantine replay; null for SportAPI's deliveries.
+ */
 @Entity('delivery_attempts')
 @Check(
   'delivery_attempts_outcome_check',
@@ -20,4 +23,5 @@ export class DeliveryAttemptEntity {
   @Column('int', { name: 'coupon_count', nullable: true }) couponCount: number | null;
   @Column('int', { name: 'duration_ms' }) durationMs: number;
   @Column('char', { name: 'payload_hash', length: 64, nullable: true }) payloadHash: string | null;
+  @Column('text', { nullable: true }) actor: string | null;
 }

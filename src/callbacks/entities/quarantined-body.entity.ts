@@ -10,7 +10,10 @@ import {
 import type { Relation } from 'typeorm';
 import { InboxEntryEntity } from './inbox-entry.entity.js';
 
-/** A signed body rejected with 400 or 409, kept verbatim with the reason for a later replay (CONTRACT §8). */
+/**
+ * A signed body rejected with 400 or 409, kept verbatim with the reason for a later replay (CONTRACT
+ * §8); `replayed_by` is the name of the partner API key of the last replay.
+ */
 @Entity('quarantined_bodies')
 @Index('quarantined_bodies_batch_idx', ['batchId'])
 @Index('quarantined_bodies_inbox_idx', ['inboxId'], { where: 'inbox_id IS NOT NULL' })
@@ -32,4 +35,5 @@ export class QuarantinedBodyEntity {
   @ManyToOne(() => InboxEntryEntity)
   @JoinColumn({ name: 'inbox_id', foreignKeyConstraintName: 'quarantined_bodies_inbox_id_fkey' })
   inbox: Relation<InboxEntryEntity> | null;
+  @Column('text', { name: 'replayed_by', nullable: true }) replayedBy: string | null;
 }

@@ -1,6 +1,6 @@
-import { Controller, Get, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { BearerKeyGuard } from '../../auth/bearer-key.guard.js';
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { RequireScope } from '../../auth/require-scope.decorator.js';
 import { ErrorResponseDto } from '../../common/error-response.dto.js';
 import { InboxListQueryDto, InboxPageDto } from './dto/inbox.dto.js';
 import { InboxService } from './inbox.service.js';
@@ -8,13 +8,12 @@ import type { InboxPage } from './inbox.service.js';
 
 /** The inbox of `CALLBACK_MODE=inbox` for operators (partner API, bearer key): what waits, what failed. */
 @ApiTags('inbox')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @Controller('callbacks/inbox')
 export class InboxController {
   constructor(private readonly inbox: InboxService) {}
 
   @Get()
+  @RequireScope('read')
   @ApiOperation({
     summary: 'Batches accepted in inbox mode, newest first',
     description:
@@ -53,12 +52,6 @@ export class InboxController {
       success: false,
       error: { code: 'validation_failed', message: 'the request does not match the schema' },
     },
-  })
-  @ApiResponse({
-    status: 401,
-    description: 'a valid bearer key is required',
-    type: ErrorResponseDto,
-    example: { success: false, error: { code: 'unauthorized', message: 'a valid bearer key is required' } },
   })
   list(@Query() query: InboxListQueryDto): Promise<InboxPage> {
     return this.inbox.list(query.limit ? Number(query.limit) : 20, query.cursor, query.status);

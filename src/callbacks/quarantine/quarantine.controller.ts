@@ -1,6 +1,6 @@
-import { Controller, Get, HttpCode, Param, Post, Query, UseGuards } from '@nestjs/common';
-import { ApiBearerAuth, ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { BearerKeyGuard } from '../../auth/bearer-key.guard.js';
+import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Actor, RequireScope } from '../../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
 import { apiError, apiErrors } from '../../common/error-response.dto.js';
 import {
@@ -24,13 +24,12 @@ function entryId(id: string): string {
  * replay one through the pipeline once the cause is fixed.
  */
 @ApiTags('quarantine')
-@ApiBearerAuth()
-@UseGuards(BearerKeyGuard)
 @Controller('callbacks/quarantine')
 export class QuarantineController {
   constructor(private readonly quarantine: QuarantineService) {}
 
   @Get()
+  @RequireScope('read')
   @ApiOperation({
     summary: 'Quarantined callback bodies, newest first',
     description:
@@ -59,28 +58,29 @@ export class QuarantineController {
           replayOutcome: null,
           replayCount: 0,
           inboxId: null,
+          replayedBy: null,
         },
       ],
       nextCursor: null,
     },
   })
   @ApiResponse(apiError(400, 'limit or cursor out of range', 'validation_failed'))
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   list(@Query() query: QuarantineListQueryDto): Promise<QuarantinePage> {
     return this.quarantine.list(query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE, query.cursor);
   }
 
   @Get(':id')
+  @RequireScope('read')
   @ApiOperation({ summary: 'One quarantined body with its bytes (UTF-8 text and base64)' })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: QuarantineEntryDetailView, description: 'the entry with its raw body' })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   get(@Param('id') id: string): Promise<QuarantineEntryDetailView> {
     return this.quarantine.get(entryId(id));
   }
 
   @Post(':id/replay')
+  @RequireScope('operate')
   @HttpCode(200)
   @ApiOperation({
     summary: 'Replay a quarantined body through the pipeline',
@@ -113,10 +113,10 @@ export class QuarantineController {
         replayOutcome: 'processed',
         replayCount: 1,
         inboxId: '17',
+        replayedBy: 'ops-desk',
       },
     },
   })
-  @ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized'))
   @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   @ApiResponse(
     apiErrors(
@@ -138,7 +138,7 @@ export class QuarantineController {
     ),
   )
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  replay(@Param('id') id: string): Promise<ReplayResult> {
-    return this.quarantine.replay(entryId(id));
+  replay(@Param('id') id: string, @Actor() actor: string): Promise<ReplayResult> {
+    return this.quarantine.replay(entryId(id), actor);
   }
 }

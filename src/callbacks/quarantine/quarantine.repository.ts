@@ -21,11 +21,13 @@ export interface QuarantineSummary {
   replayOutcome: string | null;
   replayCount: number;
   inboxId: string | null;
+  /** Name of the partner API key of the last replay. */
+  replayedBy: string | null;
 }
 
 const SUMMARY_COLUMNS = `id, batch_id, reason, details, http_status, content_type, payload_hash, received_at,
   octet_length(body) AS body_bytes, substring(body FROM 1 FOR ${BODY_PREVIEW_BYTES}) AS preview,
-  replayed_at, replay_outcome, replay_count, inbox_id`;
+  replayed_at, replay_outcome, replay_count, inbox_id, replayed_by`;
 
 interface SummaryRow {
   id: string;
@@ -42,6 +44,7 @@ interface SummaryRow {
   replay_outcome: string | null;
   replay_count: number;
   inbox_id: string | null;
+  replayed_by: string | null;
 }
 
 function toSummary(r: SummaryRow): QuarantineSummary {
@@ -60,6 +63,7 @@ function toSummary(r: SummaryRow): QuarantineSummary {
     replayOutcome: r.replay_outcome,
     replayCount: r.replay_count,
     inboxId: r.inbox_id,
+    replayedBy: r.replayed_by,
   };
 }
 
@@ -86,14 +90,14 @@ export class QuarantineRepository {
     return rows[0] && { ...toSummary(rows[0]), body: rows[0].body };
   }
 
-  /** Records one replay: time, outcome, count. @returns the updated row. */
-  async recordReplay(tx: Tx, id: string, outcome: string): Promise<QuarantineSummary> {
+  /** Records one replay: time, outcome, count, the key's name. @returns the updated row. */
+  async recordReplay(tx: Tx, id: string, outcome: string, actor: string): Promise<QuarantineSummary> {
     const { rows } = await tx.query<SummaryRow>(
       `UPDATE quarantined_bodies
-          SET replayed_at = now(), replay_outcome = $2, replay_count = replay_count + 1
+          SET replayed_at = now(), replay_outcome = $2, replay_count = replay_count + 1, replayed_by = $3
         WHERE id = $1
         RETURNING ${SUMMARY_COLUMNS}`,
-      [id, outcome],
+      [id, outcome, actor],
     );
     return toSummary(rows[0]);
   }

@@ -65,12 +65,13 @@ export class QuarantineService {
    * Re-runs the stored bytes through the pipeline (CONTRACT §8): parse, validate, apply in ONE
    * transaction ({@link CallbackService.applyClaimed}: the batch-id dedup makes it safe to repeat),
    * recording the outcome on the entry and as a delivery attempt `quarantine-replay:<id>` in the
-   * same transaction. Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
+   * same transaction, each with `actor` (the partner API key's name; also on a batch it applies).
+   * Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
    * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
    * @throws DomainException NOT_FOUND; REPLAY_REJECTED (422) and BATCH_CONFLICT (409), both
    *   recorded first; COUPON_INBOX_PENDING (409) and transient errors (503), recording nothing.
    */
-  async replay(id: string): Promise<ReplayResult> {
+  async replay(id: string, actor: string): Promise<ReplayResult> {
     const startedAt = Date.now();
     let batchId: string | null = null;
     let couponCount: number | null = null;
@@ -100,7 +101,7 @@ export class QuarantineService {
                 `the inbox holds ${pending} pending batch(es) of this batch's coupons; replay after they are applied`,
               );
             }
-            const claim = await this.callbacks.applyClaimed(tx, batch);
+            const claim = await this.callbacks.applyClaimed(tx, batch, actor);
             outcome = claim === 'claimed' ? 'processed' : 'duplicate';
             if (queued?.status === 'quarantined') await this.inbox.markDone(tx, queued.id, outcome);
           }
@@ -112,8 +113,9 @@ export class QuarantineService {
             outcome: outcome === 'processed' ? DeliveryOutcome.PROCESSED : DeliveryOutcome.DUPLICATE,
             httpStatus: 200,
             errorCode: null,
+            actor,
           });
-          return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome) };
+          return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome, actor) };
         },
         { deadline: startedAt + this.config.callbackDeadlineMs },
       );
@@ -146,8 +148,9 @@ export class QuarantineService {
             outcome: conflict ? DeliveryOutcome.CONFLICT : DeliveryOutcome.REJECTED,
             httpStatus: conflict ? 409 : 422,
             errorCode: answer.code,
+            actor,
           });
-          await this.quarantine.recordReplay(tx, id, conflict ? 'conflict' : 'rejected');
+          await this.quarantine.recordReplay(tx, id, conflict ? 'conflict' : 'rejected', actor);
         },
         { deadline: Date.now() + 2000 },
       );
@@ -173,6 +176,7 @@ export class QuarantineService {
       outcome: DeliveryOutcome;
       httpStatus: number;
       errorCode: string | null;
+      actor: string;
     },
   ): Promise<void> {
     return this.audit.insertAttempt(tx, {
@@ -185,6 +189,7 @@ export class QuarantineService {
       couponCount: a.couponCount,
       durationMs: Date.now() - a.startedAt,
       payloadHash: a.payloadHash,
+      actor: a.actor,
     });
   }
 }

@@ -27,6 +27,14 @@ export class CouponView {
   @ApiProperty({ example: false, description: 'a callback arrived before registration' })
   unallocated: boolean;
   @ApiProperty({
+    example: 'placement-service',
+    type: String,
+    nullable: true,
+    description:
+      'name of the partner API key that registered it (null while unallocated, and for registrations from before keys had names)',
+  })
+  registeredBy: string | null;
+  @ApiProperty({
     example: [{ uuid: '9b2f6a1e-3c1d-4c55-9d0e-0d6f3f1a2b01', status: 2 }],
     description: 'bets as last applied, with every field the callback sent',
     type: 'array',

@@ -16,7 +16,9 @@ import { AccountEntity } from '../../ledger/entities/account.entity.js';
  * A coupon by `coupon_code` (kept exactly as sent): its registration (account, stake, currency;
  * null while `unallocated`) and its settlement state (CONTRACT §6): status and `realWin` of the
  * last applied snapshot, settlement generation, whether it is settled and for how much, whether a
- * recalculation is open, and the `needs_review` flag.
+ * recalculation is open, and the `needs_review` flag. `registered_by` is the name of the partner
+ * API key that registered it (null while unallocated, and for registrations from before keys had
+ * names).
  */
 @Entity('coupons')
 @Check('coupons_coupon_code_check', 'length(coupon_code) BETWEEN 1 AND 32')
@@ -55,4 +57,5 @@ export class CouponEntity {
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
   /** When the reconciliation last read this coupon from SportAPI (CONTRACT §9). */
   @Column('timestamptz', { name: 'last_reconciled_at', nullable: true }) lastReconciledAt: Date | null;
+  @Column('text', { name: 'registered_by', nullable: true }) registeredBy: string | null;
 }

@@ -39,4 +39,11 @@ export class AdjustmentViewDto {
   @ApiProperty({ example: 'adjustment:dep-2026-11-30-0001' }) operationKey: string;
   @ApiProperty({ example: '100.00', description: 'balance right after this adjustment' }) balance: string;
   @ApiProperty({ example: '2026-11-30T10:00:00.000Z' }) createdAt: string;
+  @ApiProperty({
+    example: 'cashier',
+    type: String,
+    nullable: true,
+    description: 'name of the partner API key that made it (null for adjustments from before keys had names)',
+  })
+  actor: string | null;
 }

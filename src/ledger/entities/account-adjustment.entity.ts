@@ -3,7 +3,11 @@ import type { Relation } from 'typeorm';
 import { AccountEntity } from './account.entity.js';
 import { FinancialOperationEntity } from './financial-operation.entity.js';
 
-/** A deposit or withdrawal requested with an `Idempotency-Key` and its first result (CONTRACT §10). */
+/**
+ * A deposit or withdrawal requested with an `Idempotency-Key` and its first result (CONTRACT §10),
+ * with the name of the partner API key that made it (`actor`; null for rows from before keys had
+ * names).
+ */
 @Entity('account_adjustments')
 @Check('account_adjustments_idempotency_key_check', 'length(idempotency_key) BETWEEN 1 AND 128')
 @Check('account_adjustments_amount_check', 'amount <> 0')
@@ -24,4 +28,5 @@ export class AccountAdjustmentEntity {
   operation: Relation<FinancialOperationEntity>;
   @Column('numeric', { name: 'balance_after', precision: 20, scale: 2 }) balanceAfter: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @Column('text', { nullable: true }) actor: string | null;
 }

@@ -48,6 +48,14 @@ export class ResolutionView {
   @ApiProperty({ example: 'confirmed with SportAPI support, ticket 4711' }) reason: string;
   @ApiProperty({ example: 'jane.doe@bookmaker.example' }) resolvedBy: string;
   @ApiProperty({
+    example: 'ops-desk',
+    type: String,
+    nullable: true,
+    description:
+      'name of the partner API key that made it, next to the free-text resolvedBy (null for resolutions from before keys had names)',
+  })
+  actor: string | null;
+  @ApiProperty({
     example: 'resolution:000000000272:5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8',
     description: 'the synthetic batch that applied it',
   })

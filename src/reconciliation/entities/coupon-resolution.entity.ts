@@ -15,8 +15,9 @@ import { CouponEntity } from '../../coupons/entities/coupon.entity.js';
 /**
  * An operator's resolution of a `needs_review` coupon (CONTRACT §6, §9), append-only: the
  * Idempotency-Key it was made under, the hash of its request, the result it set (status code and
- * `realWin`, numeric), who and why, the synthetic batch that applied it, the settlement transition
- * and generation it led to and the financial operations it decided. Trigger
+ * `realWin`, numeric), who (`resolved_by`, the operator's free text, and `actor`, the name of the
+ * partner API key; null before keys had names) and why, the synthetic batch that applied it, the
+ * settlement transition and generation it led to and the financial operations it decided. Trigger
  * `coupon_resolutions_append_only` (function `forbid_ledger_mutation()`, migrations only: TypeORM
  * does not model triggers) refuses UPDATE and DELETE.
  */
@@ -46,4 +47,5 @@ export class CouponResolutionEntity {
   @Column('int') generation: number;
   @Column('jsonb') operations: unknown;
   @CreateDateColumn({ name: 'resolved_at', type: 'timestamptz' }) resolvedAt: Date;
+  @Column('text', { nullable: true }) actor: string | null;
 }

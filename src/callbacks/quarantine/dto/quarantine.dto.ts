@@ -59,6 +59,13 @@ export class QuarantineEntryView {
   @ApiProperty({ example: 0 }) replayCount: number;
   @ApiProperty({ example: null, type: String, nullable: true, description: 'inbox row it came from' })
   inboxId: string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description: 'name of the partner API key of the last replay',
+  })
+  replayedBy: string | null;
 }
 
 /** One quarantined body with its bytes. */

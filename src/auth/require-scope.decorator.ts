@@ -1,0 +1,61 @@
+import {
+  applyDecorators,
+  createParamDecorator,
+  ExecutionContext,
+  SetMetadata,
+  UseGuards,
+} from '@nestjs/common';
+import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
+import { apiError } from '../common/error-response.dto.js';
+import type { Scope } from './api-keys.js';
+import { BearerKeyGuard, REQUIRED_SCOPE } from './bearer-key.guard.js';
+import type { AuthenticatedRequest } from './partner-authenticator.js';
+
+/**
+ * The OpenAPI side of a scope: the bearer scheme, `x-required-scope` and the 401, 403 and 429
+ * answers (CONTRACT §10; docs/api.md#keys-and-scopes).
+ */
+export function ApiScope(scope: Scope) {
+  return applyDecorators(
+    ApiBearerAuth(),
+    ApiExtension('x-required-scope', scope),
+    ApiResponse(apiError(401, 'a valid bearer key is required', 'unauthorized')),
+    ApiResponse(
+      apiError(
+        403,
+        `the key has no scope ${scope}`,
+        'insufficient_scope',
+        `this route needs scope ${scope}; ${scope === 'read' ? 'key placement has register' : 'key reader has read'}`,
+      ),
+    ),
+    ApiResponse({
+      ...apiError(
+        429,
+        'too many failed authentications from this address (AUTH_FAILURE_LIMIT per AUTH_FAILURE_WINDOW)',
+        'too_many_auth_failures',
+        'too many failed authentications from this address; retry in 42 s',
+      ),
+      headers: {
+        'Retry-After': { description: 'seconds until the window ends', schema: { type: 'integer' } },
+      },
+    }),
+  );
+}
+
+/**
+ * A partner API route needing `scope` (`read`, `register`, `money`, `operate`): the guard, the
+ * scope for it, and the OpenAPI description. One line on each route.
+ */
+export function RequireScope(scope: Scope) {
+  return applyDecorators(SetMetadata(REQUIRED_SCOPE, scope), UseGuards(BearerKeyGuard), ApiScope(scope));
+}
+
+/**
+ * The name of the key that authenticated the request (a route with `@RequireScope()`), recorded as
+ * the actor of what it does. Never the secret.
+ */
+export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
+  const name = ctx.switchToHttp().getRequest<AuthenticatedRequest>().apiKey?.name;
+  if (name === undefined) throw new Error('@Actor() on a route without @RequireScope()');
+  return name;
+});
