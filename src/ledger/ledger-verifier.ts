@@ -1,3 +1,6 @@
+import { CurrencyTable } from '../common/currency.js';
+import { formatAmount } from '../common/money.js';
+
 /** Anything that runs SQL with positional parameters: a `pg.Client`, a `pg.Pool`, a pool client. */
 export interface SqlQueryable {
   query<R extends Record<string, unknown> = Record<string, unknown>>(
@@ -28,6 +31,8 @@ export enum LedgerCheck {
   DECIDED_OPERATION_MISSING = 'decided_operation_missing',
   /** A settlement operation in the ledger that no stored snapshot decided. */
   UNDECIDED_OPERATION = 'undecided_operation',
+  /** An operation whose amount has more fraction digits than its currency's minor units (CONTRACT §3). */
+  AMOUNT_PRECISION = 'amount_precision',
   /** A committed callback batch without its `processed` (inline) or `accepted` (inbox mode) delivery attempt (CONTRACT §8); synthetic §9 batches excepted. */
   BATCH_WITHOUT_DELIVERY = 'batch_without_delivery',
 }
@@ -49,9 +54,9 @@ export interface LedgerSummary {
   needsReviewCoupons: number;
   batches: number;
   deliveryAttempts: number;
-  /** Sum of every ledger entry (must be "0.00"). */
+  /** Sum of every ledger entry (must be "0.00"), 2 fraction digits or as many as it needs. */
   entriesTotal: string;
-  /** Sum of the player accounts' balances. */
+  /** Sum of the player accounts' balances (all currencies), 2 fraction digits or as many as it needs. */
   playerBalances: string;
 }
 
@@ -61,6 +66,12 @@ export interface LedgerReport {
   summary: LedgerSummary;
   violations: LedgerViolation[];
 }
+
+/**
+ * Minor units of a currency in SQL, from the verifier's parameters: `$1` every known currency's
+ * (jsonb), `$2` those of a currency neither ISO 4217 nor CURRENCY_MINOR_UNITS knows.
+ */
+const MINOR_UNITS = (currency: string) => `coalesce(($1::jsonb ->> ${currency})::int, $2::int)`;
 
 /** Signed effect of an operation on the player's account, in SQL (CONTRACT §7). */
 const PLAYER_SIGN = `CASE o.type WHEN 'final_credit' THEN 1 WHEN 'deposit' THEN 1 ELSE -1 END`;
@@ -191,6 +202,9 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
             FROM coupon_snapshots s
             JOIN coupons c ON c.coupon_code = s.coupon_code AND c.account_id IS NOT NULL
             CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
+            -- An amount finer than the coupon's currency, decided while it was unallocated, is
+            -- never posted: its registration flags the coupon amount_precision instead.
+            WHERE min_scale((op->>'amount')::numeric) <= ${MINOR_UNITS('c.currency')}
             ORDER BY 1, s.id) d
       LEFT JOIN financial_operations o ON o.operation_key = d.key
       WHERE o.id IS NULL OR o.amount <> d.amount
@@ -205,6 +219,16 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
         AND NOT EXISTS (SELECT 1 FROM coupon_snapshots s CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
                         WHERE s.coupon_code = o.coupon_code
                           AND (op->>'generation')::int = o.generation AND op->>'type' = o.type)
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.AMOUNT_PRECISION,
+    sql: `
+      SELECT o.operation_key AS subject,
+             format('%s %s has %s fraction digits, %s allows %s', trim_scale(o.amount), o.currency,
+                    min_scale(o.amount), o.currency, ${MINOR_UNITS('o.currency')}) AS detail
+      FROM financial_operations o
+      WHERE min_scale(o.amount) > ${MINOR_UNITS('o.currency')}
       ORDER BY o.id`,
   },
   {
@@ -234,8 +258,8 @@ const SUMMARY_SQL = `
          (SELECT count(*) FROM coupons WHERE needs_review)::int AS "needsReviewCoupons",
          (SELECT count(*) FROM callback_batches)::int AS batches,
          (SELECT count(*) FROM delivery_attempts)::int AS "deliveryAttempts",
-         (SELECT coalesce(sum(amount), 0)::numeric(20,2)::text FROM ledger_entries) AS "entriesTotal",
-         (SELECT coalesce(sum(balance), 0)::numeric(20,2)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
+         (SELECT coalesce(sum(amount), 0)::text FROM ledger_entries) AS "entriesTotal",
+         (SELECT coalesce(sum(balance), 0)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
 
 /**
  * Checks a whole database against the ledger invariants of CONTRACT §7 and the delivery record of
@@ -244,20 +268,33 @@ const SUMMARY_SQL = `
  * while the receiver writes, so `db` must be a single connection (`pg.Client` or a pool client).
  */
 export class LedgerVerifier {
-  constructor(private readonly db: SqlQueryable) {}
+  /** `currencies`: the minor units the receiver runs with (CURRENCY_MINOR_UNITS; ISO 4217 by default). */
+  constructor(
+    private readonly db: SqlQueryable,
+    private readonly currencies: CurrencyTable = CurrencyTable.of(),
+  ) {}
 
   /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
   async verify(): Promise<LedgerReport> {
     await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const violations: LedgerViolation[] = [];
+      const units = [this.currencies.toJson(), this.currencies.legacyMinorUnits];
       for (const { check, sql } of CHECKS) {
-        const { rows } = await this.db.query<{ subject: string; detail: string }>(sql);
+        const { rows } = await this.db.query<{ subject: string; detail: string }>(
+          sql,
+          sql.includes('$1') ? units : undefined,
+        );
         for (const r of rows) violations.push({ check, subject: r.subject, detail: r.detail });
       }
       const { rows } = await this.db.query<LedgerSummary & Record<string, unknown>>(SUMMARY_SQL);
       await this.db.query('COMMIT');
-      return { ok: violations.length === 0, summary: rows[0], violations };
+      const summary = {
+        ...rows[0],
+        entriesTotal: formatAmount(rows[0].entriesTotal),
+        playerBalances: formatAmount(rows[0].playerBalances),
+      };
+      return { ok: violations.length === 0, summary, violations };
     } catch (err) {
       await this.db.query('ROLLBACK').catch(() => undefined);
       throw err;
