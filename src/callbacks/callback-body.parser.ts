@@ -4,7 +4,7 @@ import { validateSync } from 'class-validator';
 import { isLosslessNumber } from 'lossless-json';
 import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
-import { parseAmount } from '../common/money.js';
+import { formatAmount, parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from './callback-request.js';
 import {
   flattenValidationErrors,
@@ -37,6 +37,15 @@ const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
 /** The text of an amount as sent: a string, or a JSON number's original digits. */
 function amountText(value: unknown): unknown {
   return isLosslessNumber(value) ? value.toString() : value;
+}
+
+/**
+ * A `realWin` with at most `maxMinorUnits` fraction digits in canonical form: 2 fraction digits, or
+ * as many as its value needs (`"185.50"`, `"12.345"`; 0 when no allowed currency has any), or null.
+ */
+function canonicalRealWin(value: unknown, maxMinorUnits: number): string | null {
+  const parsed = parseAmount(value, maxMinorUnits);
+  return parsed === null ? null : formatAmount(parsed, Math.min(2, maxMinorUnits));
 }
 
 /** A batch that passed validation: identifiers, statuses and canonical `realWin`s, in body order. */
@@ -91,7 +100,7 @@ export function readValidBatch(parsed: unknown, maxMinorUnits: number): ValidBat
     const win = c.realWin;
     if (win !== null && win !== undefined) {
       if (typeof win !== 'string' && typeof win !== 'number' && !isLosslessNumber(win)) return undefined;
-      realWin = parseAmount(amountText(win), maxMinorUnits);
+      realWin = canonicalRealWin(amountText(win), maxMinorUnits);
       if (realWin === null) return undefined;
     }
     const events = c.events;
@@ -152,7 +161,7 @@ function validateWithDto(parsed: Record<string, unknown>, maxMinorUnits: number)
       if (
         c.realWin !== null &&
         c.realWin !== undefined &&
-        parseAmount(realWinOf(i), maxMinorUnits) === null
+        canonicalRealWin(realWinOf(i), maxMinorUnits) === null
       ) {
         fields.push({
           path: `coupons[${i}].realWin`,
@@ -170,7 +179,7 @@ function validateWithDto(parsed: Record<string, unknown>, maxMinorUnits: number)
       coupon_code: c.coupon_code,
       status: c.status,
       realWin:
-        c.realWin === null || c.realWin === undefined ? null : parseAmount(realWinOf(i), maxMinorUnits),
+        c.realWin === null || c.realWin === undefined ? null : canonicalRealWin(realWinOf(i), maxMinorUnits),
       events: c.events.map((e) => ({ uuid: e.uuid, status: e.status })),
     })),
   };
