@@ -2,6 +2,7 @@ import { InitialSchema1764490000000 } from './1764490000000-InitialSchema.js';
 import { Reconciliation1764500000000 } from './1764500000000-Reconciliation.js';
 import { CallbackInbox1764510000000 } from './1764510000000-CallbackInbox.js';
 import { CallbackHotPath1764580000000 } from './1764580000000-CallbackHotPath.js';
+import { CurrencyPrecision1764590000000 } from './1764590000000-CurrencyPrecision.js';
 import { ApiKeyActors1796140048806 } from './1796140048806-ApiKeyActors.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
@@ -10,5 +11,6 @@ export const MIGRATIONS = [
   Reconciliation1764500000000,
   CallbackInbox1764510000000,
   CallbackHotPath1764580000000,
+  CurrencyPrecision1764590000000,
   ApiKeyActors1796140048806,
 ];

@@ -2,15 +2,17 @@ import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MANIFEST_FILE } from './batch-files.js';
 import { CouponModel, CouponSnapshot } from './model.js';
-import { formatCents } from './money.js';
+import { formatUnits } from './money.js';
 import { Rng } from './random.js';
 
 /**
  * `generate`: realistic, seeded sequences of SportAPI batches (CONTRACT §2, §3, §6) and a manifest
  * of what a conforming receiver must end with: singles and accumulators with accepted, intermediate
  * and final snapshots, recalculations with or without `realWin`, open coupons, redeliveries of the
- * same bytes and the same state under a new batchId, some files pretty-printed. The mix and the
- * manifest's fields: docs/simulator.md.
+ * same bytes and the same state under a new batchId, some files pretty-printed; with several
+ * currencies (`currencies`), each account in one of them, every amount at its currency's minor
+ * units, and some final results one digit finer than the coupon's currency allows (never paid:
+ * CONTRACT §3, issue 17). The mix and the manifest's fields: docs/simulator.md.
  */
 
 export const EVENT_OPEN = 0;
@@ -37,7 +39,27 @@ export interface GenerateOptions {
   prefix?: string;
   /** Largest batch (default 100, the contract's limit). */
   maxBatchSize?: number;
+  /** The one currency of a sequence (2 minor units; default EUR) when `currencies` is not given. */
   currency?: string;
+  /** Several currencies with their minor units (EUR 2, JPY 0, KWD 3, USDT 6, BTC 8): accounts take them in turn. */
+  currencies?: SequenceCurrency[];
+}
+
+/** A currency of a generated sequence and its minor units (the receiver must know the same). */
+export interface SequenceCurrency {
+  code: string;
+  minorUnits: number;
+}
+
+/** `"EUR:2,JPY:0,BTC:8"` → currencies; throws on anything else. */
+export function parseCurrencies(text: string): SequenceCurrency[] {
+  const list = text.split(',').map((pair) => {
+    const match = /^\s*([A-Z0-9]{3,8})\s*:\s*([0-8])\s*$/.exec(pair);
+    if (!match) throw new Error(`not CODE:digits (3..8 of A-Z 0-9, digits 0..8): ${JSON.stringify(pair)}`);
+    return { code: match[1], minorUnits: Number(match[2]) };
+  });
+  if (new Set(list.map((c) => c.code)).size !== list.length) throw new Error('a currency is listed twice');
+  return list;
 }
 
 export type BatchKind = 'state' | 'redelivery' | 'same-state';
@@ -93,13 +115,18 @@ export interface ManifestStats {
   finalStatus: Record<string, number>;
   recalculationsWithRealWin: number;
   recalculationsWithoutRealWin: number;
+  /** Several currencies only: final results finer than the coupon's currency (flagged, never paid). */
+  finerThanCurrency?: number;
 }
 
 export interface Manifest {
   generator: 'sportapi-simulator';
   seed: number;
   prefix: string;
+  /** The (first) currency. */
   currency: string;
+  /** Several currencies only: each with its minor units. */
+  currencies?: SequenceCurrency[];
   stats: ManifestStats;
   accounts: ManifestAccount[];
   coupons: ManifestCoupon[];
@@ -120,7 +147,10 @@ interface Leg {
 interface CouponPlan {
   code: string;
   accountId: string;
+  /** In the currency's minor units (cents for EUR, yen for JPY, satoshi for BTC). */
   stakeCents: bigint;
+  currency: SequenceCurrency;
+  finerThanCurrency: boolean;
   type: 'single' | 'accumulator';
   snapshots: CouponSnapshot[];
   recalculationsWithRealWin: number;
@@ -135,11 +165,16 @@ function oddsText(hundredths: number): string {
   return `${Math.floor(hundredths / 100)}.${pad(hundredths % 100, 2)}`;
 }
 
-/** The coupon's result for the given event outcomes (CONTRACT §6 statuses). */
-function result(legs: Leg[], outcomes: number[], stakeCents: bigint): { status: number; realWin: string } {
+/** The coupon's result for the given event outcomes (CONTRACT §6 statuses), at `digits` minor units. */
+function result(
+  legs: Leg[],
+  outcomes: number[],
+  stakeCents: bigint,
+  digits: number,
+): { status: number; realWin: string } {
   if (outcomes.includes(EVENT_LOST)) return { status: STATUS_LOSS, realWin: '0' };
   if (outcomes.every((o) => o === EVENT_VOID))
-    return { status: STATUS_REFUND, realWin: formatCents(stakeCents) };
+    return { status: STATUS_REFUND, realWin: formatUnits(stakeCents, digits) };
   let numerator = stakeCents;
   let denominator = 1n;
   legs.forEach((leg, i) => {
@@ -148,10 +183,18 @@ function result(legs: Leg[], outcomes: number[], stakeCents: bigint): { status: 
       denominator *= 100n;
     }
   });
-  return { status: STATUS_WIN, realWin: formatCents(numerator / denominator) };
+  return { status: STATUS_WIN, realWin: formatUnits(numerator / denominator, digits) };
 }
 
-function planCoupon(rng: Rng, code: string, accountId: string, rounds: number): CouponPlan {
+function planCoupon(
+  rng: Rng,
+  code: string,
+  accountId: string,
+  rounds: number,
+  currency: SequenceCurrency,
+  finerThanCurrency: boolean,
+): CouponPlan {
+  const digits = currency.minorUnits;
   const stakeCents = BigInt(rng.int(2, 100) * 50);
   const single = rng.chance(0.4);
   const cancelled = rng.chance(0.05);
@@ -179,11 +222,17 @@ function planCoupon(rng: Rng, code: string, accountId: string, rounds: number): 
     if (rng.chance(0.6)) pending.push(snapshot(STATUS_PENDING, null, statuses));
   }
 
+  let finer = false;
   // Final result and recalculations, as groups so that whole groups can be left out to fit.
   const groups: { snapshots: CouponSnapshot[]; withRealWin: boolean }[] = [];
   if (!open) {
     let outcomes = legs.map((l) => l.outcome);
-    const first = result(legs, outcomes, stakeCents);
+    const first = result(legs, outcomes, stakeCents, digits);
+    // One digit finer than the currency (4350.5 for JPY): flagged by the receiver, never paid.
+    if (finerThanCurrency && first.status === STATUS_WIN) {
+      first.realWin = `${first.realWin}${digits === 0 ? '.' : ''}${rng.int(1, 9)}`;
+      finer = true;
+    }
     groups.push({ snapshots: [snapshot(first.status, first.realWin, outcomes)], withRealWin: false });
     let closed = true;
     for (let n = 0; n < 2 && closed && rng.chance(n === 0 ? 0.25 : 0.3); n++) {
@@ -191,7 +240,7 @@ function planCoupon(rng: Rng, code: string, accountId: string, rounds: number): 
       const next = [...outcomes];
       next[changed] =
         outcomes[changed] === EVENT_WON ? (rng.chance(0.8) ? EVENT_LOST : EVENT_VOID) : EVENT_WON;
-      const r = result(legs, next, stakeCents);
+      const r = result(legs, next, stakeCents, digits);
       if (rng.chance(0.5)) {
         // status 15 carrying the new realWin, sometimes confirmed by the final status.
         const group = [snapshot(STATUS_RECALCULATION, r.realWin, next)];
@@ -227,6 +276,8 @@ function planCoupon(rng: Rng, code: string, accountId: string, rounds: number): 
     code,
     accountId,
     stakeCents,
+    currency,
+    finerThanCurrency: finer && kept.length > 0,
     type: single ? 'single' : 'accumulator',
     snapshots: [...pending, ...kept.flatMap((g) => g.snapshots)],
     recalculationsWithRealWin: kept.slice(1).filter((g) => g.withRealWin).length,
@@ -249,12 +300,18 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
   const maxBatchSize = checkCount('maxBatchSize', options.maxBatchSize ?? 100, 1, 100);
   const prefix = options.prefix ?? `s${options.seed}`;
   if (!PREFIX.test(prefix)) throw new Error('prefix must be 1..12 of A-Z a-z 0-9 . _ -');
-  const currency = options.currency ?? 'EUR';
+  const currencies = options.currencies ?? [{ code: options.currency ?? 'EUR', minorUnits: 2 }];
+  if (!currencies.length) throw new Error('currencies must list at least one currency');
+  const multi = currencies.length > 1;
+  // The model counts in units of the finest currency of the sequence.
+  const scale = Math.max(...currencies.map((c) => c.minorUnits));
+  const toScale = (units: bigint, c: SequenceCurrency) => units * 10n ** BigInt(scale - c.minorUnits);
 
   const accountIds = Array.from(
     { length: Math.max(1, Math.ceil(couponCount / 4)) },
     (_, i) => `${prefix}-p${pad(i + 1, 3)}`,
   );
+  const currencyOf = new Map(accountIds.map((id, i) => [id, currencies[i % currencies.length]]));
   const codes = new Set<string>();
   const plans: CouponPlan[] = [];
   for (let i = 0; i < couponCount; i++) {
@@ -262,7 +319,11 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
     do code = `${prefix}-${pad(rng.int(0, 99_999_999), 8)}`;
     while (codes.has(code));
     codes.add(code);
-    plans.push(planCoupon(rng, code, rng.pick(accountIds), rounds));
+    const accountId = rng.pick(accountIds);
+    const currency = currencyOf.get(accountId) as SequenceCurrency;
+    // Several currencies: about 1 in 8 coupons of a coarser currency gets a finer final result.
+    const finer = multi && currency.minorUnits < scale && rng.chance(0.125);
+    plans.push(planCoupon(rng, code, accountId, rounds, currency, finer));
   }
 
   // Spread every coupon's snapshots over the rounds, in order.
@@ -312,8 +373,9 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
   for (const d of due.filter((d) => d.at >= stateBatches.length)) redeliver(d.original);
 
   // What a conforming receiver ends with: each batchId applied once, in file order.
-  const models = new Map(plans.map((p) => [p.code, new CouponModel(p.code)]));
-  for (const plan of plans) models.get(plan.code)?.register(plan.stakeCents);
+  const models = new Map(plans.map((p) => [p.code, new CouponModel(p.code, scale)]));
+  for (const plan of plans)
+    models.get(plan.code)?.register(toScale(plan.stakeCents, plan.currency), plan.currency.minorUnits);
   for (const file of files) {
     if (file.kind === 'redelivery') continue;
     for (const snapshot of (JSON.parse(file.bytes) as { coupons: CouponSnapshot[] }).coupons) {
@@ -326,12 +388,12 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
     return {
       coupon_code: plan.code,
       accountId: plan.accountId,
-      stake: formatCents(plan.stakeCents),
-      currency,
+      stake: formatUnits(plan.stakeCents, plan.currency.minorUnits),
+      currency: plan.currency.code,
       type: plan.type,
       expected: {
         status: model.status,
-        realWin: model.realWin === null ? null : formatCents(model.realWin),
+        realWin: model.realWin === null ? null : model.show(model.realWin),
         settlementGeneration: model.generation,
         needsReview: model.needsReview,
         events: [...model.events]
@@ -343,14 +405,15 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
   });
   const accounts: ManifestAccount[] = accountIds.map((id) => {
     const own = plans.filter((p) => p.accountId === id);
+    const currency = currencyOf.get(id) as SequenceCurrency;
     const deposit = own.reduce((sum, p) => sum + p.stakeCents, 0n) + BigInt(rng.int(1, 20) * 500);
     const net = own.reduce((sum, p) => sum + (models.get(p.code) as CouponModel).netCents, 0n);
     return {
       id,
-      currency,
-      deposit: formatCents(deposit),
+      currency: currency.code,
+      deposit: formatUnits(deposit, currency.minorUnits),
       depositKey: `${id}-deposit`,
-      expectedBalance: formatCents(deposit + net),
+      expectedBalance: formatUnits(toScale(deposit, currency) + net, scale, currency.minorUnits),
     };
   });
   const finalStatus: Record<string, number> = {};
@@ -363,7 +426,8 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
     generator: 'sportapi-simulator',
     seed: options.seed,
     prefix,
-    currency,
+    currency: currencies[0].code,
+    ...(multi ? { currencies } : {}),
     stats: {
       coupons: couponCount,
       singles: plans.filter((p) => p.type === 'single').length,
@@ -377,6 +441,7 @@ export function buildSequence(options: GenerateOptions): { files: GeneratedFile[
       finalStatus,
       recalculationsWithRealWin: plans.reduce((sum, p) => sum + p.recalculationsWithRealWin, 0),
       recalculationsWithoutRealWin: plans.reduce((sum, p) => sum + p.recalculationsWithoutRealWin, 0),
+      ...(multi ? { finerThanCurrency: plans.filter((p) => p.finerThanCurrency).length } : {}),
     },
     accounts,
     coupons,
@@ -425,6 +490,10 @@ export function describeManifest(manifest: Manifest): string {
     `${s.sameStateBatches} same-state batches), ${s.coupons} coupons (${s.singles} singles, ` +
     `${s.accumulators} accumulators) on ${s.accounts} accounts, ${s.snapshots} snapshots, ` +
     `${s.recalculationsWithRealWin + s.recalculationsWithoutRealWin} recalculations ` +
-    `(${s.recalculationsWithRealWin} with realWin), final statuses ${statuses}`
+    `(${s.recalculationsWithRealWin} with realWin), final statuses ${statuses}` +
+    (manifest.currencies
+      ? `; currencies ${manifest.currencies.map((c) => `${c.code}:${c.minorUnits}`).join(',')}, ` +
+        `${s.finerThanCurrency} results finer than their currency`
+      : '')
   );
 }

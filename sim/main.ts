@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { listBatchFiles } from './batch-files.js';
 import { runCheck } from './check.js';
-import { describeManifest, generate, Manifest } from './generate.js';
+import { describeManifest, generate, Manifest, parseCurrencies, SequenceCurrency } from './generate.js';
 import { PartnerApi, registerManifest } from './partner-api.js';
 import { MAX_SEED } from './random.js';
 import { DEFAULT_TIMEOUT_MS, sendBatches } from './send.js';
@@ -24,8 +24,11 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
       --register first deposits and registers the manifest's accounts and coupons through the
       partner API at --ops-url (default: the origin of --url).
 
-  generate --out DIR --seed N [--coupons 20] [--batches 10] [--prefix P] [--max-batch-size 100] [--force]
+  generate --out DIR --seed N [--coupons 20] [--batches 10] [--prefix P] [--max-batch-size 100]
+           [--currencies EUR:2,JPY:0,KWD:3,USDT:6,BTC:8] [--force]
       Write a seeded sequence of batch files (0001.json, ...) and the coupons.json manifest.
+      --currencies: accounts in several currencies, amounts at each one's minor units (the
+      receiver needs CURRENCY_MINOR_UNITS for codes outside ISO 4217, e.g. USDT:6,BTC:8).
 
   serve --port P [--host 127.0.0.1] [--data FILE|DIR] [--api-key K]
         [--proxy-to URL [--drop-after-response RATE] [--seed N]]
@@ -126,6 +129,7 @@ async function generateCommand(args: string[], io: CliIo): Promise<number> {
       batches: { type: 'string' },
       prefix: { type: 'string' },
       'max-batch-size': { type: 'string' },
+      currencies: { type: 'string' },
       force: { type: 'boolean' },
     },
   });
@@ -139,10 +143,21 @@ async function generateCommand(args: string[], io: CliIo): Promise<number> {
     batches: number(values, 'batches', 10, integerFrom(1, 100_000), 'an integer from 1 to 100000'),
     maxBatchSize: number(values, 'max-batch-size', 100, integerFrom(1, 100), 'an integer from 1 to 100'),
     prefix: values.prefix,
+    currencies: currenciesOption(values.currencies),
     force: values.force,
   });
   io.out(`wrote ${out}: ${describeManifest(result.manifest)}`);
   return 0;
+}
+
+/** `--currencies EUR:2,JPY:0`, or undefined (one currency, EUR). */
+function currenciesOption(text: string | undefined): SequenceCurrency[] | undefined {
+  if (text === undefined) return undefined;
+  try {
+    return parseCurrencies(text);
+  } catch (err) {
+    throw new UsageError(`--currencies: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 async function serve(args: string[], io: CliIo): Promise<number> {

@@ -1,9 +1,10 @@
-import { formatCents, parseCents } from './money.js';
+import { fitsUnits, formatUnits, parseUnits } from './money.js';
 
 /**
  * What a conforming receiver ends with for a sequence of snapshots: CONTRACT §6 (settlement
- * transitions with the default status map) and §7 (operation keys), written independently of
- * the receiver's code so that the generator's manifest is a real cross-check.
+ * transitions with the default status map), §7 (operation keys) and §3 (amounts at most the
+ * currency's minor units, issue 17), written independently of the receiver's code so that the
+ * generator's manifest is a real cross-check.
  */
 
 /** One coupon's state in one batch, as sent (CONTRACT §3). */
@@ -25,6 +26,13 @@ const KIND: Record<number, 'PENDING' | 'WIN' | 'REFUND' | 'LOSS' | 'RECALCULATIO
   15: 'RECALCULATION',
 };
 
+/**
+ * One coupon. Amounts are integer units of 10^-`scale` (cents by default). Its currency's minor
+ * units are known from registration on: a finer `realWin` is then history only and flags the
+ * coupon (never paid); operations decided before registration wait for it, and those finer than
+ * the currency are never posted (the coupon is flagged, a generation settled for such an amount
+ * becomes unsettled).
+ */
 export class CouponModel {
   status: number | null = null;
   realWin: bigint | null = null;
@@ -37,17 +45,47 @@ export class CouponModel {
   readonly events = new Map<string, number>();
   /** Operation key → amount in cents (positive; the type gives the direction). */
   readonly operations = new Map<string, { type: OperationType; generation: number; cents: bigint }>();
+  /** Minor units of the coupon's currency; null until it is registered. */
+  minorUnits: number | null = null;
+  /** Operations decided while unregistered, in order. */
+  private deferred: { type: OperationType; generation: number; cents: bigint }[] = [];
 
-  constructor(readonly couponCode: string) {}
+  constructor(
+    readonly couponCode: string,
+    readonly scale = 2,
+  ) {}
 
-  /** The stake debit that registration (POST /coupons) posts. */
-  register(stakeCents: bigint): void {
+  /**
+   * Registration (POST /coupons) in a currency of `minorUnits` digits: the stake debit, then the
+   * operations decided so far that fit the currency.
+   */
+  register(stakeCents: bigint, minorUnits = this.scale): void {
+    this.minorUnits = minorUnits;
     this.post('stake_debit', 0, stakeCents);
+    const finer = (units: bigint | null) => units !== null && !fitsUnits(units, this.scale, minorUnits);
+    let refused = false;
+    for (const op of this.deferred) {
+      if (finer(op.cents)) refused = true;
+      else this.post(op.type, op.generation, op.cents);
+    }
+    this.deferred = [];
+    if (refused || finer(this.realWin) || finer(this.settledAmount)) {
+      this.needsReview = true;
+      if (finer(this.settledAmount)) {
+        this.settled = false;
+        this.settledAmount = null;
+      }
+    }
   }
 
   /** Applies one snapshot delivered in a new batch (a redelivered batch changes nothing). */
   apply(snapshot: CouponSnapshot): void {
-    const amount = snapshot.realWin === null ? null : parseCents(snapshot.realWin);
+    const amount = snapshot.realWin === null ? null : parseUnits(snapshot.realWin, this.scale);
+    if (amount !== null && this.minorUnits !== null && !fitsUnits(amount, this.scale, this.minorUnits)) {
+      // §3: finer than the currency allows: history only, flagged, never paid.
+      this.needsReview = true;
+      return;
+    }
     const applied = (realWin: bigint | null = amount) => {
       this.status = snapshot.status;
       this.realWin = realWin;
@@ -106,6 +144,11 @@ export class CouponModel {
     }
   }
 
+  /** An amount of this coupon as the partner API shows it: at its currency's precision, never rounded. */
+  show(units: bigint): string {
+    return formatUnits(units, this.scale, this.minorUnits ?? 2);
+  }
+
   /** Player money moved by this coupon: credits minus debits, stake included. */
   get netCents(): bigint {
     let net = 0n;
@@ -115,12 +158,14 @@ export class CouponModel {
 
   /** `key=amount` of every operation, sorted (the form the tests compare). */
   operationList(): string[] {
-    return [...this.operations].map(([key, op]) => `${key}=${formatCents(op.cents)}`).sort();
+    return [...this.operations].map(([key, op]) => `${key}=${this.show(op.cents)}`).sort();
   }
 
   private post(type: OperationType, generation: number, cents: bigint): void {
     const key = `${this.couponCode}:${generation}:${type}`;
-    // §6: no ledger row for an amount of 0; §7: an existing key is a no-op.
-    if (cents > 0n && !this.operations.has(key)) this.operations.set(key, { type, generation, cents });
+    // §6: no ledger row for an amount of 0; §7: an existing key is a no-op. Unregistered: deferred.
+    if (cents <= 0n) return;
+    if (this.minorUnits === null) this.deferred.push({ type, generation, cents });
+    else if (!this.operations.has(key)) this.operations.set(key, { type, generation, cents });
   }
 }

@@ -1,12 +1,12 @@
 import type { Server } from 'node:http';
-import { INestApplication, ValidationPipe } from '@nestjs/common';
+import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
 import { DomainException, ErrorCode } from './common/domain.exception.js';
-import { flattenValidationErrors } from './common/validation.js';
+import { CurrencyValidationPipe, flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
@@ -40,7 +40,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
     partnerReader(req, res, next);
   });
   app.useGlobalPipes(
-    new ValidationPipe({
+    new CurrencyValidationPipe(config.currencies, {
       whitelist: true,
       forbidNonWhitelisted: true,
       exceptionFactory: (errors) =>

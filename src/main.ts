@@ -34,6 +34,7 @@ async function bootstrap(): Promise<void> {
   // pino-http instance on first use, so this logger and the app's share it.
   const logParams = loggerParams(config);
   Logger.overrideLogger(new PinoNestLogger(new PinoLogger(logParams), logParams));
+  for (const warning of config.warnings) logger.warn(warning);
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under
   // concurrent load most of that is promoted request garbage. HEAP_GROWING_PERCENT (default 100)
   // bounds it; V8 reads the flag each time it sets the next limit, so it applies from here on.

@@ -33,6 +33,7 @@ export class AuditRepository {
     });
   }
 
+  /** The batch's snapshots, each with its coupon's currency (null while unallocated). */
   snapshots(tx: Tx, batchId: string): Promise<CouponSnapshotEntity[]> {
     return tx.manager.find(CouponSnapshotEntity, {
       select: {
@@ -42,7 +43,9 @@ export class AuditRepository {
         applied: true,
         transition: true,
         generation: true,
+        coupon: { couponCode: true, currency: true },
       },
+      relations: { coupon: true },
       where: { batchId },
       order: { couponCode: 'ASC' },
     });

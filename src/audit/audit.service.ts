@@ -1,5 +1,7 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
 import { BatchAuditView, DeliveryAttemptView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
@@ -29,11 +31,15 @@ function attemptView(a: AttemptRecord): DeliveryAttemptView {
 @Injectable()
 export class AuditService {
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly audit: AuditRepository,
   ) {}
 
-  /** @throws DomainException NOT_FOUND when the batch id was never stored nor delivered. */
+  /**
+   * Amounts at the precision of their currency (a snapshot's: its coupon's).
+   * @throws DomainException NOT_FOUND when the batch id was never stored nor delivered.
+   */
   async batch(batchId: string): Promise<BatchAuditView> {
     const [batch, coupons, operations, deliveries, quarantined] = await this.transactions.run((tx) =>
       Promise.all([
@@ -56,7 +62,7 @@ export class AuditService {
       coupons: coupons.map((c) => ({
         coupon_code: c.couponCode,
         status: c.status,
-        realWin: c.realWin,
+        realWin: c.realWin === null ? null : this.config.currencies.format(c.realWin, c.coupon.currency),
         applied: c.applied,
         transition: c.transition,
         generation: c.generation,
@@ -66,7 +72,7 @@ export class AuditService {
         type: o.type,
         couponCode: o.couponCode,
         accountId: o.accountId,
-        amount: o.amount,
+        amount: this.config.currencies.format(o.amount, o.currency),
         currency: o.currency,
         createdAt: o.createdAt.toISOString(),
       })),

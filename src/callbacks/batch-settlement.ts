@@ -27,9 +27,10 @@ export interface BatchSettlement {
 
 /**
  * Decides each coupon's settlement transition (CONTRACT §6, {@link decideSettlement}) with the
- * rules of `source` from its locked state: the snapshots, changed coupon states and bets to write,
- * and the postings of registered coupons (§7; an unallocated coupon keeps its operations on the
- * snapshot until it is registered). Pure.
+ * rules of `source` from its locked state, a registered coupon's amounts checked against the
+ * minor units of its currency (`minorUnitsOf`, §3): the snapshots, changed coupon states and bets
+ * to write, and the postings of registered coupons (§7; an unallocated coupon keeps its
+ * operations on the snapshot until it is registered). Pure.
  * @throws Error when a coupon of the batch was not locked.
  */
 export function settleBatch(
@@ -37,6 +38,7 @@ export function settleBatch(
   locked: Map<string, LockedCoupon>,
   kindOf: (status: number) => StatusKind,
   source: SnapshotSource,
+  minorUnitsOf: (currency: string) => number,
 ): BatchSettlement {
   const writes: BatchWrites = {
     batchId: batch.batchId,
@@ -54,7 +56,8 @@ export function settleBatch(
   for (const coupon of orderedCoupons(batch)) {
     const current = locked.get(coupon.couponCode);
     if (!current) throw new Error(`coupon ${coupon.couponCode} was not locked`);
-    const decision = decideSettlement(current, coupon, kindOf(coupon.status), source);
+    const minorUnits = current.currency === null ? null : minorUnitsOf(current.currency);
+    const decision = decideSettlement(current, coupon, kindOf(coupon.status), source, minorUnits);
     transitions.set(coupon.couponCode, decision.transition);
     if (!sameSettlementState(current, decision.state))
       writes.states.push({ ...decision.state, couponCode: coupon.couponCode });

@@ -4,7 +4,7 @@ import { validateSync } from 'class-validator';
 import { isLosslessNumber } from 'lossless-json';
 import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
-import { parseAmount } from '../common/money.js';
+import { formatAmount, parseAmount } from '../common/money.js';
 import type { CallbackRequestState } from './callback-request.js';
 import {
   flattenValidationErrors,
@@ -37,6 +37,15 @@ const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
 /** The text of an amount as sent: a string, or a JSON number's original digits. */
 function amountText(value: unknown): unknown {
   return isLosslessNumber(value) ? value.toString() : value;
+}
+
+/**
+ * A `realWin` with at most `maxMinorUnits` fraction digits in canonical form: 2 fraction digits, or
+ * as many as its value needs (`"185.50"`, `"12.345"`; 0 when no allowed currency has any), or null.
+ */
+function canonicalRealWin(value: unknown, maxMinorUnits: number): string | null {
+  const parsed = parseAmount(value, maxMinorUnits);
+  return parsed === null ? null : formatAmount(parsed, Math.min(2, maxMinorUnits));
 }
 
 /** A batch that passed validation: identifiers, statuses and canonical `realWin`s, in body order. */
@@ -74,7 +83,7 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
  * verdict and error paths. So a body is never accepted here that the DTO would refuse, and the
  * unit tests compare both paths on the same bodies.
  */
-export function readValidBatch(parsed: unknown, amountScale: number): ValidBatch | undefined {
+export function readValidBatch(parsed: unknown, maxMinorUnits: number): ValidBatch | undefined {
   if (!isPlainObject(parsed)) return undefined;
   const { batchId, couponCount, coupons } = parsed;
   if (!isIdentifier(batchId, 64) || !isInt4(couponCount) || !Array.isArray(coupons)) return undefined;
@@ -91,7 +100,7 @@ export function readValidBatch(parsed: unknown, amountScale: number): ValidBatch
     const win = c.realWin;
     if (win !== null && win !== undefined) {
       if (typeof win !== 'string' && typeof win !== 'number' && !isLosslessNumber(win)) return undefined;
-      realWin = parseAmount(amountText(win), amountScale);
+      realWin = canonicalRealWin(amountText(win), maxMinorUnits);
       if (realWin === null) return undefined;
     }
     const events = c.events;
@@ -114,7 +123,7 @@ export function readValidBatch(parsed: unknown, amountScale: number): ValidBatch
  * The DTO path: class-transformer + class-validator, then the rules the DTO cannot express.
  * @throws DomainException VALIDATION_FAILED with every failing path.
  */
-function validateWithDto(parsed: Record<string, unknown>, amountScale: number): ValidBatch {
+function validateWithDto(parsed: Record<string, unknown>, maxMinorUnits: number): ValidBatch {
   // realWin is read from the parsed JSON itself: a JSON number's original digits (LosslessNumber)
   // do not survive class-transformer.
   const realWinOf = (i: number): unknown =>
@@ -149,10 +158,14 @@ function validateWithDto(parsed: Record<string, unknown>, amountScale: number): 
           });
         uuids.add(e.uuid);
       });
-      if (c.realWin !== null && c.realWin !== undefined && parseAmount(realWinOf(i), amountScale) === null) {
+      if (
+        c.realWin !== null &&
+        c.realWin !== undefined &&
+        canonicalRealWin(realWinOf(i), maxMinorUnits) === null
+      ) {
         fields.push({
           path: `coupons[${i}].realWin`,
-          message: `realWin must be a non-negative decimal with at most ${amountScale} fraction digits`,
+          message: `realWin must be a non-negative decimal with at most ${maxMinorUnits} fraction digits (the most any allowed currency has)`,
         });
       }
     });
@@ -165,7 +178,8 @@ function validateWithDto(parsed: Record<string, unknown>, amountScale: number): 
     coupons: dto.coupons.map((c, i) => ({
       coupon_code: c.coupon_code,
       status: c.status,
-      realWin: c.realWin === null || c.realWin === undefined ? null : parseAmount(realWinOf(i), amountScale),
+      realWin:
+        c.realWin === null || c.realWin === undefined ? null : canonicalRealWin(realWinOf(i), maxMinorUnits),
       events: c.events.map((e) => ({ uuid: e.uuid, status: e.status })),
     })),
   };
@@ -174,14 +188,15 @@ function validateWithDto(parsed: Record<string, unknown>, amountScale: number): 
 /**
  * Parses and validates a batch whose signature was verified (CONTRACT §3, §4 step 2): UTF-8 JSON,
  * the DTO's rules, `couponCount` = `coupons.length`, no `coupon_code` twice, no `uuid` twice in a
- * coupon, `realWin` with at most `AMOUNT_SCALE` fraction digits, storable identifiers. The usual
+ * coupon, `realWin` with at most `maxMinorUnits` fraction digits (the most any allowed currency
+ * has; a registered coupon's own currency is checked when it is settled), storable identifiers. The usual
  * body is decided by {@link readValidBatch}; any other goes through class-validator and the DTO
  * (`options.compiled: false` forces that path), so the verdict and field paths are the DTO's.
  * @throws DomainException MALFORMED_JSON or VALIDATION_FAILED (400) with the failing paths.
  */
 export function parseBatch(
   rawBody: Buffer,
-  amountScale: number,
+  maxMinorUnits: number,
   options: { compiled?: boolean } = {},
 ): ParsedBatch {
   let parsed: unknown;
@@ -201,8 +216,8 @@ export function parseBatch(
       { path: '', message: 'must be an object' },
     ]);
   }
-  const fast = options.compiled === false ? undefined : readValidBatch(parsed, amountScale);
-  const valid = fast ?? validateWithDto(parsed as Record<string, unknown>, amountScale);
+  const fast = options.compiled === false ? undefined : readValidBatch(parsed, maxMinorUnits);
+  const valid = fast ?? validateWithDto(parsed as Record<string, unknown>, maxMinorUnits);
   const source = (UNSTORABLE_ESCAPE.test(text) ? toStorable(parsed) : parsed) as {
     coupons: Record<string, unknown>[];
   };
@@ -239,10 +254,10 @@ export function parseBatch(
  * quarantine (a best-effort `batchId` when the body is refused). @throws what {@link parseBatch}
  * throws.
  */
-export function parseDelivery(state: CallbackRequestState, amountScale: number): ParsedBatch {
+export function parseDelivery(state: CallbackRequestState, maxMinorUnits: number): ParsedBatch {
   const rawBody = state.rawBody ?? Buffer.alloc(0);
   try {
-    const batch = parseBatch(rawBody, amountScale);
+    const batch = parseBatch(rawBody, maxMinorUnits);
     state.batchId = batch.batchId;
     state.couponCount = batch.couponCount;
     state.payloadHash = batch.payloadHash;

@@ -46,6 +46,8 @@ export class CallbackService {
    * recognised by the claim.
    */
   private readonly recentHashes = new Set<string>();
+  /** Minor units of a registered coupon's currency (CONTRACT §3). */
+  private readonly minorUnitsOf = (currency: string): number => this.config.currencies.minorUnits(currency);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -86,7 +88,7 @@ export class CallbackService {
   }
 
   private parse(request: CallbackRequestState): ParsedBatch {
-    return parseDelivery(request, this.config.amountScale);
+    return parseDelivery(request, this.config.currencies.maxMinorUnits);
   }
 
   /** Notes a committed batch's payload hash, forgetting the oldest past {@link RECENT_BATCHES}. */
@@ -162,6 +164,7 @@ export class CallbackService {
           new Map(locked.rows.map((r) => [r.couponCode, r])),
           (status) => this.statusMap.kindOf(status),
           SnapshotSource.CALLBACK,
+          this.minorUnitsOf,
         );
         const attempt = this.attempt(batch, request, DeliveryOutcome.PROCESSED);
         await tx.commitWith(this.writeStatements(tx, settlement.writes, settlement.postings, attempt));
@@ -234,6 +237,7 @@ export class CallbackService {
       new Map(rows.map((r) => [r.couponCode, r])),
       (status) => this.statusMap.kindOf(status),
       source,
+      this.minorUnitsOf,
     );
     await tx.send(this.writeStatements(tx, settlement.writes, settlement.postings, null));
     return { claim, transitions: settlement.transitions };

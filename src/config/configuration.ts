@@ -2,6 +2,7 @@ import Joi from 'joi';
 import ms from 'ms';
 import { parseApiKeys } from '../auth/api-keys.js';
 import type { ApiKey } from '../auth/api-keys.js';
+import { CURRENCY_CODE, CurrencyTable, LEGACY_MINOR_UNITS, MAX_MINOR_UNITS } from '../common/currency.js';
 
 /**
  * Typed configuration of the receiver, read once from the environment at start-up.
@@ -36,8 +37,15 @@ export interface AppConfig {
   bodyLimitBytes: number;
   /** Bytes of callback bodies processed at once; beyond it a delivery is answered 503. */
   maxInflightBytes: number;
-  /** Digits after the decimal point allowed in amounts (currency minor unit). */
+  /**
+   * Deprecated (`AMOUNT_SCALE`): minor units of a currency stored before per-currency precision
+   * that neither ISO 4217 nor `CURRENCY_MINOR_UNITS` knows; every other currency has its own.
+   */
   amountScale: number;
+  /** Allowed currencies and every known currency's minor units (CONTRACT §3). */
+  currencies: CurrencyTable;
+  /** Start-up warnings (deprecated variables), logged once the logger is up. */
+  warnings: string[];
   /** Status code → kind; defaults of CONTRACT §6 when unset. */
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
@@ -171,8 +179,30 @@ export const envSchema = Joi.object({
     .integer()
     .min(1024)
     .default(8 * 1024 * 1024),
-  // Amounts are stored as numeric(20,2): more digits would be rounded, so at most 2.
-  AMOUNT_SCALE: Joi.number().integer().min(0).max(2).default(2),
+  // Deprecated: only the minor units of a currency neither ISO 4217 nor CURRENCY_MINOR_UNITS knows.
+  AMOUNT_SCALE: Joi.number().integer().min(0).max(2).optional(),
+  CURRENCY_MINOR_UNITS: Joi.string()
+    .custom((v: string, helpers) => {
+      const bad = csv(v).filter((pair) => !MINOR_UNITS_PAIR.test(pair));
+      const codes = csv(v).map((pair) => pair.split(':')[0].trim());
+      const twice = codes.filter((c, i) => codes.indexOf(c) !== i);
+      if (bad.length || twice.length)
+        return helpers.message({
+          custom: `CURRENCY_MINOR_UNITS must look like "USDT:6,BTC:8,JPY:0" (code of 3..8 A-Z 0-9, digits 0..${MAX_MINOR_UNITS}, each code once): ${[...bad, ...twice].join(', ')}`,
+        });
+      return v;
+    })
+    .optional(),
+  CURRENCIES: Joi.string()
+    .custom((v: string, helpers) => {
+      const bad = csv(v).filter((c) => !CURRENCY_CODE.test(c));
+      if (bad.length || !csv(v).length)
+        return helpers.message({
+          custom: `CURRENCIES must be comma-separated currency codes (3..8 of A-Z 0-9): ${bad.join(', ') || 'none given'}`,
+        });
+      return v;
+    })
+    .optional(),
   STATUS_MAP: Joi.string()
     .pattern(
       /^\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*(,\s*\d+\s*:\s*(PENDING|WIN|REFUND|LOSS|RECALCULATION)\s*)*$/,
@@ -225,6 +255,43 @@ export const envSchema = Joi.object({
     .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
 }).unknown(true);
 
+/** One `CODE:digits` of CURRENCY_MINOR_UNITS. */
+const MINOR_UNITS_PAIR = new RegExp(`^[A-Z0-9]{3,8}\\s*:\\s*[0-${MAX_MINOR_UNITS}]$`);
+
+/**
+ * The currency table of `CURRENCY_MINOR_UNITS`, `CURRENCIES` and `AMOUNT_SCALE` (values as Joi
+ * validated them). @throws Error naming the variable when `CURRENCIES` lists an unknown code.
+ */
+function currencyTable(v: Record<string, unknown>): CurrencyTable {
+  const overrides = Object.fromEntries(
+    csv(v.CURRENCY_MINOR_UNITS as string | undefined).map((pair) => {
+      const [code, digits] = pair.split(':').map((s) => s.trim());
+      return [code, Number(digits)];
+    }),
+  );
+  const allowed = v.CURRENCIES === undefined ? null : csv(v.CURRENCIES as string);
+  try {
+    return CurrencyTable.of(overrides, allowed, (v.AMOUNT_SCALE as number | undefined) ?? LEGACY_MINOR_UNITS);
+  } catch (err) {
+    throw new Error(`Invalid configuration:\n  - CURRENCIES: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * The currency table alone, from the environment (`npm run ledger:verify` needs no secrets).
+ * @throws Error naming a wrong currency variable.
+ */
+export function loadCurrencyTable(env: NodeJS.ProcessEnv = process.env): CurrencyTable {
+  const v: Record<string, unknown> = {};
+  for (const name of ['CURRENCY_MINOR_UNITS', 'CURRENCIES', 'AMOUNT_SCALE']) {
+    if (env[name] === undefined || env[name] === '') continue;
+    const { error, value } = envSchema.extract(name).validate(env[name], { convert: true });
+    if (error) throw new Error(`Invalid configuration:\n  - ${name}: ${error.message}`);
+    v[name] = value;
+  }
+  return currencyTable(v);
+}
+
 /** Default status-code map of CONTRACT §6. */
 export const DEFAULT_STATUS_MAP: Record<number, string> = {
   1: 'PENDING',
@@ -272,7 +339,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     authFailureWindowMs: v.AUTH_FAILURE_WINDOW as number,
     bodyLimitBytes: v.CALLBACK_BODY_LIMIT_BYTES as number,
     maxInflightBytes: v.CALLBACK_MAX_INFLIGHT_BYTES as number,
-    amountScale: v.AMOUNT_SCALE as number,
+    amountScale: (v.AMOUNT_SCALE as number | undefined) ?? LEGACY_MINOR_UNITS,
+    currencies: currencyTable(v),
+    warnings:
+      v.AMOUNT_SCALE === undefined
+        ? []
+        : [
+            'AMOUNT_SCALE is deprecated: each currency has its own minor units (ISO 4217, CURRENCY_MINOR_UNITS); ' +
+              'it now only sets those of a stored currency that neither knows (docs/configuration.md#currencies)',
+          ],
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,

@@ -220,6 +220,22 @@ export class CouponRepository {
     };
   }
 
+  /** Sets a locked coupon's settlement state (a registration's `amount_precision` flag). */
+  stateStatement(couponCode: string, state: CouponSettlementState): Statement {
+    return {
+      text: `UPDATE coupons SET generation_settled = $2, settled_amount = $3, needs_review = $4,
+               review_reason = $5, updated_at = now()
+             WHERE coupon_code = $1`,
+      values: [
+        couponCode,
+        state.generationSettled,
+        state.settledAmount,
+        state.needsReview,
+        state.reviewReason,
+      ],
+    };
+  }
+
   /** Operations decided for a coupon's applied snapshots, oldest first (deferred while unallocated). */
   decidedOperationsStatement(
     couponCode: string,

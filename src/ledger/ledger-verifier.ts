@@ -1,3 +1,6 @@
+import { CurrencyTable } from '../common/currency.js';
+import { formatAmount } from '../common/money.js';
+
 /** Anything that runs SQL with positional parameters: a `pg.Client`, a `pg.Pool`, a pool client. */
 export interface SqlQueryable {
   query<R extends Record<string, unknown> = Record<string, unknown>>(
@@ -28,6 +31,8 @@ export enum LedgerCheck {
   DECIDED_OPERATION_MISSING = 'decided_operation_missing',
   /** A settlement operation in the ledger that no stored snapshot decided. */
   UNDECIDED_OPERATION = 'undecided_operation',
+  /** An operation whose amount has more fraction digits than its currency's minor units (CONTRACT §3). */
+  AMOUNT_PRECISION = 'amount_precision',
   /** A committed callback batch without its `processed` (inline) or `accepted` (inbox mode) delivery attempt (CONTRACT §8); synthetic §9 batches excepted. */
   BATCH_WITHOUT_DELIVERY = 'batch_without_delivery',
 }
@@ -49,9 +54,9 @@ export interface LedgerSummary {
   needsReviewCoupons: number;
   batches: number;
   deliveryAttempts: number;
-  /** Sum of every ledger entry (must be "0.00"). */
+  /** Sum of every ledger entry (must be "0.00"), 2 fraction digits or as many as it needs. */
   entriesTotal: string;
-  /** Sum of the player accounts' balances. */
+  /** Sum of the player accounts' balances (all currencies), 2 fraction digits or as many as it needs. */
   playerBalances: string;
 }
 
@@ -61,6 +66,19 @@ export interface LedgerReport {
   summary: LedgerSummary;
   violations: LedgerViolation[];
 }
+
+/**
+ * Minor units of a currency in SQL, from the verifier's parameters: `$1` every known currency's
+ * (jsonb), `$2` those of a currency neither ISO 4217 nor CURRENCY_MINOR_UNITS knows.
+ */
+const MINOR_UNITS = (currency: string) => `coalesce(($1::jsonb ->> ${currency})::int, $2::int)`;
+
+/**
+ * An amount as text in SQL with its currency's fraction digits (2 when `currency` is null), or
+ * more when the value has more: exact, never rounded (`25.00`, `12.345`, `0.00012345`).
+ */
+const SHOWN = (amount: string, currency: string | null = null) =>
+  `round(${amount}, greatest(${currency ? MINOR_UNITS(currency) : '2'}, min_scale(${amount})))::text`;
 
 /** Signed effect of an operation on the player's account, in SQL (CONTRACT §7). */
 const PLAYER_SIGN = `CASE o.type WHEN 'final_credit' THEN 1 WHEN 'deposit' THEN 1 ELSE -1 END`;
@@ -75,11 +93,11 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     sql: `
       SELECT o.operation_key AS subject,
              format('%s entries summing to %s; player entries %s on %s (expected %s), house entries %s on %s (expected %s)',
-                    count(e.id), coalesce(sum(e.amount), 0),
-                    coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0), o.account_id,
-                    o.amount * ${PLAYER_SIGN},
-                    coalesce(sum(e.amount) FILTER (WHERE e.account_id = 'house:' || o.currency), 0), 'house:' || o.currency,
-                    -o.amount * ${PLAYER_SIGN}) AS detail
+                    count(e.id), ${SHOWN('coalesce(sum(e.amount), 0)', 'o.currency')},
+                    ${SHOWN('coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0)', 'o.currency')}, o.account_id,
+                    ${SHOWN(`o.amount * ${PLAYER_SIGN}`, 'o.currency')},
+                    ${SHOWN(`coalesce(sum(e.amount) FILTER (WHERE e.account_id = 'house:' || o.currency), 0)`, 'o.currency')}, 'house:' || o.currency,
+                    ${SHOWN(`-o.amount * ${PLAYER_SIGN}`, 'o.currency')}) AS detail
       FROM financial_operations o
       LEFT JOIN ledger_entries e ON e.operation_id = o.id
       GROUP BY o.id
@@ -93,13 +111,14 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
   {
     check: LedgerCheck.LEDGER_UNBALANCED,
     sql: `
-      SELECT 'ledger_entries' AS subject, format('all entries sum to %s, not 0', sum(amount)) AS detail
+      SELECT 'ledger_entries' AS subject, format('all entries sum to %s, not 0', ${SHOWN('sum(amount)')}) AS detail
       FROM ledger_entries HAVING coalesce(sum(amount), 0) <> 0`,
   },
   {
     check: LedgerCheck.BALANCE_MISMATCH,
     sql: `
-      SELECT a.id AS subject, format('balance %s, entries sum to %s', a.balance, coalesce(e.total, 0)) AS detail
+      SELECT a.id AS subject, format('balance %s, entries sum to %s', ${SHOWN('a.balance', 'a.currency')},
+                                     ${SHOWN('coalesce(e.total, 0)', 'a.currency')}) AS detail
       FROM accounts a
       LEFT JOIN (SELECT account_id, sum(amount) AS total FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.id
       WHERE a.balance <> coalesce(e.total, 0)
@@ -147,11 +166,12 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     check: LedgerCheck.STAKE_MISMATCH,
     sql: `
       SELECT c.coupon_code AS subject,
-             format('stake %s, %s stake debits summing to %s', c.stake, count(o.id), coalesce(sum(o.amount), 0)) AS detail
+             format('stake %s, %s stake debits summing to %s', ${SHOWN('c.stake', 'c.currency')}, count(o.id),
+                    ${SHOWN('coalesce(sum(o.amount), 0)', 'c.currency')}) AS detail
       FROM coupons c
       LEFT JOIN financial_operations o ON o.coupon_code = c.coupon_code AND o.type = 'stake_debit'
       WHERE c.account_id IS NOT NULL
-      GROUP BY c.coupon_code, c.stake
+      GROUP BY c.coupon_code, c.stake, c.currency
       HAVING count(o.id) <> 1 OR sum(o.amount) <> c.stake
       ORDER BY c.coupon_code`,
   },
@@ -164,9 +184,10 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     sql: `
       SELECT c.coupon_code AS subject,
              format('callback credits minus debits %s, expected %s (generation %s, %s%s)',
-                    coalesce(n.net, 0), CASE WHEN c.generation_settled THEN c.settled_amount ELSE 0 END,
+                    ${SHOWN('coalesce(n.net, 0)', 'c.currency')},
+                    ${SHOWN('CASE WHEN c.generation_settled THEN c.settled_amount ELSE 0 END', 'c.currency')},
                     c.settlement_generation,
-                    CASE WHEN c.generation_settled THEN 'settled for ' || c.settled_amount ELSE 'not settled' END,
+                    CASE WHEN c.generation_settled THEN 'settled for ' || ${SHOWN('c.settled_amount', 'c.currency')} ELSE 'not settled' END,
                     CASE WHEN c.needs_review THEN ', needs review' ELSE '' END) AS detail
       FROM coupons c
       LEFT JOIN (SELECT coupon_code,
@@ -183,14 +204,18 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     check: LedgerCheck.DECIDED_OPERATION_MISSING,
     sql: `
       SELECT d.key AS subject,
-             CASE WHEN o.id IS NULL THEN format('decided by batch %s for %s, not in the ledger', d.batch_id, d.amount)
-                  ELSE format('decided by batch %s for %s, the ledger has %s', d.batch_id, d.amount, o.amount) END AS detail
+             CASE WHEN o.id IS NULL THEN format('decided by batch %s for %s, not in the ledger', d.batch_id, ${SHOWN('d.amount', 'd.currency')})
+                  ELSE format('decided by batch %s for %s, the ledger has %s', d.batch_id, ${SHOWN('d.amount', 'd.currency')},
+                              ${SHOWN('o.amount', 'd.currency')}) END AS detail
       FROM (SELECT DISTINCT ON (s.coupon_code || ':' || (op->>'generation') || ':' || (op->>'type'))
                    s.coupon_code || ':' || (op->>'generation') || ':' || (op->>'type') AS key,
-                   (op->>'amount')::numeric AS amount, s.batch_id, s.id
+                   (op->>'amount')::numeric AS amount, c.currency, s.batch_id, s.id
             FROM coupon_snapshots s
             JOIN coupons c ON c.coupon_code = s.coupon_code AND c.account_id IS NOT NULL
             CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
+            -- An amount finer than the coupon's currency, decided while it was unallocated, is
+            -- never posted: its registration flags the coupon amount_precision instead.
+            WHERE min_scale((op->>'amount')::numeric) <= ${MINOR_UNITS('c.currency')}
             ORDER BY 1, s.id) d
       LEFT JOIN financial_operations o ON o.operation_key = d.key
       WHERE o.id IS NULL OR o.amount <> d.amount
@@ -199,12 +224,22 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
   {
     check: LedgerCheck.UNDECIDED_OPERATION,
     sql: `
-      SELECT o.operation_key AS subject, format('%s of %s that no stored snapshot decided', o.type, o.amount) AS detail
+      SELECT o.operation_key AS subject, format('%s of %s that no stored snapshot decided', o.type, ${SHOWN('o.amount', 'o.currency')}) AS detail
       FROM financial_operations o
       WHERE o.type IN ('final_credit', 'recalculation_debit')
         AND NOT EXISTS (SELECT 1 FROM coupon_snapshots s CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
                         WHERE s.coupon_code = o.coupon_code
                           AND (op->>'generation')::int = o.generation AND op->>'type' = o.type)
+      ORDER BY o.id`,
+  },
+  {
+    check: LedgerCheck.AMOUNT_PRECISION,
+    sql: `
+      SELECT o.operation_key AS subject,
+             format('%s %s has %s fraction digits, %s allows %s', ${SHOWN('o.amount', 'o.currency')}, o.currency,
+                    min_scale(o.amount), o.currency, ${MINOR_UNITS('o.currency')}) AS detail
+      FROM financial_operations o
+      WHERE min_scale(o.amount) > ${MINOR_UNITS('o.currency')}
       ORDER BY o.id`,
   },
   {
@@ -234,8 +269,8 @@ const SUMMARY_SQL = `
          (SELECT count(*) FROM coupons WHERE needs_review)::int AS "needsReviewCoupons",
          (SELECT count(*) FROM callback_batches)::int AS batches,
          (SELECT count(*) FROM delivery_attempts)::int AS "deliveryAttempts",
-         (SELECT coalesce(sum(amount), 0)::numeric(20,2)::text FROM ledger_entries) AS "entriesTotal",
-         (SELECT coalesce(sum(balance), 0)::numeric(20,2)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
+         (SELECT coalesce(sum(amount), 0)::text FROM ledger_entries) AS "entriesTotal",
+         (SELECT coalesce(sum(balance), 0)::text FROM accounts WHERE kind = 'player') AS "playerBalances"`;
 
 /**
  * Checks a whole database against the ledger invariants of CONTRACT §7 and the delivery record of
@@ -244,20 +279,33 @@ const SUMMARY_SQL = `
  * while the receiver writes, so `db` must be a single connection (`pg.Client` or a pool client).
  */
 export class LedgerVerifier {
-  constructor(private readonly db: SqlQueryable) {}
+  /** `currencies`: the minor units the receiver runs with (CURRENCY_MINOR_UNITS; ISO 4217 by default). */
+  constructor(
+    private readonly db: SqlQueryable,
+    private readonly currencies: CurrencyTable = CurrencyTable.of(),
+  ) {}
 
   /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
   async verify(): Promise<LedgerReport> {
     await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const violations: LedgerViolation[] = [];
+      const units = [this.currencies.toJson(), this.currencies.legacyMinorUnits];
       for (const { check, sql } of CHECKS) {
-        const { rows } = await this.db.query<{ subject: string; detail: string }>(sql);
+        const { rows } = await this.db.query<{ subject: string; detail: string }>(
+          sql,
+          sql.includes('$1') ? units : undefined,
+        );
         for (const r of rows) violations.push({ check, subject: r.subject, detail: r.detail });
       }
       const { rows } = await this.db.query<LedgerSummary & Record<string, unknown>>(SUMMARY_SQL);
       await this.db.query('COMMIT');
-      return { ok: violations.length === 0, summary: rows[0], violations };
+      const summary = {
+        ...rows[0],
+        entriesTotal: formatAmount(rows[0].entriesTotal),
+        playerBalances: formatAmount(rows[0].playerBalances),
+      };
+      return { ok: violations.length === 0, summary, violations };
     } catch (err) {
       await this.db.query('ROLLBACK').catch(() => undefined);
       throw err;

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
@@ -43,6 +45,7 @@ export class LedgerService {
   private readonly knownHouseAccounts = new Set<string>();
 
   constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
     private readonly metrics: SettlementMetrics,
@@ -102,15 +105,19 @@ export class LedgerService {
       if (!account || account.kind !== 'player') {
         throw new DomainException(ErrorCode.NOT_FOUND, `account ${accountId} not found`);
       }
-      return { id: account.id, currency: account.currency, balance: formatAmount(account.balance) };
+      return {
+        id: account.id,
+        currency: account.currency,
+        balance: this.config.currencies.format(account.balance, account.currency),
+      };
     });
   }
 
   /**
    * A deposit (positive amount) or withdrawal (negative) under an idempotency key, in one
-   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name). The same key
-   * and body return the first result (with its actor, whichever key asks again); the same key with
-   * another body is refused.
+   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name); the amount was
+   * checked against its currency by the DTO. The same key and body return the first result (with
+   * its actor, whichever key asks again); the same key with another body is refused.
    * @returns the view and whether it was replayed from an earlier request.
    * @throws DomainException IDEMPOTENCY_CONFLICT; LedgerException CURRENCY_MISMATCH,
    *   INSUFFICIENT_FUNDS.
@@ -122,8 +129,10 @@ export class LedgerService {
     actor: string,
   ): Promise<{ view: AdjustmentView; replayed: boolean }> {
     const amount = new Decimal(request.amount);
+    // The amount with at least 2 fraction digits (never rounded): the hashes of 2-digit requests
+    // are those stored before per-currency precision.
     const requestHash = createHash('sha256')
-      .update(JSON.stringify([accountId, amount.toFixed(2), request.currency, request.reason]))
+      .update(JSON.stringify([accountId, formatAmount(amount), request.currency, request.reason]))
       .digest('hex');
     return this.transactions.run(async (tx) => {
       const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
@@ -143,7 +152,7 @@ export class LedgerService {
           type,
           accountId,
           currency: request.currency,
-          amount: amount.abs().toFixed(2),
+          amount: amount.abs().toFixed(),
           requireFunds: type === OperationType.WITHDRAWAL,
         },
       ]);
@@ -154,7 +163,7 @@ export class LedgerService {
         idempotencyKey,
         accountId,
         requestHash,
-        amount: amount.toFixed(2),
+        amount: amount.toFixed(),
         currency: request.currency,
         reason: request.reason,
         operationId,
@@ -162,7 +171,7 @@ export class LedgerService {
         actor,
       });
       const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
-      return { view: toAdjustmentView(stored), replayed: false };
+      return { view: this.adjustmentView(stored), replayed: false };
     });
   }
 
@@ -179,20 +188,21 @@ export class LedgerService {
         'this Idempotency-Key was used with a different request',
       );
     }
-    return toAdjustmentView(earlier);
+    return this.adjustmentView(earlier);
   }
-}
 
-function toAdjustmentView(row: AdjustmentRow): AdjustmentView {
-  return {
-    accountId: row.accountId,
-    idempotencyKey: row.idempotencyKey,
-    amount: formatAmount(row.amount),
-    currency: row.currency,
-    reason: row.reason,
-    operationKey: row.operationKey,
-    balance: formatAmount(row.balanceAfter),
-    createdAt: new Date(row.createdAt).toISOString(),
-    actor: row.actor,
-  };
+  /** An adjustment with its amounts at the currency's precision. */
+  private adjustmentView(row: AdjustmentRow): AdjustmentView {
+    return {
+      accountId: row.accountId,
+      idempotencyKey: row.idempotencyKey,
+      amount: this.config.currencies.format(row.amount, row.currency),
+      currency: row.currency,
+      reason: row.reason,
+      operationKey: row.operationKey,
+      balance: this.config.currencies.format(row.balanceAfter, row.currency),
+      createdAt: new Date(row.createdAt).toISOString(),
+      actor: row.actor,
+    };
+  }
 }

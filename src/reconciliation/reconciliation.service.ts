@@ -357,7 +357,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       // Validated as a callback batch; the real batch id (longer than a callback's 64) is set after.
       parsed = parseBatch(
         Buffer.from(`{"batchId":"poll","couponCount":1,"coupons":[${couponJson}]}`),
-        this.config.amountScale,
+        this.config.currencies.maxMinorUnits,
       );
     } catch (err) {
       if (!(err instanceof DomainException)) throw err;
@@ -397,7 +397,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * name, also on the batch), why and what it did; the same key and body again return the stored
    * resolution (`replayed`), whichever key asks.
    * @throws DomainException IDEMPOTENCY_CONFLICT, NOT_FOUND, COUPON_NOT_FLAGGED,
-   *   VALIDATION_FAILED (status and amount disagree), COUPON_INBOX_PENDING.
+   *   VALIDATION_FAILED (status and amount disagree, or `realWin` finer than the coupon's currency),
+   *   COUPON_INBOX_PENDING.
    */
   async resolve(
     couponCode: string,
@@ -405,15 +406,15 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     dto: ResolutionDto,
     actor: string,
   ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
-    const realWin =
-      dto.realWin === null
-        ? formatAmount('0', this.config.amountScale)
-        : parseAmount(dto.realWin, this.config.amountScale);
-    if (realWin === null) {
+    const currencies = this.config.currencies;
+    const parsed = dto.realWin === null ? '0' : parseAmount(dto.realWin, currencies.maxMinorUnits);
+    if (parsed === null) {
       throw new DomainException(ErrorCode.VALIDATION_FAILED, 'realWin is not a valid amount', [
-        { path: 'realWin', message: `must have at most ${this.config.amountScale} fraction digits` },
+        { path: 'realWin', message: `must have at most ${currencies.maxMinorUnits} fraction digits` },
       ]);
     }
+    // At least 2 fraction digits, never rounded: 2-digit requests hash as before per-currency precision.
+    const realWin = formatAmount(parsed);
     const status = this.resolutionStatus(dto.status, realWin);
     const requestHash = createHash('sha256')
       .update(JSON.stringify([couponCode, status, realWin, dto.reason, dto.resolvedBy]))
@@ -427,6 +428,19 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       // A concurrent request with the same key held the lock first: answer as it did.
       const meanwhile = await this.replayResolution(tx, idempotencyKey, requestHash);
       if (meanwhile) return { row: meanwhile, replayed: true };
+      if (coupon.currency !== null && !currencies.fits(realWin, coupon.currency)) {
+        // CONTRACT §3: never rounded; an unallocated coupon's currency is checked at registration.
+        throw new DomainException(
+          ErrorCode.VALIDATION_FAILED,
+          `realWin is finer than ${coupon.currency} allows`,
+          [
+            {
+              path: 'realWin',
+              message: `must have at most ${currencies.minorUnits(coupon.currency)} fraction digits (${coupon.currency})`,
+            },
+          ],
+        );
+      }
       await this.refuseWhileInboxPending(tx, couponCode);
       if (!coupon.needsReview) {
         throw new DomainException(
@@ -464,7 +478,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         replayed: false,
       };
     });
-    return { resolution: toResolutionView(row), coupon: await this.couponsService.get(couponCode), replayed };
+    const coupon = await this.couponsService.get(couponCode);
+    return { resolution: this.resolutionView(row, coupon.currency), coupon, replayed };
   }
 
   private async replayResolution(
@@ -538,23 +553,25 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       payloadsAsSent: false,
     };
   }
-}
 
-function toResolutionView(row: ResolutionRow): ResolutionView {
-  return {
-    idempotencyKey: row.idempotencyKey,
-    coupon_code: row.couponCode,
-    status: row.status,
-    realWin: formatAmount(row.realWin),
-    reason: row.reason,
-    resolvedBy: row.resolvedBy,
-    actor: row.actor,
-    batchId: row.batchId,
-    transition: row.transition,
-    generation: row.generation,
-    operations: row.operations.map(
-      (o) => `${couponOperationKey(row.couponCode, o.generation, o.type)}=${formatAmount(o.amount)}`,
-    ),
-    resolvedAt: new Date(row.resolvedAt).toISOString(),
-  };
+  /** A resolution with its amounts at the precision of the coupon's currency (null: unallocated). */
+  private resolutionView(row: ResolutionRow, currency: string | null): ResolutionView {
+    const amount = (value: string) => this.config.currencies.format(value, currency);
+    return {
+      idempotencyKey: row.idempotencyKey,
+      coupon_code: row.couponCode,
+      status: row.status,
+      realWin: amount(row.realWin),
+      reason: row.reason,
+      resolvedBy: row.resolvedBy,
+      actor: row.actor,
+      batchId: row.batchId,
+      transition: row.transition,
+      generation: row.generation,
+      operations: row.operations.map(
+        (o) => `${couponOperationKey(row.couponCode, o.generation, o.type)}=${amount(o.amount)}`,
+      ),
+      resolvedAt: new Date(row.resolvedAt).toISOString(),
+    };
+  }
 }

@@ -1,5 +1,5 @@
 import { OperationType } from '../ledger/ledger.types.js';
-import { isPositive, sameAmount } from '../common/money.js';
+import { fractionDigits, isPositive, sameAmount } from '../common/money.js';
 import {
   CouponSettlementState,
   SettlementDecision,
@@ -55,13 +55,17 @@ function resettle(
  * and its status kind, whether the snapshot is applied or history only, the next state and the
  * operations to post (at most one per type). No I/O, no clock, no exception for any input. A
  * `source` other than `callback` is authoritative (§9): a differing result re-settles the coupon
- * as generation g+1. The rules beyond the contract's table: docs/architecture.md#settlement-rules-contract-6.
+ * as generation g+1. `minorUnits` are those of a registered coupon's currency (§3): a `realWin`
+ * finer than that is history only and flags `amount_precision`; null (unallocated: the currency
+ * is not known yet) checks nothing, see {@link admitDeferredOperations}. The rules beyond the
+ * contract's table: docs/architecture.md#settlement-rules-contract-6.
  */
 export function decideSettlement(
   state: CouponSettlementState,
   snapshot: SettlementSnapshot,
   kind: StatusKind,
   source: SnapshotSource = SnapshotSource.CALLBACK,
+  minorUnits: number | null = null,
 ): SettlementDecision {
   const authoritative = source !== SnapshotSource.CALLBACK;
   const resolved = authoritative ? RESOLVED : {};
@@ -80,6 +84,11 @@ export function decideSettlement(
     state: next,
     operations: [],
   });
+
+  if (minorUnits !== null && snapshot.realWin !== null && fractionDigits(snapshot.realWin) > minorUnits) {
+    // "1500.50" for a JPY coupon: neither rounded nor paid, whatever the status says.
+    return historyOnly(TransitionName.AMOUNT_PRECISION, flagged(state, TransitionName.AMOUNT_PRECISION));
+  }
 
   switch (kind) {
     case StatusKind.PENDING:
@@ -232,6 +241,34 @@ export function decideSettlement(
         operations: [],
       };
   }
+}
+
+/**
+ * What the registration of a coupon settled while unallocated may post (CONTRACT §7, §3): the
+ * operations decided by its snapshots (`decided`, oldest first) that fit its currency's
+ * `minorUnits`. A finer one is never posted and flags the coupon `amount_precision` (the rest
+ * stays as decided: a finer credit and the recalculation debit that cancels it are the same
+ * amount, so both are left out together); a generation settled for a finer amount becomes
+ * unsettled, so the ledger (credits minus debits) keeps matching the state.
+ * @returns the decided rows with the operations to post, and the new state (null: unchanged).
+ */
+export function admitDeferredOperations<T extends { operations: SettlementOperation[] }>(
+  state: CouponSettlementState,
+  decided: T[],
+  minorUnits: number,
+): { admitted: T[]; state: CouponSettlementState | null } {
+  const fits = (amount: string | null) => amount === null || fractionDigits(amount) <= minorUnits;
+  const admitted = decided.map((d) => ({ ...d, operations: d.operations.filter((op) => fits(op.amount)) }));
+  const refused = admitted.some((d, i) => d.operations.length !== decided[i].operations.length);
+  if (!refused && fits(state.realWin) && fits(state.settledAmount)) return { admitted: decided, state: null };
+  const unsettle = !fits(state.settledAmount);
+  return {
+    admitted,
+    state: flagged(
+      unsettle ? { ...state, generationSettled: false, settledAmount: null } : state,
+      TransitionName.AMOUNT_PRECISION,
+    ),
+  };
 }
 
 /** Whether two settlement states are equal field by field (amounts compared as decimals). */

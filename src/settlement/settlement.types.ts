@@ -70,6 +70,8 @@ export enum TransitionName {
   /** An authoritative result (poll or resolution) that differs from the settled amount: new generation. */
   RESETTLED = 'resettled',
   UNKNOWN_STATUS = 'unknown_status',
+  /** `realWin` finer than the coupon's currency allows (`"1500.50"` for JPY): never rounded, never paid. */
+  AMOUNT_PRECISION = 'amount_precision',
 }
 
 /** Outcome of {@link decideSettlement}. */

@@ -148,7 +148,7 @@ describe('graceful shutdown', () => {
       );
       expect(rows).toEqual([{ batch_id: 'sd-inflight' }]);
       const ledger = await t.db.query(`SELECT balance::text AS balance FROM accounts WHERE id = 'sd'`);
-      expect(ledger.rows).toEqual([{ balance: '115.00' }]);
+      expect(ledger.rows).toEqual([{ balance: '115.00000000' }]);
     } finally {
       if (holder) {
         await holder.query('ROLLBACK').catch(() => undefined);

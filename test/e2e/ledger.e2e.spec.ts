@@ -74,18 +74,28 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
     expect([...result.inserted.keys()]).toEqual(['LG1:0:final_credit', 'LG2:0:stake_debit']);
     expect([...result.inserted.values()].every((id) => /^\d+$/.test(id))).toBe(true);
     expect(result.types).toEqual([OperationType.FINAL_CREDIT, OperationType.STAKE_DEBIT]);
-    expect(result.balances).toEqual(new Map([['lg-a', '22.25']]));
-    expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
+    expect(result.balances).toEqual(new Map([['lg-a', '22.25000000']]));
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '22.25000000',
+      entries: '22.25000000',
+      ops: 3,
+      total: '0.00000000',
+    });
     const house = await t.db.query(`SELECT balance::text FROM accounts WHERE id = 'house:EUR'`);
-    expect(house.rows).toEqual([{ balance: '-22.25' }]);
+    expect(house.rows).toEqual([{ balance: '-22.25000000' }]);
   });
 
   it('the same operation again inserts nothing and moves nothing', async () => {
     const result = await post([credit('LG1:0:final_credit', 'lg-a', '5.50')]);
     expect(result.inserted.size).toBe(0);
     expect(result.types).toEqual([]);
-    expect(result.balances).toEqual(new Map([['lg-a', '22.25']]));
-    expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
+    expect(result.balances).toEqual(new Map([['lg-a', '22.25000000']]));
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '22.25000000',
+      entries: '22.25000000',
+      ops: 3,
+      total: '0.00000000',
+    });
   });
 
   it('a key that names another operation: OPERATION_KEY_COLLISION, nothing written', async () => {
@@ -94,7 +104,12 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
       ErrorCode.OPERATION_KEY_COLLISION,
       'operation key collision on LG1:0:final_credit: the stored operation differs',
     );
-    expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '22.25000000',
+      entries: '22.25000000',
+      ops: 3,
+      total: '0.00000000',
+    });
   });
 
   it('an account that does not exist: NOT_FOUND; another currency: CURRENCY_MISMATCH', async () => {
@@ -107,7 +122,12 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
       post([credit('LG3:0:final_credit', 'lg-a', '1.00', 'USD')]),
       ErrorCode.CURRENCY_MISMATCH,
     );
-    expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '22.25000000',
+      entries: '22.25000000',
+      ops: 3,
+      total: '0.00000000',
+    });
   });
 
   it('funds are checked in the order of the postings, earlier ones included', async () => {
@@ -117,17 +137,27 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
       ErrorCode.INSUFFICIENT_FUNDS,
       'balance of lg-a is below 30.00',
     );
-    expect(await ledgerState('lg-a')).toEqual({ balance: '22.25', entries: '22.25', ops: 3, total: '0.00' });
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '22.25000000',
+      entries: '22.25000000',
+      ops: 3,
+      total: '0.00000000',
+    });
     // The credit first: 72.25 - 30.00 leaves 42.25.
     const second = await post([
       credit('LG5:0:final_credit', 'lg-a', '50.00'),
       debit('LG4:0:stake_debit', 'lg-a', '30.00'),
     ]);
-    expect(second.balances).toEqual(new Map([['lg-a', '42.25']]));
+    expect(second.balances).toEqual(new Map([['lg-a', '42.25000000']]));
     // A debit without requireFunds may overdraw (a recalculation debit never waits for money).
     const overdraw = await post([debit('LG6:0:stake_debit', 'lg-a', '50.00', false)]);
-    expect(overdraw.balances).toEqual(new Map([['lg-a', '-7.75']]));
-    expect(await ledgerState('lg-a')).toEqual({ balance: '-7.75', entries: '-7.75', ops: 6, total: '0.00' });
+    expect(overdraw.balances).toEqual(new Map([['lg-a', '-7.75000000']]));
+    expect(await ledgerState('lg-a')).toEqual({
+      balance: '-7.75000000',
+      entries: '-7.75000000',
+      ops: 6,
+      total: '0.00000000',
+    });
   });
 
   it('operations are counted in the metrics only once their transaction has committed', async () => {

@@ -127,13 +127,16 @@ describe('partner API (CONTRACT §10)', () => {
         {
           type: 'deposit',
           account_id: 'pa1',
-          amount: '100.00',
+          amount: '100.00000000',
           currency: 'EUR',
           coupon_code: null,
           generation: null,
         },
       ]);
-      expect(await entriesOf('adjustment:adj-pa1-1')).toEqual(['house:EUR=-100.00', 'pa1=100.00']);
+      expect(await entriesOf('adjustment:adj-pa1-1')).toEqual([
+        'house:EUR=-100.00000000',
+        'pa1=100.00000000',
+      ]);
     });
 
     it('the same key and body return the first result again; the balance is unchanged', async () => {
@@ -205,8 +208,8 @@ describe('partner API (CONTRACT §10)', () => {
       const op = await t.db.query(
         `SELECT type, amount::text AS amount FROM financial_operations WHERE operation_key = 'adjustment:adj-pa5-2'`,
       );
-      expect(op.rows).toEqual([{ type: 'withdrawal', amount: '30.00' }]);
-      expect(await entriesOf('adjustment:adj-pa5-2')).toEqual(['house:EUR=30.00', 'pa5=-30.00']);
+      expect(op.rows).toEqual([{ type: 'withdrawal', amount: '30.00000000' }]);
+      expect(await entriesOf('adjustment:adj-pa5-2')).toEqual(['house:EUR=30.00000000', 'pa5=-30.00000000']);
       // A withdrawal of the whole balance is allowed.
       const all = await adjust('pa5', { amount: '-70.00', currency: 'EUR', reason: 'close' }, 'adj-pa5-3');
       expect(all.status).toBe(201);
@@ -329,7 +332,10 @@ describe('partner API (CONTRACT §10)', () => {
       expect(await count(`financial_operations WHERE operation_key = 'adjustment:adj-pa9-par'`)).toBe(1);
       expect(await count(`account_adjustments WHERE idempotency_key = 'adj-pa9-par'`)).toBe(1);
       expect(await balance(t.app, 'pa9')).toBe('25.00');
-      expect(await entriesOf('adjustment:adj-pa9-par')).toEqual(['house:EUR=-25.00', 'pa9=25.00']);
+      expect(await entriesOf('adjustment:adj-pa9-par')).toEqual([
+        'house:EUR=-25.00000000',
+        'pa9=25.00000000',
+      ]);
     });
 
     it('ten concurrent adjustments with different keys on one account all apply', async () => {
@@ -371,7 +377,7 @@ describe('partner API (CONTRACT §10)', () => {
           key: row.key,
           account_id: row.account_id,
           n: 2,
-          total: '0.00',
+          total: '0.00000000',
           players: 1,
           houses: 1,
         });
@@ -384,7 +390,7 @@ describe('partner API (CONTRACT §10)', () => {
       );
       expect(drift.rows).toEqual([]);
       const total = await t.db.query(`SELECT coalesce(sum(amount), 0)::text AS total FROM ledger_entries`);
-      expect(total.rows[0].total).toBe('0.00');
+      expect(total.rows[0].total).toBe('0.00000000');
     });
   });
 
@@ -422,7 +428,7 @@ describe('partner API (CONTRACT §10)', () => {
       const get = await ops(t.app).get('/coupons/RC-1');
       expect(get.status).toBe(200);
       expect(get.body).toEqual(registeredView('RC-1', 'pc1'));
-      expect(await entriesOf('RC-1:0:stake_debit')).toEqual(['house:EUR=10.00', 'pc1=-10.00']);
+      expect(await entriesOf('RC-1:0:stake_debit')).toEqual(['house:EUR=10.00000000', 'pc1=-10.00000000']);
     });
 
     it('a coupon_code or accountId sent as a JSON number a double cannot hold answers 400, not its digits as a string', async () => {
@@ -577,7 +583,7 @@ describe('partner API (CONTRACT §10)', () => {
       for (const r of results) expect(r.body).toEqual(registeredView('RC-9', 'pc9', '12.34'));
       expect(await count(`financial_operations WHERE operation_key = 'RC-9:0:stake_debit'`)).toBe(1);
       expect(await count(`financial_operations WHERE coupon_code = 'RC-9'`)).toBe(1);
-      expect(await entriesOf('RC-9:0:stake_debit')).toEqual(['house:EUR=12.34', 'pc9=-12.34']);
+      expect(await entriesOf('RC-9:0:stake_debit')).toEqual(['house:EUR=12.34000000', 'pc9=-12.34000000']);
       expect(await balance(t.app, 'pc9')).toBe('87.66');
     });
 

@@ -122,6 +122,8 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
       RECONCILE_INTERVAL: 'off',
       SPORTAPI_RETRIES: '2',
       SPORTAPI_TIMEOUT_MS: '1000',
+      // No allowed currency has 3 fraction digits: a read with 3 is not a valid coupon (issue 17).
+      CURRENCIES: 'EUR,USD',
     });
   });
   afterAll(async () => {
@@ -695,7 +697,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
           idempotency_key: 'res-1',
           coupon_code: 'RES-1',
           status: 2,
-          real_win: '12.50',
+          real_win: '12.50000000',
           reason: 'SportAPI support ticket 4711',
           resolved_by: 'jane.doe',
           transition: 'resettled',

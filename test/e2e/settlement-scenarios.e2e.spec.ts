@@ -287,7 +287,7 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
     );
     expect(perOp.rowCount).toBe(0);
     const total = await t.db.query(`SELECT coalesce(sum(amount), 0)::text AS s FROM ledger_entries`);
-    expect(total.rows[0].s).toBe('0.00');
+    expect(total.rows[0].s).toBe('0.00000000');
     const drift = await t.db.query(
       `SELECT a.id FROM accounts a LEFT JOIN ledger_entries e ON e.account_id = a.id GROUP BY a.id, a.balance HAVING a.balance <> coalesce(sum(e.amount), 0)`,
     );
@@ -297,7 +297,7 @@ describe('settlement scenarios (CONTRACT §6, §7)', () => {
   it('§7 invariant: for every registered settled coupon, callback credits minus debits = its settled realWin', async () => {
     const { rows } = await t.db.query(
       `SELECT c.coupon_code, c.settled_amount::text AS settled,
-              coalesce(sum(CASE o.type WHEN 'final_credit' THEN o.amount WHEN 'recalculation_debit' THEN -o.amount END), 0)::numeric(20,2)::text AS net
+              coalesce(sum(CASE o.type WHEN 'final_credit' THEN o.amount WHEN 'recalculation_debit' THEN -o.amount END), 0)::numeric(26,8)::text AS net
        FROM coupons c LEFT JOIN financial_operations o ON o.coupon_code = c.coupon_code
        WHERE c.account_id IS NOT NULL AND c.generation_settled
        GROUP BY c.coupon_code, c.settled_amount ORDER BY c.coupon_code`,

@@ -784,3 +784,62 @@ describe('SportAPI simulator (sim/, CONTRACT §2, §9)', () => {
     });
   });
 });
+
+// Issue 17: a multi-currency sequence (JPY 0, EUR 2, KWD 3, USDT 6, BTC 8), some final results one
+// digit finer than their coupon's currency; the receiver knows USDT and BTC from CURRENCY_MINOR_UNITS.
+describe('SportAPI simulator: several currencies (issue 17, CONTRACT §3)', () => {
+  const CURRENCIES = 'JPY:0,EUR:2,KWD:3,USDT:6,BTC:8';
+  let t: TestContext;
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('generates every amount at its currency precision; the receiver converges to the manifest exactly', async () => {
+    t = await createTestApp({ CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8' });
+    const api = new PartnerApi(t.url, OPS_KEY);
+    const dir = await tempDir();
+    const io = captureIo();
+    const args = ['generate', '--out', dir, '--seed', '17', '--coupons', '60', '--batches', '8'];
+    expect(await runCli([...args, '--currencies', CURRENCIES], io)).toBe(0);
+    expect(io.lines[0]).toMatch(
+      /; currencies JPY:0,EUR:2,KWD:3,USDT:6,BTC:8, [1-9]\d* results finer than their currency$/,
+    );
+    const manifest = JSON.parse(await readFile(join(dir, 'coupons.json'), 'utf8')) as Manifest;
+    expect(manifest.currencies).toEqual([
+      { code: 'JPY', minorUnits: 0 },
+      { code: 'EUR', minorUnits: 2 },
+      { code: 'KWD', minorUnits: 3 },
+      { code: 'USDT', minorUnits: 6 },
+      { code: 'BTC', minorUnits: 8 },
+    ]);
+    expect(new Set(manifest.accounts.map((a) => a.currency))).toEqual(
+      new Set(['JPY', 'EUR', 'KWD', 'USDT', 'BTC']),
+    );
+    const digits = { JPY: 0, EUR: 2, KWD: 3, USDT: 6, BTC: 8 } as Record<string, number>;
+    for (const a of manifest.accounts) {
+      const fraction = (v: string) => v.split('.')[1]?.length ?? 0;
+      expect([a.currency, fraction(a.deposit), fraction(a.expectedBalance)]).toEqual([
+        a.currency,
+        digits[a.currency],
+        digits[a.currency],
+      ]);
+    }
+    const flagged = manifest.coupons.filter((c) => c.expected.needsReview);
+    expect(flagged.length).toBeGreaterThanOrEqual(manifest.stats.finerThanCurrency as number);
+
+    await registerManifest(manifest, api);
+    const report = await sendBatches(dir, { url: t.url, secret: SECRET, log: () => undefined });
+    expect([report.ok, report.rejected, report.contractViolations]).toEqual([true, 0, 0]);
+    expect(await receiverState(api, manifest)).toEqual(expectedState(manifest));
+    const precision = await t.db.query(
+      `SELECT count(*)::int AS n FROM coupons WHERE review_reason = 'amount_precision' AND coupon_code LIKE 's17-%'`,
+    );
+    expect(precision.rows[0].n).toBe(manifest.stats.finerThanCurrency);
+
+    // The same options without --currencies write the one-currency sequence of before.
+    const single = buildSequence({ seed: 17, coupons: 60, batches: 8 });
+    expect(single.manifest.currencies).toBeUndefined();
+    expect(single.manifest.accounts.every((a) => a.currency === 'EUR')).toBe(true);
+    expect(await runCli([...args, '--currencies', 'EUR:2,EUR:3', '--force'], captureIo())).toBe(2);
+  });
+});

@@ -138,8 +138,8 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
         [code],
       );
       expect(rows).toEqual([
-        { operation_key: `${code}:0:stake_debit`, amount: '10.00' },
-        { operation_key: `${code}:0:final_credit`, amount: '30.00' },
+        { operation_key: `${code}:0:stake_debit`, amount: '10.00000000' },
+        { operation_key: `${code}:0:final_credit`, amount: '30.00000000' },
       ]);
       expect((await verifyLedger(suite.db.url)).violations).toEqual([]);
     },

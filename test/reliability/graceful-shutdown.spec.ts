@@ -137,7 +137,7 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
       `SELECT count(*)::int AS n, sum(amount)::text AS total FROM financial_operations WHERE type = 'final_credit'`,
     );
     const wins = sent.filter((i) => i < COUPONS).length;
-    expect(ops.rows[0]).toEqual({ n: wins, total: (wins * 3).toFixed(2) });
+    expect(ops.rows[0]).toEqual({ n: wins, total: (wins * 3).toFixed(8) });
     expect((await verifyLedger(suite.db.url)).violations).toEqual([]);
   }, 90_000);
 
@@ -204,7 +204,7 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
         const ops = await after.query(
           `SELECT operation_key, amount::text AS amount FROM financial_operations WHERE type = 'final_credit'`,
         );
-        expect(ops.rows).toEqual([{ operation_key: 'E1:0:final_credit', amount: '4.00' }]);
+        expect(ops.rows).toEqual([{ operation_key: 'E1:0:final_credit', amount: '4.00000000' }]);
         const batches = await after.query(`SELECT batch_id FROM callback_batches ORDER BY batch_id`);
         expect(batches.rows).toEqual([{ batch_id: 'emb-1' }]);
       } finally {

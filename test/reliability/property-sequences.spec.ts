@@ -1,15 +1,18 @@
 import fc from 'fast-check';
 import { CouponModel, CouponSnapshot } from '../../sim/model.js';
-import { formatCents, parseCents } from '../../sim/money.js';
+import { fitsUnits, formatUnits, parseUnits } from '../../sim/money.js';
+import { CurrencyTable } from '../../src/common/currency.js';
 import { injectTrigger } from '../support/database-faults.js';
-import { deliver, deposit, ops, useTestApp } from '../support/test-app.js';
+import { deliver, ops, useTestApp } from '../support/test-app.js';
 import { verifyLedger } from './support/receiver.js';
 
 // Property-based delivery sequences (CONTRACT §2 at-least-once delivery, §4, §6, §7): random
 // coupons and snapshots (pending, final, recalculation with and without realWin, unknown
 // statuses, amounts as strings and JSON numbers), delivered with duplicates, concurrent copies,
 // reordering, injected 503s (a fault armed on the batch's last write, then redelivered) and
-// registrations before, between and after the callbacks. After each sequence the receiver must
+// registrations before, between and after the callbacks, each sequence's account in one currency
+// of JPY 0, EUR 2, KWD 3, USDT 6, BTC 8 with amounts of every precision (issue 17: a finer one is
+// flagged, never paid, checked at registration when it arrived first). After each sequence the receiver must
 // equal the independent model of sim/model.ts (coupon state, bets, operation keys and amounts,
 // generations, needs-review flags, balance) and LedgerVerifier must report no violation.
 //
@@ -21,6 +24,15 @@ const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() ^ (M
 const NUM_RUNS = Number(process.env.FC_NUM_RUNS || 200);
 const COUPONS_PER_SEQUENCE = 3;
 const DEPOSIT = '1000.00';
+/** The model's unit: 10^-8, the finest minor unit of the currencies below. */
+const SCALE = 8;
+const CURRENCIES = [
+  { code: 'JPY', minorUnits: 0 },
+  { code: 'EUR', minorUnits: 2 },
+  { code: 'KWD', minorUnits: 3 },
+  { code: 'USDT', minorUnits: 6 },
+  { code: 'BTC', minorUnits: 8 },
+];
 
 interface GenSnapshot {
   coupon: number;
@@ -41,6 +53,7 @@ interface Sequence {
   /** Coupons registered before the first delivery. */
   registeredFirst: boolean[];
   stakes: string[];
+  currency: { code: string; minorUnits: number };
 }
 
 // Weighted so that sequences often settle, recalculate and conflict: a small set of amounts
@@ -57,6 +70,7 @@ const amountArb = fc.oneof(
   { arbitrary: fc.constant(null), weight: 3 },
   { arbitrary: fc.constantFrom('5.00', '12.50', '0.01', '0', '7'), weight: 5 },
   { arbitrary: fc.constantFrom(5, 12.5), weight: 1 },
+  { arbitrary: fc.constantFrom('1500', '12.345', '0.000001', '0.00012345', '7.5'), weight: 3 },
 );
 const snapshotArb: fc.Arbitrary<GenSnapshot> = fc.record({
   coupon: fc.nat(COUPONS_PER_SEQUENCE - 1),
@@ -103,6 +117,7 @@ const sequenceArb: fc.Arbitrary<Sequence> = fc
         minLength: COUPONS_PER_SEQUENCE,
         maxLength: COUPONS_PER_SEQUENCE,
       }),
+      currency: fc.constantFrom(...CURRENCIES),
     });
   });
 
@@ -118,10 +133,13 @@ const stats = {
   registrationsBetween: 0,
   snapshots: 0,
   violations: 0,
+  /** Sequences by currency, and coupons flagged amount_precision. */
+  currencies: {} as Record<string, number>,
+  precisionFlags: 0,
 };
 
 describe('property-based delivery sequences against the model (CONTRACT §6, §7)', () => {
-  const t = useTestApp({ DB_POOL_SIZE: '8' });
+  const t = useTestApp({ DB_POOL_SIZE: '8', CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8' });
   let run = 0;
 
   beforeAll(async () => {
@@ -164,6 +182,13 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
         }));
         const acked = new Set<number>();
         const registered = new Set<number>();
+        const { code: currency, minorUnits } = seq.currency;
+        stats.currencies[currency] = (stats.currencies[currency] ?? 0) + 1;
+        // A stake the currency cannot hold would be a 400: 1 instead (2.50 in JPY).
+        const stake = (c: number) =>
+          fitsUnits(parseUnits(seq.stakes[c], SCALE), SCALE, minorUnits) ? seq.stakes[c] : '1';
+        /** Coupon → how many of this run's batches had committed when it was registered. */
+        const registeredAfter = new Map<number, number>();
 
         const send = async (b: number, expectFault = false) => {
           stats.deliveries += 1;
@@ -186,14 +211,24 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
           const res = await ops(t.app).post('/coupons', {
             coupon_code: code(c),
             accountId: account,
-            stake: seq.stakes[c],
-            currency: 'EUR',
+            stake: stake(c),
+            currency,
           });
           expect({ coupon: c, status: res.status }).toEqual({ coupon: c, status: 201 });
           registered.add(c);
+          const { rows } = await t.db.query(
+            `SELECT count(*)::int AS n FROM delivery_attempts WHERE batch_id LIKE $1 AND outcome = 'processed'`,
+            [`fb-${run}-%`],
+          );
+          registeredAfter.set(c, rows[0].n);
         };
 
-        await deposit(t.app, account, DEPOSIT, `fdep-${run}`);
+        const dep = await ops(t.app).post(
+          `/accounts/${account}/adjustments`,
+          { amount: DEPOSIT, currency, reason: 'test deposit' },
+          { 'idempotency-key': `fdep-${run}` },
+        );
+        expect(dep.status).toBe(201);
         for (let c = 0; c < COUPONS_PER_SEQUENCE; c++) if (seq.registeredFirst[c]) await registerCoupon(c);
         for (const a of seq.actions) {
           if (a.kind === 'deliver') await send(a.batch);
@@ -217,23 +252,32 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
         for (let b = 0; b < bodies.length; b++) if (!acked.has(b)) await send(b);
         for (let c = 0; c < COUPONS_PER_SEQUENCE; c++) await registerCoupon(c);
 
-        // The model replays the batches in the order the receiver committed them.
+        // The model replays the batches in the order the receiver committed them, each coupon
+        // registered after as many of them as had committed when the receiver registered it.
         const { rows: order } = await t.db.query(
           `SELECT batch_id FROM delivery_attempts WHERE batch_id LIKE $1 AND outcome = 'processed' ORDER BY id`,
           [`fb-${run}-%`],
         );
         expect(order.map((r) => r.batch_id).sort()).toEqual(bodies.map((b) => b.batchId).sort());
-        const models = Array.from({ length: COUPONS_PER_SEQUENCE }, (_, c) => new CouponModel(code(c)));
-        models.forEach((m, c) => m.register(parseCents(seq.stakes[c])));
-        for (const { batch_id } of order) {
+        const models = Array.from(
+          { length: COUPONS_PER_SEQUENCE },
+          (_, c) => new CouponModel(code(c), SCALE),
+        );
+        const registerModels = (committed: number) =>
+          models.forEach((m, c) => {
+            if (registeredAfter.get(c) === committed) m.register(parseUnits(stake(c), SCALE), minorUnits);
+          });
+        for (const [committed, { batch_id }] of order.entries()) {
+          registerModels(committed);
           const body = bodies.find((b) => b.batchId === batch_id)!;
           for (const s of body.coupons) {
             stats.snapshots += 1;
             models[Number(s.coupon_code.split('-')[1])].apply(s);
           }
         }
+        registerModels(order.length);
 
-        let expectedBalance = parseCents(DEPOSIT);
+        let expectedBalance = parseUnits(DEPOSIT, SCALE);
         for (const m of models) {
           const view = (await ops(t.app).get(`/coupons/${m.couponCode}`)).body;
           const events = Object.fromEntries(
@@ -252,17 +296,21 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
           }).toEqual({
             coupon: m.couponCode,
             status: m.status,
-            realWin: m.realWin === null ? null : formatCents(m.realWin),
+            realWin: m.realWin === null ? null : m.show(m.realWin),
             generation: m.generation,
             needsReview: m.needsReview,
             events: Object.fromEntries(m.events),
             operations: m.operationList(),
           });
           expectedBalance += m.netCents;
+          if (view.reviewReason === 'amount_precision') stats.precisionFlags += 1;
         }
         const acct = (await ops(t.app).get(`/accounts/${account}`)).body;
-        expect(acct.balance).toBe(formatCents(expectedBalance));
-        const report = await verifyLedger(t.config.databaseUrl as string);
+        expect(acct.balance).toBe(formatUnits(expectedBalance, SCALE, minorUnits));
+        const report = await verifyLedger(
+          t.config.databaseUrl as string,
+          CurrencyTable.of({ USDT: 6, BTC: 8 }),
+        );
         stats.violations += report.violations.length;
         expect(report.violations).toEqual([]);
       }),

@@ -105,7 +105,7 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       `SELECT count(*)::int AS n, sum(amount)::text AS total FROM financial_operations WHERE coupon_code = ANY($1) AND type = 'final_credit'`,
       [codes],
     );
-    expect(rows[0]).toEqual({ n: 20, total: '40.00' });
+    expect(rows[0]).toEqual({ n: 20, total: '40.00000000' });
   });
 
   it('the same final result in different batches at once: one final_credit; a recalculation raced likewise: one debit', async () => {
@@ -128,10 +128,10 @@ describe('three receivers on one database (CONTRACT §4, §5, §7)', () => {
       [code],
     );
     expect(rows).toEqual([
-      { operation_key: 'R030:0:stake_debit', amount: '1.00' },
-      { operation_key: 'R030:0:final_credit', amount: '12.25' },
-      { operation_key: 'R030:1:recalculation_debit', amount: '12.25' },
-      { operation_key: 'R030:1:final_credit', amount: '5.00' },
+      { operation_key: 'R030:0:stake_debit', amount: '1.00000000' },
+      { operation_key: 'R030:0:final_credit', amount: '12.25000000' },
+      { operation_key: 'R030:1:recalculation_debit', amount: '12.25000000' },
+      { operation_key: 'R030:1:final_credit', amount: '5.00000000' },
     ]);
   });
 

@@ -1,4 +1,6 @@
+import { OperationType } from '../../src/ledger/ledger.types.js';
 import {
+  admitDeferredOperations,
   decideSettlement,
   INITIAL_SETTLEMENT_STATE,
   sameSettlementState,
@@ -665,5 +667,155 @@ describe('sameSettlementState', () => {
     expect(sameSettlementState(settled(1, '5.00'), settled(1, '5.00', { recalculationOpen: true }))).toBe(
       false,
     );
+  });
+});
+
+// Issue 17, CONTRACT §3: a registered coupon's realWin at most its currency's minor units. One
+// table per currency class (0, 2, 3, 6, 8 digits): exact credits, refusals (history only,
+// needs_review amount_precision, never rounded, never paid).
+describe('decideSettlement: amounts at the precision of the coupon currency (issue 17)', () => {
+  const classes: { currency: string; digits: number; fits: string[]; finer: string[] }[] = [
+    { currency: 'JPY', digits: 0, fits: ['1500', '1500.00', '0'], finer: ['1500.50', '0.1'] },
+    { currency: 'EUR', digits: 2, fits: ['185.50', '0.01', '7'], finer: ['185.505', '0.001'] },
+    { currency: 'KWD', digits: 3, fits: ['12.345', '0.001', '12.3450'], finer: ['12.3456', '0.0001'] },
+    { currency: 'USDT', digits: 6, fits: ['0.000001', '25.123456'], finer: ['0.0000001', '25.1234567'] },
+    { currency: 'BTC', digits: 8, fits: ['0.00012345', '0.00000001', '21000000'], finer: ['0.000000001'] },
+  ];
+  for (const c of classes) {
+    describe(`${c.currency} (${c.digits} digits)`, () => {
+      it.each(c.fits)('WIN %s: settled and credited exactly that amount', (amount) => {
+        const d = decideSettlement(
+          S(),
+          { status: 2, realWin: amount },
+          K.WIN,
+          SnapshotSource.CALLBACK,
+          c.digits,
+        );
+        if (/[1-9]/.test(amount)) {
+          expect([d.transition, d.applied, d.operations]).toEqual([
+            T.SETTLED,
+            true,
+            [{ type: 'final_credit', generation: 0, amount }],
+          ]);
+        } else expect([d.transition, d.operations]).toEqual([T.INCONSISTENT_RESULT, []]);
+      });
+
+      it.each(
+        c.finer.flatMap((amount) => [K.WIN, K.REFUND, K.RECALCULATION, K.PENDING].map((k) => [amount, k])),
+      )('realWin %s with kind %s: history only, needs_review amount_precision, no money', (amount, kind) => {
+        for (const state of [S(), settled(0, '1'), S({ recalculationOpen: true, generation: 1 })]) {
+          const d = decideSettlement(
+            state,
+            { status: 2, realWin: amount as string },
+            kind as StatusKind,
+            SnapshotSource.CALLBACK,
+            c.digits,
+          );
+          expect([d.transition, d.applied, d.operations]).toEqual([T.AMOUNT_PRECISION, false, []]);
+          expect(d.state).toEqual({ ...state, needsReview: true, reviewReason: 'amount_precision' });
+        }
+      });
+    });
+  }
+
+  it('authoritative sources are refused a finer amount too; an unallocated coupon (null) is not checked', () => {
+    for (const source of [SnapshotSource.POLL, SnapshotSource.RESOLUTION]) {
+      const d = decideSettlement(settled(0, '1500'), { status: 2, realWin: '1499.5' }, K.WIN, source, 0);
+      expect([d.transition, d.operations, d.state.settledAmount]).toEqual([T.AMOUNT_PRECISION, [], '1500']);
+    }
+    const unallocated = decideSettlement(
+      S(),
+      { status: 2, realWin: '1500.50' },
+      K.WIN,
+      SnapshotSource.CALLBACK,
+      null,
+    );
+    expect(unallocated.operations).toEqual([{ type: 'final_credit', generation: 0, amount: '1500.50' }]);
+  });
+
+  it('a recalculation in KWD and in BTC moves money to the last digit', () => {
+    for (const [digits, win, recalculated, loss] of [
+      [3, '12.345', '7.005', '0'],
+      [8, '0.00012345', '0.00000001', '0'],
+    ] as const) {
+      let state = S();
+      const ops: string[] = [];
+      for (const [status, kind, realWin] of [
+        [2, K.WIN, win],
+        [15, K.RECALCULATION, recalculated],
+        [2, K.WIN, recalculated],
+        [15, K.RECALCULATION, null],
+        [4, K.LOSS, loss],
+      ] as [number, StatusKind, string | null][]) {
+        const d = decideSettlement(state, { status, realWin }, kind, SnapshotSource.CALLBACK, digits);
+        state = d.state;
+        ops.push(...d.operations.map((o) => `${o.type}:${o.generation}:${o.amount}`));
+      }
+      expect(ops).toEqual([
+        `final_credit:0:${win}`,
+        `recalculation_debit:1:${win}`,
+        `final_credit:1:${recalculated}`,
+        `recalculation_debit:2:${recalculated}`,
+      ]);
+      expect(state).toMatchObject({
+        generation: 2,
+        generationSettled: true,
+        settledAmount: '0',
+        needsReview: false,
+      });
+    }
+  });
+});
+
+describe('admitDeferredOperations: registering a coupon settled while unallocated (issue 17)', () => {
+  const op = (type: 'final_credit' | 'recalculation_debit', generation: number, amount: string) => ({
+    type: type as OperationType.FINAL_CREDIT,
+    generation,
+    amount,
+  });
+  const rows = (...ops: ReturnType<typeof op>[][]) =>
+    ops.map((o, i) => ({ batchId: `b${i}`, operations: o }));
+
+  it('everything fits: posted as decided, the state unchanged', () => {
+    const decided = rows([op('final_credit', 0, '1500')]);
+    expect(admitDeferredOperations(settled(0, '1500'), decided, 0)).toEqual({
+      admitted: decided,
+      state: null,
+    });
+  });
+
+  it('a finer final credit: not posted, the generation unsettled, flagged amount_precision', () => {
+    const r = admitDeferredOperations(settled(0, '1500.50'), rows([op('final_credit', 0, '1500.50')]), 0);
+    expect(r.admitted).toEqual(rows([]));
+    expect(r.state).toEqual(
+      settled(0, '1500.50', {
+        generationSettled: false,
+        settledAmount: null,
+        needsReview: true,
+        reviewReason: 'amount_precision',
+      }),
+    );
+  });
+
+  it('a finer credit cancelled by a recalculation: both left out, the later fitting result posted', () => {
+    const state = settled(1, '12.34', { recalculationOpen: true });
+    const r = admitDeferredOperations(
+      state,
+      rows(
+        [op('final_credit', 0, '10.005')],
+        [op('recalculation_debit', 1, '10.005'), op('final_credit', 1, '12.34')],
+      ),
+      2,
+    );
+    expect(r.admitted).toEqual(rows([], [op('final_credit', 1, '12.34')]));
+    expect(r.state).toEqual({ ...state, needsReview: true, reviewReason: 'amount_precision' });
+  });
+
+  it('a PENDING realWin finer than the currency flags without touching money', () => {
+    const state = S({ status: 1, realWin: '3.0001' });
+    expect(admitDeferredOperations(state, [], 3)).toEqual({
+      admitted: [],
+      state: { ...state, needsReview: true, reviewReason: 'amount_precision' },
+    });
   });
 });

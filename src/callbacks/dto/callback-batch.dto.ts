@@ -55,7 +55,7 @@ export class CallbackCouponDto {
     nullable: true,
     required: false,
     description:
-      'amount to credit (stake included); decimal string or number, at most 2 fraction digits; null while not settled',
+      'amount to credit (stake included); decimal string or number, at most the minor-unit digits of the coupon currency ("1500" JPY, "12.345" KWD, "0.00012345" BTC); null while not settled',
   })
   @ValidateBy({
     name: 'isRealWin',

@@ -52,7 +52,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           claimed = row;
           try {
             await tx.savepoint('inbox_apply', async () => {
-              const batch = parseBatch(row.payload, this.config.amountScale);
+              const batch = parseBatch(row.payload, this.config.currencies.maxMinorUnits);
               const claim = await this.callbacks.applyClaimed(tx, batch);
               await this.rows.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
             });

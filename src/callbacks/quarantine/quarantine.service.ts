@@ -81,7 +81,7 @@ export class QuarantineService {
           const row = await this.quarantine.find(tx, id, true);
           if (!row) throw notFound(id);
           batchId = row.batchId;
-          const batch = parseBatch(row.body, this.config.amountScale);
+          const batch = parseBatch(row.body, this.config.currencies.maxMinorUnits);
           batchId = batch.batchId;
           couponCount = batch.couponCount;
           let outcome: 'processed' | 'duplicate';

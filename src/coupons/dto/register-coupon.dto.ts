@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Length, Matches } from 'class-validator';
-import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
+import { IsAllowedCurrency, IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 
 /** `POST /coupons` body (CONTRACT §10): a placed coupon, its owner and stake. */
 export class RegisterCouponDto {
@@ -26,12 +26,18 @@ export class RegisterCouponDto {
 
   @ApiProperty({
     example: '10.00',
-    description: 'Stake, positive decimal string with at most 2 fraction digits.',
+    description:
+      'Stake, positive decimal string with at most the currency\'s minor-unit digits ("1500" JPY, "10.00" EUR, ' +
+      '"12.345" KWD, "0.00012345" BTC).',
   })
-  @IsDecimalAmount()
+  @IsDecimalAmount({ currencyField: 'currency' })
   stake: string;
 
-  @ApiProperty({ example: 'EUR', description: 'ISO 4217 currency code.' })
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters' })
+  @ApiProperty({
+    example: 'EUR',
+    pattern: '^[A-Z0-9]{3,8}$',
+    description: 'ISO 4217 code or one of CURRENCY_MINOR_UNITS (e.g. USDT), restricted by CURRENCIES.',
+  })
+  @IsAllowedCurrency()
   currency: string;
 }

@@ -30,7 +30,7 @@ export class CouponSnapshotEntity {
   @JoinColumn({ name: 'batch_id', foreignKeyConstraintName: 'coupon_snapshots_batch_id_fkey' })
   batch: Relation<CallbackBatchEntity>;
   @Column('int') status: number;
-  @Column('numeric', { name: 'real_win', precision: 20, scale: 2, nullable: true }) realWin: string | null;
+  @Column('numeric', { name: 'real_win', precision: 26, scale: 8, nullable: true }) realWin: string | null;
   @Column('boolean') applied: boolean;
   @Column('text') transition: string;
   @Column('int') generation: number;

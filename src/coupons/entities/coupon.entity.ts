@@ -39,15 +39,15 @@ export class CouponEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'coupons_account_id_fkey' })
   account: Relation<AccountEntity> | null;
-  @Column('numeric', { precision: 20, scale: 2, nullable: true }) stake: string | null;
-  @Column('char', { length: 3, nullable: true }) currency: string | null;
+  @Column('numeric', { precision: 26, scale: 8, nullable: true }) stake: string | null;
+  @Column('varchar', { length: 8, nullable: true }) currency: string | null;
   @Column('char', { name: 'registration_hash', length: 64, nullable: true }) registrationHash: string | null;
   @Column('timestamptz', { name: 'registered_at', nullable: true }) registeredAt: Date | null;
   @Column('int', { nullable: true }) status: number | null;
-  @Column('numeric', { name: 'real_win', precision: 20, scale: 2, nullable: true }) realWin: string | null;
+  @Column('numeric', { name: 'real_win', precision: 26, scale: 8, nullable: true }) realWin: string | null;
   @Column('int', { name: 'settlement_generation', default: 0 }) settlementGeneration: number;
   @Column('boolean', { name: 'generation_settled', default: false }) generationSettled: boolean;
-  @Column('numeric', { name: 'settled_amount', precision: 20, scale: 2, nullable: true })
+  @Column('numeric', { name: 'settled_amount', precision: 26, scale: 8, nullable: true })
   settledAmount: string | null;
   @Column('boolean', { name: 'recalculation_open', default: false }) recalculationOpen: boolean;
   @Column('boolean', { name: 'needs_review', default: false }) needsReview: boolean;

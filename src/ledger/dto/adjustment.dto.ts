@@ -1,18 +1,24 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length, Matches } from 'class-validator';
-import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
+import { IsString, Length } from 'class-validator';
+import { IsAllowedCurrency, IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 
 /** `POST /accounts/{id}/adjustments` body (CONTRACT §10). */
 export class AdjustmentDto {
   @ApiProperty({
     example: '100.00',
-    description: 'Deposit (positive) or withdrawal (negative), not zero, at most 2 fraction digits.',
+    description:
+      "Deposit (positive) or withdrawal (negative), not zero, at most the currency's minor-unit digits " +
+      '("1500" JPY, "100.00" EUR, "12.345" KWD, "0.00012345" BTC).',
   })
-  @IsDecimalAmount({ allowNegative: true })
+  @IsDecimalAmount({ allowNegative: true, currencyField: 'currency' })
   amount: string;
 
-  @ApiProperty({ example: 'EUR' })
-  @Matches(/^[A-Z]{3}$/, { message: 'currency must be three upper-case letters' })
+  @ApiProperty({
+    example: 'EUR',
+    pattern: '^[A-Z0-9]{3,8}$',
+    description: 'ISO 4217 code or one of CURRENCY_MINOR_UNITS (e.g. USDT), restricted by CURRENCIES.',
+  })
+  @IsAllowedCurrency()
   currency: string;
 
   @ApiProperty({ example: 'cashier deposit' })

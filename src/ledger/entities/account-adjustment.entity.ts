@@ -19,14 +19,14 @@ export class AccountAdjustmentEntity {
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'account_adjustments_account_id_fkey' })
   account: Relation<AccountEntity>;
   @Column('char', { name: 'request_hash', length: 64 }) requestHash: string;
-  @Column('numeric', { precision: 20, scale: 2 }) amount: string;
-  @Column('char', { length: 3 }) currency: string;
+  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
+  @Column('varchar', { length: 8 }) currency: string;
   @Column('text') reason: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
   @ManyToOne(() => FinancialOperationEntity)
   @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'account_adjustments_operation_id_fkey' })
   operation: Relation<FinancialOperationEntity>;
-  @Column('numeric', { name: 'balance_after', precision: 20, scale: 2 }) balanceAfter: string;
+  @Column('numeric', { name: 'balance_after', precision: 26, scale: 8 }) balanceAfter: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @Column('text', { nullable: true }) actor: string | null;
 }

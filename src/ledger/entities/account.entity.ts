@@ -2,19 +2,19 @@ import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColum
 import type { AccountKind } from '../ledger.types.js';
 
 /**
- * A ledger account (CONTRACT §7). `balance` is a materialised `numeric(20,2)` (a decimal string in
+ * A ledger account (CONTRACT §7). `balance` is a materialised `numeric(26,8)` (a decimal string in
  * JS) equal to the sum of the account's entries, updated under a row lock in the same transaction.
  */
 @Entity('accounts')
 @Check('accounts_id_check', 'length(id) BETWEEN 1 AND 64')
 @Check('accounts_kind_check', "kind IN ('player', 'house')")
-@Check('accounts_currency_check', "currency ~ '^[A-Z]{3}$'")
+@Check('accounts_currency_check', "currency ~ '^[A-Z0-9]{3,8}$'")
 @Check('accounts_check', "(kind = 'house') = (id LIKE 'house:%')")
 export class AccountEntity {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'accounts_pkey' }) id: string;
   @Column('text') kind: AccountKind;
-  @Column('char', { length: 3 }) currency: string;
-  @Column('numeric', { precision: 20, scale: 2, default: 0 }) balance: string;
+  @Column('varchar', { length: 8 }) currency: string;
+  @Column('numeric', { precision: 26, scale: 8, default: 0 }) balance: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -42,8 +42,8 @@ export class FinancialOperationEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'financial_operations_account_id_fkey' })
   account: Relation<AccountEntity>;
-  @Column('numeric', { precision: 20, scale: 2 }) amount: string;
-  @Column('char', { length: 3 }) currency: string;
+  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
+  @Column('varchar', { length: 8 }) currency: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

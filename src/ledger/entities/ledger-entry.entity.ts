@@ -31,6 +31,6 @@ export class LedgerEntryEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'ledger_entries_account_id_fkey' })
   account: Relation<AccountEntity>;
-  @Column('numeric', { precision: 20, scale: 2 }) amount: string;
+  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

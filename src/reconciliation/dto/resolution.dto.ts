@@ -10,7 +10,7 @@ export class ResolutionDto {
     type: String,
     nullable: true,
     description:
-      'amount to credit for the result (stake included), at most 2 fraction digits; null: a loss (0)',
+      "amount to credit for the result (stake included), at most the minor-unit digits of the coupon's currency; null: a loss (0)",
   })
   @ValidateIf((_, v) => v !== null)
   @IsDecimalAmount({ allowZero: true })

@@ -36,7 +36,7 @@ export class CouponResolutionEntity {
   coupon: Relation<CouponEntity>;
   @Column('char', { name: 'request_hash', length: 64 }) requestHash: string;
   @Column('int') status: number;
-  @Column('numeric', { name: 'real_win', precision: 20, scale: 2 }) realWin: string;
+  @Column('numeric', { name: 'real_win', precision: 26, scale: 8 }) realWin: string;
   @Column('text') reason: string;
   @Column('text', { name: 'resolved_by' }) resolvedBy: string;
   @Column('text', { name: 'batch_id' }) batchId: string;

@@ -2,6 +2,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import pg from 'pg';
+import type { CurrencyTable } from '../../../src/common/currency.js';
 import { LedgerReport, LedgerVerifier } from '../../../src/ledger/ledger-verifier.js';
 import { createTestDatabase } from '../../support/database.js';
 import { OPS_KEY, SECRET, sign } from '../../support/test-app.js';
@@ -266,11 +267,11 @@ export async function fundCoupons(
 }
 
 /** Runs {@link LedgerVerifier} on a fresh connection to `url`. */
-export async function verifyLedger(url: string): Promise<LedgerReport> {
+export async function verifyLedger(url: string, currencies?: CurrencyTable): Promise<LedgerReport> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    return await new LedgerVerifier(client).verify();
+    return await new LedgerVerifier(client, currencies).verify();
   } finally {
     await client.end();
   }
