@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { Statement, Tx } from '../database/transaction.js';
+import { Statement } from '../database/transaction.js';
 import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.js';
 
-/** Result of claiming a batch id: new, already committed with the same body, or with another. */
-export type BatchClaim = 'claimed' | 'duplicate' | 'conflict';
+/** Result of applying a batch inside a caller's transaction: applied now, or the same body before. */
+export type BatchClaim = 'claimed' | 'duplicate';
 
 /** A committed batch found by the hash of its body. */
 export interface CommittedBatch {
@@ -47,62 +47,58 @@ export class BatchRepository {
   }
 
   /**
-   * Claims the batch id for a batch applied inside another transaction (inbox workers, replays,
-   * reconciliation): inserts it with its payload hash and `actor` (the partner API key's name of a
-   * reconcile, resolution or replay; null otherwise) (a concurrent
-   * transaction inserting the same id makes this wait on the unique index, until the deadline),
-   * and reads the stored hash when it existed: `duplicate` (same hash) or `conflict`, never a
-   * unique-violation error.
-   */
-  async claim(
-    tx: Tx,
-    batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
-    actor: string | null,
-  ): Promise<BatchClaim> {
-    const { inserted, stored } = await tx.send({
-      inserted: {
-        text: `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, actor)
-               VALUES ($1, $2, $3, $4, $5) ON CONFLICT (batch_id) DO NOTHING RETURNING batch_id`,
-        values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody, actor],
-        waitsUntilDeadline: true,
-      },
-      stored: {
-        text: 'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
-        values: [batch.batchId],
-      } as Statement<{ payload_hash: string }>,
-    });
-    if (inserted.rowCount === 1) return 'claimed';
-    return stored.rows[0]?.payload_hash === batch.payloadHash ? 'duplicate' : 'conflict';
-  }
-
-  /**
-   * The claim of the callback's hot path, sent in one group with the statements that depend on it:
-   * inserts the batch id with its payload hash (`ON CONFLICT DO NOTHING`, waiting on a concurrent
-   * insert of the same id until it commits or rolls back) and notes in the transaction whether
-   * it owns the batch, which {@link CLAIMED_BY_THIS_TRANSACTION} reads in the statements after it.
-   * Claims nothing while the inbox holds a pending row with this batch id or any of
-   * `couponCodes` (an inbox replica on the same database got an earlier batch of these coupons).
+   * Claims the batch id, sent in one group with the statements that depend on it: inserts it with
+   * its payload hash and `actor` (the partner API key's name of a reconcile, resolution or replay;
+   * null for a callback) (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id
+   * until it commits or rolls back) and notes in the transaction whether it owns the batch, which
+   * {@link CLAIMED_BY_THIS_TRANSACTION} reads in the statements after it. With `checkInbox` (the
+   * callback's hot path) it claims nothing while the inbox holds a pending row with this batch id
+   * or any of `couponCodes` (an inbox replica on the same database got an earlier batch of these
+   * coupons); an inbox worker applying that very row claims without it.
    */
   claimStatement(
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
     couponCodes: string[],
+    options: { checkInbox: boolean; actor?: string | null },
   ): Statement<{ claimed: boolean; inboxPending: boolean }> {
     return {
       name: 'cb_claim',
       text: `WITH held AS (
-               SELECT EXISTS (
+               SELECT $6::boolean AND EXISTS (
                  SELECT 1 FROM callback_inbox
                  WHERE status = 'pending' AND (batch_id = $1 OR coupon_codes && $5::text[])
                ) AS inbox_pending
              ), claim AS (
-               INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload)
-               SELECT $1, $2, $3, $4 FROM held WHERE NOT held.inbox_pending
+               INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, actor)
+               SELECT $1, $2, $3, $4, $7 FROM held WHERE NOT held.inbox_pending
                ON CONFLICT (batch_id) DO NOTHING RETURNING 1
              )
              SELECT set_config('${CLAIMED_SETTING}', (EXISTS (SELECT 1 FROM claim))::text, true)::boolean AS claimed,
                     (SELECT inbox_pending FROM held) AS "inboxPending"`,
-      values: [batch.batchId, batch.payloadHash, batch.couponCount, batch.rawBody, couponCodes],
+      values: [
+        batch.batchId,
+        batch.payloadHash,
+        batch.couponCount,
+        batch.rawBody,
+        couponCodes,
+        options.checkInbox,
+        options.actor ?? null,
+      ],
       waitsUntilDeadline: true,
+    };
+  }
+
+  /**
+   * After {@link claimStatement} in the same group: the payload hash stored with a batch id this
+   * transaction did not claim (committed by another; one row), no row when it claimed it. Its own
+   * statement, so it sees the row a concurrent claim committed while the claim waited.
+   */
+  storedHashStatement(batchId: string): Statement<{ payload_hash: string }> {
+    return {
+      name: 'cb_stored_hash',
+      text: `SELECT payload_hash::text AS payload_hash FROM callback_batches
+              WHERE batch_id = $1 AND NOT ${CLAIMED_BY_THIS_TRANSACTION}`,
+      values: [batchId],
     };
   }
 

@@ -152,7 +152,7 @@ export class CallbackService {
       async (tx) => {
         const { claim, locked } = await tx.send({
           batchLock: this.batches.batchIdLockStatement(batch.batchId),
-          claim: this.batches.claimStatement(batch, codes),
+          claim: this.batches.claimStatement(batch, codes, { checkInbox: true }),
           coupons: this.coupons.insertMissingStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
           locked: this.coupons.lockStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
         });
@@ -198,18 +198,15 @@ export class CallbackService {
    * @returns `claimed` (applied now) or `duplicate` (the same body was applied before: nothing done).
    * @throws DomainException BATCH_CONFLICT when the batch id was applied with another body.
    */
-  async applyClaimed(
-    tx: Tx,
-    batch: ParsedBatch,
-    actor: string | null = null,
-  ): Promise<'claimed' | 'duplicate'> {
+  async applyClaimed(tx: Tx, batch: ParsedBatch, actor: string | null = null): Promise<BatchClaim> {
     return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK, actor)).claim;
   }
 
   /**
    * Applies a batch inside the caller's transaction `tx` with the rules of `source` (a callback
    * batch, or a synthetic one of §9: a coupon read, an operator's resolution): the steps of
-   * {@link process}, one round trip each, without a delivery attempt. `actor`: the name of the
+   * {@link process} (a group that claims the batch id and locks its coupons, then one that writes
+   * and posts), without a delivery attempt and without COMMIT. `actor`: the name of the
    * partner API key whose request applies it, stored with the batch id (null: no key).
    * @returns the claim (`duplicate`: applied before, nothing done) and each coupon's transition.
    * @throws DomainException BATCH_CONFLICT (the batch id with another payload hash); LedgerException.
@@ -219,28 +216,32 @@ export class CallbackService {
     batch: ParsedBatch,
     source: SnapshotSource,
     actor: string | null = null,
-  ): Promise<{ claim: Exclude<BatchClaim, 'conflict'>; transitions: Map<string, TransitionName> }> {
-    const claim = await this.batches.claim(tx, batch, actor);
-    if (claim === 'conflict') {
-      throw new DomainException(
-        ErrorCode.BATCH_CONFLICT,
-        `batch ${batch.batchId} was delivered before with a different body`,
-      );
+  ): Promise<{ claim: BatchClaim; transitions: Map<string, TransitionName> }> {
+    const codes = orderedCoupons(batch).map((c) => c.couponCode);
+    const { claim, stored, locked } = await tx.send({
+      claim: this.batches.claimStatement(batch, codes, { checkInbox: false, actor }),
+      stored: this.batches.storedHashStatement(batch.batchId),
+      coupons: this.coupons.insertMissingStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
+      locked: this.coupons.lockStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
+    });
+    if (!claim.rows[0].claimed) {
+      if (stored.rows[0]?.payload_hash !== batch.payloadHash) {
+        throw new DomainException(
+          ErrorCode.BATCH_CONFLICT,
+          `batch ${batch.batchId} was delivered before with a different body`,
+        );
+      }
+      return { claim: 'duplicate', transitions: new Map() };
     }
-    if (claim === 'duplicate') return { claim, transitions: new Map() };
-    const rows = await this.coupons.lockForBatch(
-      tx,
-      orderedCoupons(batch).map((c) => c.couponCode),
-    );
     const settlement = settleBatch(
       batch,
-      new Map(rows.map((r) => [r.couponCode, r])),
+      new Map(locked.rows.map((r) => [r.couponCode, r])),
       (status) => this.statusMap.kindOf(status),
       source,
       this.minorUnitsOf,
     );
     await tx.send(this.writeStatements(tx, settlement.writes, settlement.postings, null));
-    return { claim, transitions: settlement.transitions };
+    return { claim: 'claimed', transitions: settlement.transitions };
   }
 
   /**

@@ -44,6 +44,8 @@ export interface AppConfig {
   amountScale: number;
   /** Allowed currencies and every known currency's minor units (CONTRACT §3). */
   currencies: CurrencyTable;
+  /** House settlement sub-accounts per currency; a posting takes a free one (CONTRACT §7). */
+  houseSubAccounts: number;
   /** Start-up warnings (deprecated variables), logged once the logger is up. */
   warnings: string[];
   /** Status code → kind; defaults of CONTRACT §6 when unset. */
@@ -179,6 +181,7 @@ export const envSchema = Joi.object({
     .integer()
     .min(1024)
     .default(8 * 1024 * 1024),
+  HOUSE_SUB_ACCOUNTS: Joi.number().integer().min(1).max(256).default(16),
   // Deprecated: only the minor units of a currency neither ISO 4217 nor CURRENCY_MINOR_UNITS knows.
   AMOUNT_SCALE: Joi.number().integer().min(0).max(2).optional(),
   CURRENCY_MINOR_UNITS: Joi.string()
@@ -244,7 +247,7 @@ export const envSchema = Joi.object({
     .optional(),
   CALLBACK_MODE: Joi.string().valid('inline', 'inbox').default('inline'),
   INBOX_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(500),
-  INBOX_CONCURRENCY: Joi.number().integer().min(1).max(32).default(2),
+  INBOX_CONCURRENCY: Joi.number().integer().min(1).max(32).default(8),
   INBOX_MAX_ATTEMPTS: Joi.number().integer().min(1).max(1000).default(10),
   INBOX_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
   INBOX_RETRY_MAX_MS: Joi.number()
@@ -341,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     maxInflightBytes: v.CALLBACK_MAX_INFLIGHT_BYTES as number,
     amountScale: (v.AMOUNT_SCALE as number | undefined) ?? LEGACY_MINOR_UNITS,
     currencies: currencyTable(v),
+    houseSubAccounts: v.HOUSE_SUB_ACCOUNTS as number,
     warnings:
       v.AMOUNT_SCALE === undefined
         ? []

@@ -78,6 +78,8 @@ export class Tx {
   private current: { statement: number; lock: number } | undefined;
   /** A statement failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. */
   private aborted = false;
+  /** Statements without results (SAVEPOINT, RELEASE) sent first with the next group. */
+  private readonly pending: Statement[] = [];
   private done = false;
   /** @internal COMMIT was sent: a lost connection from here on leaves its outcome unknown. */
   committing = false;
@@ -133,18 +135,25 @@ export class Tx {
   /**
    * Runs `work` under `SAVEPOINT name`. When it throws, the transaction is rolled back to the
    * savepoint (its writes, after-commit hooks and timeout changes undone), stays usable, and the
-   * error is rethrown.
+   * error is rethrown. SAVEPOINT and RELEASE travel with the next group: no round trip of their own.
    */
   async savepoint<T>(name: string, work: () => Promise<T>): Promise<T> {
     const hooks = this.commitHooks.length;
     const current = this.current;
-    await this.query(`SAVEPOINT ${name}`);
+    const begin: Statement = { text: `SAVEPOINT ${name}` };
+    this.pending.push(begin);
+    const unsent = () => {
+      const at = this.pending.indexOf(begin);
+      if (at >= 0) this.pending.splice(at, 1);
+      return at >= 0;
+    };
     try {
       const result = await work();
-      await this.query(`RELEASE SAVEPOINT ${name}`);
+      if (!unsent()) this.pending.push({ text: `RELEASE SAVEPOINT ${name}` });
       return result;
     } catch (err) {
       this.commitHooks.splice(hooks);
+      if (unsent()) throw err; // nothing was sent under it: nothing to undo
       this.aborted = false;
       this.current = current;
       await this.query(`ROLLBACK TO SAVEPOINT ${name}`);
@@ -165,6 +174,8 @@ export class Tx {
     const pending: Promise<pg.QueryResult>[] = [];
     const at: number[] = [];
     const query_timeout = left + CLIENT_TIMEOUT_MARGIN_MS;
+    for (const { text } of this.pending.splice(0))
+      pending.push(this.client.query({ text, query_timeout } as TimedQuery));
     for (const name of names) {
       const timeouts = this.timeoutsFor(group[name], left);
       if (timeouts) pending.push(this.client.query({ ...timeouts, query_timeout } as TimedQuery));

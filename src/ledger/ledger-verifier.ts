@@ -17,6 +17,10 @@ export enum LedgerCheck {
   LEDGER_UNBALANCED = 'ledger_unbalanced',
   /** An account's materialised balance differs from the sum of its entries. */
   BALANCE_MISMATCH = 'balance_mismatch',
+  /** The balances of a currency's accounts (players and house sub-accounts) do not sum to zero. */
+  CURRENCY_UNBALANCED = 'currency_unbalanced',
+  /** A currency's house balance (the sum of its sub-accounts) differs from the sum of their entries. */
+  HOUSE_BALANCE_MISMATCH = 'house_balance_mismatch',
   /** An operation key that is not `<coupon_code>:<generation>:<type>` or `adjustment:<key>` for its row. */
   OPERATION_KEY_MALFORMED = 'operation_key_malformed',
   /** The same operation key twice (the unique constraint forbids it; checked anyway). */
@@ -80,6 +84,9 @@ const MINOR_UNITS = (currency: string) => `coalesce(($1::jsonb ->> ${currency}):
 const SHOWN = (amount: string, currency: string | null = null) =>
   `round(${amount}, greatest(${currency ? MINOR_UNITS(currency) : '2'}, min_scale(${amount})))::text`;
 
+/** An entry `e` (its account `ea`) on a house sub-account of operation `o`'s currency, in SQL. */
+const HOUSE_OF_OPERATION = `ea.kind = 'house' AND ea.currency = o.currency`;
+
 /** Signed effect of an operation on the player's account, in SQL (CONTRACT §7). */
 const PLAYER_SIGN = `CASE o.type WHEN 'final_credit' THEN 1 WHEN 'deposit' THEN 1 ELSE -1 END`;
 
@@ -92,20 +99,22 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     check: LedgerCheck.OPERATION_UNBALANCED,
     sql: `
       SELECT o.operation_key AS subject,
-             format('%s entries summing to %s; player entries %s on %s (expected %s), house entries %s on %s (expected %s)',
+             format('%s entries summing to %s; player entries %s on %s (expected %s), house entries %s on %s house account(s) of %s (expected %s)',
                     count(e.id), ${SHOWN('coalesce(sum(e.amount), 0)', 'o.currency')},
                     ${SHOWN('coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0)', 'o.currency')}, o.account_id,
                     ${SHOWN(`o.amount * ${PLAYER_SIGN}`, 'o.currency')},
-                    ${SHOWN(`coalesce(sum(e.amount) FILTER (WHERE e.account_id = 'house:' || o.currency), 0)`, 'o.currency')}, 'house:' || o.currency,
+                    ${SHOWN(`coalesce(sum(e.amount) FILTER (WHERE ${HOUSE_OF_OPERATION}), 0)`, 'o.currency')},
+                    count(e.id) FILTER (WHERE ${HOUSE_OF_OPERATION}), o.currency,
                     ${SHOWN(`-o.amount * ${PLAYER_SIGN}`, 'o.currency')}) AS detail
       FROM financial_operations o
       LEFT JOIN ledger_entries e ON e.operation_id = o.id
+      LEFT JOIN accounts ea ON ea.id = e.account_id
       GROUP BY o.id
       HAVING count(e.id) <> 2
           OR coalesce(sum(e.amount), 0) <> 0
           OR count(e.id) FILTER (WHERE e.account_id = o.account_id) <> 1
           OR coalesce(sum(e.amount) FILTER (WHERE e.account_id = o.account_id), 0) <> o.amount * ${PLAYER_SIGN}
-          OR count(e.id) FILTER (WHERE e.account_id = 'house:' || o.currency) <> 1
+          OR count(e.id) FILTER (WHERE ${HOUSE_OF_OPERATION}) <> 1
       ORDER BY o.id`,
   },
   {
@@ -123,6 +132,25 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
       LEFT JOIN (SELECT account_id, sum(amount) AS total FROM ledger_entries GROUP BY account_id) e ON e.account_id = a.id
       WHERE a.balance <> coalesce(e.total, 0)
       ORDER BY a.id`,
+  },
+  {
+    check: LedgerCheck.CURRENCY_UNBALANCED,
+    sql: `
+      SELECT currency AS subject, format('the balances of its accounts sum to %s, not 0', ${SHOWN('sum(balance)', 'currency')}) AS detail
+      FROM accounts GROUP BY currency HAVING sum(balance) <> 0
+      ORDER BY currency`,
+  },
+  {
+    check: LedgerCheck.HOUSE_BALANCE_MISMATCH,
+    sql: `
+      SELECT 'house:' || h.currency AS subject,
+             format('house balance %s (%s sub-accounts), its entries sum to %s',
+                    ${SHOWN('h.balance', 'h.currency')}, h.accounts, ${SHOWN('coalesce(e.total, 0)', 'h.currency')}) AS detail
+      FROM (SELECT currency, sum(balance) AS balance, count(*) AS accounts FROM accounts WHERE kind = 'house' GROUP BY currency) h
+      LEFT JOIN (SELECT a.currency, sum(le.amount) AS total FROM ledger_entries le JOIN accounts a ON a.id = le.account_id
+                 WHERE a.kind = 'house' GROUP BY a.currency) e ON e.currency = h.currency
+      WHERE h.balance <> coalesce(e.total, 0)
+      ORDER BY h.currency`,
   },
   {
     check: LedgerCheck.OPERATION_KEY_MALFORMED,

@@ -69,11 +69,12 @@ export class LedgerRepository {
 
   /**
    * The whole posting (CONTRACT §7) in one statement: locks the players (ascending id); checks
-   * every account exists in its operation's currency and that no `requireFunds` operation takes
-   * its player below zero (in the given order); inserts the operations whose key is new, two
-   * entries each, and the balance deltas, the house account's last (its lock is held only until
-   * the COMMIT that follows). An existing key must name the same operation. A failed check raises
-   * its {@link LEDGER_SQLSTATE}, mapped to a LedgerException. `houseIds[i]` is `postings[i]`'s.
+   * every player account exists in its operation's currency and that no `requireFunds` operation
+   * takes its player below zero (in the given order); then takes one house sub-account per
+   * currency among `houseIds` (a free one at random, `SKIP LOCKED`; waits only when all are taken),
+   * so concurrent postings do not queue on one house row; inserts the operations whose key is
+   * new, two entries each, and the balance deltas. An existing key must name the same operation.
+   * A failed check raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
    */
   postingStatement(postings: Posting[], houseIds: string[], playerIds: string[]): Statement<PostingRow> {
     const code = LEDGER_SQLSTATE;
@@ -81,15 +82,11 @@ export class LedgerRepository {
       name: 'lg_post',
       text: `WITH oin AS MATERIALIZED (
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[],
-                                    $7::text[], $8::text[], $9::text[], $10::boolean[]) WITH ORDINALITY
-                 AS o(key, type, code, generation, account, amount, currency, batch_id, house, require_funds, ord)
+                                    $7::text[], $8::text[], $9::boolean[]) WITH ORDINALITY
+                 AS o(key, type, code, generation, account, amount, currency, batch_id, require_funds, ord)
              ), lk AS MATERIALIZED (
                SELECT id, currency::text AS currency, balance FROM accounts
                WHERE id = ANY($11::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE
-             ), acc AS MATERIALIZED (
-               SELECT id, currency FROM lk
-               UNION ALL
-               SELECT id, currency::text FROM accounts WHERE id IN (SELECT house FROM oin)
              ), funds AS MATERIALIZED (
                -- Only when an operation requires funds: each new operation's player balance after
                -- it, the operations before it (in the given order) included.
@@ -102,39 +99,46 @@ export class LedgerRepository {
                WHERE (SELECT bool_or(require_funds) FROM oin)
              ), checked AS MATERIALIZED (
                SELECT coalesce(bool_and(receiver_assert(
-                 a.id IS NOT NULL AND a.currency = x.currency,
+                 a.id IS NOT NULL AND a.currency = o.currency,
                  CASE WHEN a.id IS NULL THEN '${code[ErrorCode.NOT_FOUND]}' ELSE '${code[ErrorCode.CURRENCY_MISMATCH]}' END,
-                 CASE WHEN a.id IS NULL THEN format('account %s does not exist', x.account)
-                      ELSE format('account %s holds %s, not %s', x.account, a.currency, x.currency) END)), true)
+                 CASE WHEN a.id IS NULL THEN format('account %s does not exist', o.account)
+                      ELSE format('account %s holds %s, not %s', o.account, a.currency, o.currency) END)), true)
                AND (SELECT coalesce(bool_and(receiver_assert(after >= 0, '${code[ErrorCode.INSUFFICIENT_FUNDS]}',
                       format('balance of %s is below %s', account, amount))), true)
                     FROM funds WHERE require_funds AND delta < 0) AS ok
-               FROM (SELECT account, currency FROM oin UNION ALL SELECT house, currency FROM oin) x
-               LEFT JOIN acc a ON a.id = x.account
+               FROM oin o LEFT JOIN lk a ON a.id = o.account
+             ), house AS MATERIALIZED (
+               -- After the players (it waits for the checks): one house sub-account per currency.
+               SELECT currency, id FROM (
+                 SELECT c.currency, coalesce(
+                   (SELECT h.id FROM accounts h
+                     WHERE h.id = ANY($10::text[]) AND h.kind = 'house' AND h.currency = c.currency
+                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED),
+                   (SELECT h.id FROM accounts h
+                     WHERE h.id = ANY($10::text[]) AND h.kind = 'house' AND h.currency = c.currency
+                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE)) AS id
+                 FROM (SELECT DISTINCT currency FROM oin) c
+                 WHERE (SELECT ok FROM checked)) h
+               WHERE receiver_assert(id IS NOT NULL, '${code[ErrorCode.NOT_FOUND]}', format('no house account holds %s', currency))
              ), ins AS (
                INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id)
                SELECT key, type, code, generation, account, amount, currency, batch_id FROM oin
                WHERE (SELECT ok FROM checked)
                ORDER BY ord
                ON CONFLICT (operation_key) DO NOTHING
-               RETURNING id, operation_key, type, account_id,
+               RETURNING id, operation_key, type, account_id, currency,
                  CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
              ), mv AS MATERIALIZED (
                SELECT i.id, 0 AS side, i.account_id AS account, i.delta FROM ins i
                UNION ALL
-               SELECT i.id, 1, o.house, -i.delta FROM ins i JOIN oin o ON o.key = i.operation_key
+               SELECT i.id, 1, h.id, -i.delta FROM ins i JOIN house h ON h.currency = i.currency
              ), ent AS (
                INSERT INTO ledger_entries (operation_id, account_id, amount)
                SELECT id, account, delta FROM mv ORDER BY id, side
              ), bal AS (
-               -- Runs after the main query (nothing refers to it): the house accounts are locked
-               -- here, in ascending id order, right before the balances change and COMMIT follows.
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
-                 AND (SELECT count(*) FROM (
-                       SELECT id FROM accounts WHERE id IN (SELECT house FROM oin)
-                       ORDER BY id COLLATE "C" FOR NO KEY UPDATE) hl) >= 0
              )
              SELECT (SELECT json_object_agg(operation_key, id::text) FROM ins) AS inserted,
                (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
@@ -158,8 +162,8 @@ export class LedgerRepository {
         postings.map((p) => p.amount),
         postings.map((p) => p.currency),
         postings.map((p) => p.batchId ?? null),
-        houseIds,
         postings.map((p) => p.requireFunds === true),
+        houseIds,
         playerIds,
       ],
       mapError: ledgerErrorOf,

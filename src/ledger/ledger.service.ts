@@ -9,7 +9,7 @@ import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
 import { OperationType, Posting, PostingResult } from './ledger.types.js';
-import { adjustmentOperationKey, houseAccountId } from './postings.js';
+import { adjustmentOperationKey, houseAccountIds } from './postings.js';
 
 /** Public view of an account (CONTRACT §10). */
 export interface AccountView {
@@ -53,18 +53,19 @@ export class LedgerService {
 
   /**
    * The statements that post `postings` inside `tx`, for the caller to send in one of its groups
-   * (the callback sends them with COMMIT): the house accounts never seen before, then the
-   * posting. The inserted operations are counted in `settlement_ledger_operations_total` once
+   * (the callback sends them with COMMIT): the house sub-accounts never seen before
+   * (`HOUSE_SUB_ACCOUNTS` per currency), then the posting. The inserted operations are counted in `settlement_ledger_operations_total` once
    * `tx` has committed. The posting's error is a LedgerException.
    */
   postingStatements(tx: Tx, postings: Posting[]): { houses?: Statement; posting: Statement<PostingRow> } {
-    const houses = [...new Set(postings.map((p) => p.currency))]
-      .map((currency) => ({ id: houseAccountId(currency), currency }))
-      .filter((h) => !this.knownHouseAccounts.has(h.id));
+    const all = [...new Set(postings.map((p) => p.currency))].flatMap((currency) =>
+      houseAccountIds(currency, this.config.houseSubAccounts).map((id) => ({ id, currency })),
+    );
+    const houses = all.filter((h) => !this.knownHouseAccounts.has(h.id));
     const posting: Statement<PostingRow> = {
       ...this.ledger.postingStatement(
         postings,
-        postings.map((p) => houseAccountId(p.currency)),
+        all.map((h) => h.id),
         [...new Set(postings.map((p) => p.accountId))],
       ),
       onResult: ({ rows }) => {

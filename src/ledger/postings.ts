@@ -12,9 +12,13 @@ export function adjustmentOperationKey(idempotencyKey: string): string {
   return `adjustment:${idempotencyKey}`;
 }
 
-/** Id of the house settlement account of a currency. */
-export function houseAccountId(currency: string): string {
-  return `house:${currency}`;
+/**
+ * Ids of the house settlement sub-accounts of a currency: `house:<currency>`, then
+ * `house:<currency>:1` … `:<count - 1>`. The house balance of a currency is their sum; a posting
+ * takes one of them (docs/architecture.md, "House sub-accounts").
+ */
+export function houseAccountIds(currency: string, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => (i === 0 ? `house:${currency}` : `house:${currency}:${i}`));
 }
 
 /** The stake debit of a registered coupon, `<coupon_code>:0:stake_debit`, refused without funds. */

@@ -1,6 +1,7 @@
 import { ErrorCode } from '../../src/common/domain.exception.js';
 import { TransactionRunner } from '../../src/database/transaction.js';
 import { LedgerException } from '../../src/ledger/ledger.exception.js';
+import { LedgerCheck, LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import { LedgerService } from '../../src/ledger/ledger.service.js';
 import { OperationType, Posting } from '../../src/ledger/ledger.types.js';
 import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
@@ -177,5 +178,99 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
     expect(await counted()).toBe(before);
     await post([credit('LG7:0:final_credit', 'lg-a', '1.00')]);
     expect(await counted()).toBe((before as number) + 1);
+  });
+});
+
+describe('house sub-accounts (CONTRACT §7, issue 14)', () => {
+  const t = useTestApp({ HOUSE_SUB_ACCOUNTS: '4', DB_LOCK_TIMEOUT_MS: '1000' });
+  let ledger: LedgerService;
+  let transactions: TransactionRunner;
+
+  beforeAll(async () => {
+    ledger = t.app.get(LedgerService);
+    transactions = t.app.get(TransactionRunner);
+    await deposit(t.app, 'hs-a', '50.00');
+    await deposit(t.app, 'hs-b', '50.00');
+  });
+
+  const houses = async () =>
+    (
+      await t.db.query<{ id: string; balance: string }>(
+        `SELECT id, balance::text FROM accounts WHERE kind = 'house' AND currency = 'EUR' ORDER BY id`,
+      )
+    ).rows;
+  const houseOf = async (key: string) =>
+    (
+      await t.db.query<{ id: string }>(
+        `SELECT e.account_id AS id FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
+          JOIN accounts a ON a.id = e.account_id WHERE o.operation_key = $1 AND a.kind = 'house'`,
+        [key],
+      )
+    ).rows.map((r) => r.id);
+  /** The verifier's balance checks (these postings name coupons that do not exist: the coupon checks are not this test's). */
+  const BALANCE_CHECKS: string[] = [
+    LedgerCheck.OPERATION_UNBALANCED,
+    LedgerCheck.LEDGER_UNBALANCED,
+    LedgerCheck.BALANCE_MISMATCH,
+    LedgerCheck.CURRENCY_UNBALANCED,
+    LedgerCheck.HOUSE_BALANCE_MISMATCH,
+  ];
+  const verify = async () => {
+    const client = await t.db.connect();
+    try {
+      return (await new LedgerVerifier(client).verify()).violations
+        .filter((v) => BALANCE_CHECKS.includes(v.check))
+        .map((v) => `${v.check} ${v.subject}`);
+    } finally {
+      client.release();
+    }
+  };
+
+  it('a currency has HOUSE_SUB_ACCOUNTS house accounts; its house balance is their sum and the ledger sums to zero', async () => {
+    const ids = (await houses()).map((h) => h.id);
+    expect(ids).toEqual(['house:EUR', 'house:EUR:1', 'house:EUR:2', 'house:EUR:3']);
+    const total = await t.db.query(
+      `SELECT sum(balance)::text AS house, (SELECT sum(balance)::text FROM accounts WHERE currency = 'EUR') AS all
+         FROM accounts WHERE kind = 'house' AND currency = 'EUR'`,
+    );
+    expect(total.rows).toEqual([{ house: '-100.00000000', all: '0.00000000' }]);
+    expect((await houseOf('adjustment:dep-hs-a-50.00'))[0]).toMatch(/^house:EUR(:[123])?$/);
+    expect(await verify()).toEqual([]);
+  });
+
+  it('two postings in flight at once take different house accounts: neither waits for the other', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let posted!: () => void;
+    const firstPosted = new Promise<void>((r) => (posted = r));
+    const first = transactions.run(async (tx) => {
+      await ledger.post(tx, [credit('HS1:0:final_credit', 'hs-a', '3.00')]);
+      posted();
+      await held; // its house account stays locked until this transaction commits
+    });
+    await firstPosted;
+    // With one house account the second posting would wait on its lock (and fail after 1 s).
+    await transactions.run((tx) => ledger.post(tx, [credit('HS2:0:final_credit', 'hs-b', '4.00')]));
+    release();
+    await first;
+    const [a, b] = [await houseOf('HS1:0:final_credit'), await houseOf('HS2:0:final_credit')];
+    expect(a).toHaveLength(1);
+    expect(b).toHaveLength(1);
+    expect(a[0]).not.toBe(b[0]);
+    expect(await verify()).toEqual([]);
+  });
+
+  it('ledger:verify catches a forged house figure', async () => {
+    await t.db.query(`UPDATE accounts SET balance = balance + 1 WHERE id = 'house:EUR:2'`);
+    try {
+      expect(await verify()).toEqual([
+        'balance_mismatch house:EUR:2',
+        'currency_unbalanced EUR',
+        'house_balance_mismatch house:EUR',
+      ]);
+    } finally {
+      await t.db.query(`UPDATE accounts SET balance = balance - 1 WHERE id = 'house:EUR:2'`);
+    }
+    expect(await verify()).toEqual([]);
   });
 });

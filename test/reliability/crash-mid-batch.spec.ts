@@ -74,7 +74,8 @@ describe('SIGKILL while a batch transaction is open (CONTRACT §4)', () => {
   it.each([
     {
       name: 'blocked on the house account (ledger posting, after the batch id, snapshot and coupon writes)',
-      lockSql: `SELECT 1 FROM accounts WHERE id = 'house:EUR' FOR UPDATE`,
+      // Every house sub-account of EUR: the posting takes a free one, else waits.
+      lockSql: `SELECT 1 FROM accounts WHERE kind = 'house' AND currency = 'EUR' FOR UPDATE`,
       code: 'K1',
       batchId: 'crash-1',
       commitSent: true,

@@ -186,7 +186,8 @@ describe.each([
       [[...sent.keys()]],
     );
     expect(rows).toHaveLength(sent.size);
-    expect(rows.filter((x) => x.credits !== 1 || x.credited !== WIN)).toEqual([]);
+    // numeric(26,8): every amount is stored with 8 fraction digits.
+    expect(rows.filter((x) => x.credits !== 1 || x.credited !== `${WIN}000000`)).toEqual([]);
     const balance = await partner(r.url, 'GET', '/accounts/hang-p');
     expect(balance.body.balance).toBe((1000 + sent.size * (Number(WIN) - Number(STAKE))).toFixed(2));
     expect(violationsOf(await verifyLedger(db.url))).toEqual([]);

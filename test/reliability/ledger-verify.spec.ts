@@ -148,7 +148,11 @@ describe('ledger:verify (CONTRACT §7)', () => {
   it('a forged balance → balance_mismatch, exit 1', async () => {
     await forge(`UPDATE accounts SET balance = balance + 0.01 WHERE id = 'p-ver'`);
     try {
-      expect(violationsOf(await verifyLedger(url))).toEqual([`${LedgerCheck.BALANCE_MISMATCH} p-ver`]);
+      // The player's figure no longer matches its entries, and EUR's accounts no longer sum to 0.
+      expect(violationsOf(await verifyLedger(url))).toEqual([
+        `${LedgerCheck.BALANCE_MISMATCH} p-ver`,
+        `${LedgerCheck.CURRENCY_UNBALANCED} EUR`,
+      ]);
       const cli = runCli(url);
       expect(cli.code).toBe(1);
       expect(cli.stdout).toContain('balance_mismatch  p-ver: balance 116.01, entries sum to 116.00');

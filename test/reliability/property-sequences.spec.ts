@@ -139,7 +139,7 @@ const stats = {
 };
 
 describe('property-based delivery sequences against the model (CONTRACT §6, §7)', () => {
-  const t = useTestApp({ DB_POOL_SIZE: '8', CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8' });
+  const t = useTestApp({ DB_POOL_SIZE: '8', CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8', HOUSE_SUB_ACCOUNTS: '4' });
   let run = 0;
 
   beforeAll(async () => {

@@ -50,7 +50,8 @@ export interface TestContext {
  * Boots the real application (same module and `configureApp` as `main.ts`) on a fresh database
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
  * `fatal` unless set: tests that provoke failures on purpose would fill the output;
- * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose);
+ * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose; `HOUSE_SUB_ACCOUNTS`
+ * is 1 unless set, so every house entry is on `house:<currency>` where a test names it);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct).
  */
@@ -64,6 +65,7 @@ export async function createTestApp(
     SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
     OPS_API_KEYS: TEST_OPS_API_KEYS,
     AUTH_FAILURE_LIMIT: '1000',
+    HOUSE_SUB_ACCOUNTS: '1',
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',

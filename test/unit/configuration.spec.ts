@@ -74,7 +74,7 @@ describe('loadConfig (validated at start-up)', () => {
     expect(loadConfig(base)).toMatchObject({
       callbackMode: 'inline',
       inboxPollIntervalMs: 500,
-      inboxConcurrency: 2,
+      inboxConcurrency: 8,
       inboxMaxAttempts: 10,
       inboxRetryBaseMs: 1000,
       inboxRetryMaxMs: 300_000,

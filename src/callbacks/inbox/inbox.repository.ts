@@ -141,12 +141,13 @@ export class InboxRepository {
     );
   }
 
-  /** Marks a claimed row applied (in the transaction that applied it). */
-  async markDone(tx: Tx, id: string, outcome: InboxOutcome): Promise<void> {
-    await tx.query(
-      `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
-      [id, outcome],
-    );
+  /** Marks a claimed row applied, in the transaction that applied it (a worker sends it with COMMIT). */
+  markDoneStatement(id: string, outcome: InboxOutcome): Statement {
+    return {
+      name: 'inbox_done',
+      text: `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
+      values: [id, outcome],
+    };
   }
 
   /**

@@ -4,13 +4,14 @@ import type { AppConfig } from '../../config/configuration.js';
 import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
-import { ClaimedInboxRow, InboxRepository } from './inbox.repository.js';
+import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
 /**
  * The inbox workers of this process: `INBOX_CONCURRENCY` loops, each applying one inbox row at a
  * time ({@link applyNext}) until none is due, then sleeping
- * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch). Every replica runs
+ * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch or another of its
+ * workers finishes a row). Every replica runs
  * them; `FOR UPDATE SKIP LOCKED` and the per-coupon order of the claim keep them apart. A plain
  * loop rather than a scheduler interval: a worker drains the backlog back to back, never runs
  * twice at once, and stops cleanly (the batch in hand is finished) when the module is destroyed.
@@ -50,16 +51,18 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           const row = await this.rows.claimNext(tx);
           if (!row) return false;
           claimed = row;
+          let outcome: InboxOutcome;
           try {
-            await tx.savepoint('inbox_apply', async () => {
+            outcome = await tx.savepoint('inbox_apply', async () => {
               const batch = parseBatch(row.payload, this.config.currencies.maxMinorUnits);
-              const claim = await this.callbacks.applyClaimed(tx, batch);
-              await this.rows.markDone(tx, row.id, claim === 'claimed' ? 'processed' : 'duplicate');
+              return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
             });
           } catch (err) {
             // The apply is undone; the failure is counted while this worker still holds the row.
             await this.inbox.recordFailure(tx, row, err);
+            return true;
           }
+          await tx.commitWith({ done: this.rows.markDoneStatement(row.id, outcome) });
           return true;
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
@@ -118,7 +121,9 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
       } catch (err) {
         this.logger.error(`inbox worker: ${(err as Error).message}`);
       }
-      if (!found && this.running) await this.sleep(this.config.inboxPollIntervalMs);
+      // A finished row may free later rows of its coupons for the workers that found none.
+      if (found) this.wake();
+      else if (this.running) await this.sleep(this.config.inboxPollIntervalMs);
     }
   }
 

@@ -1,0 +1,129 @@
+import { TransactionRunner, Tx } from '../../src/database/transaction.js';
+import { useTestApp } from '../support/test-app.js';
+
+// Tx.savepoint (used by the inbox workers, CONTRACT §4 step 5): SAVEPOINT and RELEASE travel
+// with the next group, so these tests check what is kept and what is undone in each case where
+// they were, or were not yet, sent.
+
+describe('Tx.savepoint', () => {
+  const t = useTestApp();
+  let transactions: TransactionRunner;
+
+  beforeAll(async () => {
+    transactions = t.app.get(TransactionRunner);
+    await t.db.query('CREATE TABLE tx_marks (mark text PRIMARY KEY)');
+  });
+  beforeEach(() => t.db.query('TRUNCATE tx_marks'));
+
+  const mark = (tx: Tx, value: string) => tx.query('INSERT INTO tx_marks (mark) VALUES ($1)', [value]);
+  const marks = async () =>
+    (await t.db.query<{ mark: string }>('SELECT mark FROM tx_marks ORDER BY mark')).rows.map((r) => r.mark);
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (err: unknown) => err as Error & { code?: string },
+    );
+
+  it('work that succeeds: its writes commit with the ones around it, and its result is returned', async () => {
+    const hooks: string[] = [];
+    const result = await transactions.run(async (tx) => {
+      await mark(tx, 'a-before');
+      const inner = await tx.savepoint('sp', async () => {
+        await mark(tx, 'b-inside');
+        tx.afterCommit(() => hooks.push('inside'));
+        return 42;
+      });
+      await mark(tx, 'c-after');
+      return inner;
+    });
+    expect(result).toBe(42);
+    expect(await marks()).toEqual(['a-before', 'b-inside', 'c-after']);
+    expect(hooks).toEqual(['inside']);
+  });
+
+  it('work that fails after writing: its writes and after-commit hooks are undone, the transaction goes on', async () => {
+    const hooks: string[] = [];
+    const err = await transactions.run(async (tx) => {
+      await mark(tx, 'a-before');
+      tx.afterCommit(() => hooks.push('outside'));
+      const thrown = await failure(
+        tx.savepoint('sp', async () => {
+          await mark(tx, 'b-inside');
+          tx.afterCommit(() => hooks.push('inside'));
+          throw new Error('apply failed');
+        }),
+      );
+      await mark(tx, 'c-after');
+      return thrown;
+    });
+    expect(err?.message).toBe('apply failed');
+    expect(await marks()).toEqual(['a-before', 'c-after']);
+    expect(hooks).toEqual(['outside']);
+  });
+
+  it('a statement that fails in PostgreSQL inside it: rolled back to the savepoint, the transaction stays usable', async () => {
+    const err = await transactions.run(async (tx) => {
+      await mark(tx, 'a-before');
+      const thrown = await failure(
+        tx.savepoint('sp', async () => {
+          await mark(tx, 'b-inside');
+          await mark(tx, 'a-before'); // unique violation: the transaction is aborted until rolled back
+        }),
+      );
+      await mark(tx, 'c-after');
+      return thrown;
+    });
+    expect(err?.code).toBe('23505');
+    expect(await marks()).toEqual(['a-before', 'c-after']);
+  });
+
+  it('the first statement under it fails (sent in one group with SAVEPOINT): the same', async () => {
+    const err = await transactions.run(async (tx) => {
+      await mark(tx, 'a-before');
+      const thrown = await failure(tx.savepoint('sp', () => mark(tx, 'a-before')));
+      await mark(tx, 'c-after');
+      return thrown;
+    });
+    expect(err?.code).toBe('23505');
+    expect(await marks()).toEqual(['a-before', 'c-after']);
+  });
+
+  it('work that fails before sending anything: nothing to undo, the transaction goes on', async () => {
+    const err = await transactions.run(async (tx) => {
+      await mark(tx, 'a-before');
+      const thrown = await failure(
+        tx.savepoint('sp', () => {
+          throw new Error('unparseable payload');
+        }),
+      );
+      await mark(tx, 'c-after');
+      return thrown;
+    });
+    expect(err?.message).toBe('unparseable payload');
+    expect(await marks()).toEqual(['a-before', 'c-after']);
+  });
+
+  it('nested: an inner failure undoes only the inner writes; the outer ones commit', async () => {
+    await transactions.run(async (tx) => {
+      await tx.savepoint('sp_outer', async () => {
+        await mark(tx, 'a-outer');
+        await failure(
+          tx.savepoint('sp_inner', async () => {
+            await mark(tx, 'b-inner');
+            throw new Error('inner failed');
+          }),
+        );
+        await tx.savepoint('sp_inner2', () => mark(tx, 'c-inner2'));
+      });
+    });
+    expect(await marks()).toEqual(['a-outer', 'c-inner2']);
+  });
+
+  it('the last statement of a transaction inside it: RELEASE goes with COMMIT and the writes commit', async () => {
+    await transactions.run(async (tx) => {
+      await tx.savepoint('sp', () => mark(tx, 'a-inside'));
+      await tx.commitWith({});
+    });
+    expect(await marks()).toEqual(['a-inside']);
+  });
+});
