@@ -4,6 +4,9 @@
  * in ONE transaction: HMAC check, `JSON.parse` and a hand-written §3 check; round trip 1 claims the
  * batch id and locks its coupons; the §6 transitions in JavaScript; round trip 2 writes snapshots,
  * states, bets, operations, entries, balances and the attempt in one statement, then COMMIT.
+ * The house side is entries only: its balance is derived from them (sum of `ledger_entries` of
+ * `house:<currency>`), its `accounts` row is neither locked nor updated; players' balances are
+ * updated under row locks.
  * Environment: DATABASE_URL, SPORTAPI_WEBHOOK_SECRETS, PORT (4102), HOST, BASELINE_POOL_SIZE (16),
  * BASELINE_PG_OPTIONS (extra `-c name=value` settings).
  */
@@ -260,7 +263,10 @@ INSERT INTO coupons (coupon_code)
 SELECT code FROM unnest($1::text[]) AS code ORDER BY code COLLATE "C"
 ON CONFLICT (coupon_code) DO NOTHING`;
 
-/** Everything a claimed batch writes, in one statement. */
+/**
+ * Everything a claimed batch writes, in one statement: snapshots, coupon states, bets, operations,
+ * their two entries each (player and `house:<currency>`), the players' balances, the attempt.
+ */
 const APPLY_SQL = `
 WITH body AS MATERIALIZED (
   SELECT c.v AS payload, c.v->>'coupon_code' AS code FROM jsonb_array_elements($2::jsonb->'coupons') AS c(v)
@@ -304,8 +310,9 @@ WITH body AS MATERIALIZED (
 ), ent AS (
   INSERT INTO ledger_entries (operation_id, account_id, amount) SELECT id, account, delta FROM mv
 ), bal AS (
+  -- Players only: the house balance is the sum of its entries (no hot row).
   UPDATE accounts a SET balance = a.balance + x.delta, updated_at = now()
-  FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) x
+  FROM (SELECT account_id AS account, sum(delta) AS delta FROM ops GROUP BY account_id) x
   WHERE a.id = x.account AND x.delta <> 0
 ), chk AS (
   SELECT count(*) AS bad FROM oin LEFT JOIN financial_operations f ON f.operation_key = oin.key
@@ -479,8 +486,8 @@ async function applyOnce(d: Delivery): Promise<boolean> {
       a.sReviewReason[i] = s.reviewReason;
       a.sChanged[i] = !sameState(current, s);
       if (decision.ops.length && row.account_id !== null && row.currency !== null) {
+        // The house account is not locked: its balance is derived from its entries.
         accounts.add(row.account_id);
-        accounts.add(`house:${row.currency}`);
         currencies.add(row.currency);
         for (const o of decision.ops) {
           op.key.push(`${code}:${o.generation}:${o.type}`);

@@ -1,9 +1,11 @@
 /**
  * Seeded load for the throughput benchmark (bench/run.ts): signed 100-coupon batches over a pool of
- * registered coupons, 1..8 events each; about 60 % intermediate snapshots, 30 % final results,
- * 10 % recalculations, and 20 % of deliveries a byte-identical redelivery. Batches in flight at
- * once never share a coupon. Final results repeat the amount a coupon was settled for, so money
- * moves only on real transitions. The same seed gives the same bytes (one generator per side).
+ * registered coupons, 1..8 events each, 20 % of deliveries a byte-identical redelivery. Two
+ * profiles ({@link LoadProfile}): `mixed` (about 60 % intermediate snapshots, 30 % final results,
+ * 10 % recalculations: about 8 financial operations per batch) and `money` (every snapshot that
+ * can move money does: about 35 operations per batch). Batches in flight at once never share a
+ * coupon. Final results repeat the amount a coupon was settled for, so money moves only on real
+ * transitions. The same seed gives the same bytes (one generator per side).
  */
 import { createHmac } from 'node:crypto';
 
@@ -22,6 +24,13 @@ export interface PoolCoupon {
   /** Decimal string, 2 fraction digits. */
   stake: string;
 }
+
+/**
+ * Status mix of a run (docs/benchmark.md): `mixed`, today's mix, or `money`, money-heavy: 30 %
+ * intermediate snapshots; otherwise an unsettled coupon (or one under recalculation) gets its
+ * final result and a settled one a recalculation (3 in 4 with `realWin`: a debit and a credit).
+ */
+export type LoadProfile = 'mixed' | 'money';
 
 /** Shape of the pool: codes, players and stakes, identical on both sides. */
 export interface PoolSpec {
@@ -72,6 +81,8 @@ interface ModelCoupon {
   amount: string;
   /** A recalculation was sent and no final result since (CONTRACT §6: it is still open). */
   recalculating: boolean;
+  /** The receiver holds a settled amount for the current generation (`money` profile only). */
+  settled: boolean;
 }
 
 function uuidFrom(rnd: () => number): string {
@@ -88,6 +99,8 @@ export interface LoadOptions {
   secret: string;
   /** Prefix of batch ids (one per phase of the run). */
   batchPrefix: string;
+  /** `mixed` unless given. */
+  profile?: LoadProfile;
   couponsPerBatch?: number;
   redeliveryShare?: number;
 }
@@ -131,6 +144,7 @@ export class LoadGenerator {
         result: 4,
         amount: '0.00',
         recalculating: false,
+        settled: false,
       };
       this.pickResult(model);
       return model;
@@ -157,32 +171,66 @@ export class LoadGenerator {
   }
 
   private snapshot(c: ModelCoupon): Record<string, unknown> {
+    return this.options.profile === 'money' ? this.moneySnapshot(c) : this.mixedSnapshot(c);
+  }
+
+  /** `mixed`: 60 % intermediate, 30 % final results, 10 % recalculations (half with `realWin`). */
+  private mixedSnapshot(c: ModelCoupon): Record<string, unknown> {
     const r = this.rnd();
-    let status: number;
-    let realWin: string | null;
-    let eventStatus: () => number;
-    if (r < 0.6) {
-      this.counts.snapshots.pending++;
-      status = 1;
-      realWin = null;
-      eventStatus = () => [0, 0, 1, 2][Math.floor(this.rnd() * 4)];
-    } else if (r < 0.9) {
-      this.counts.snapshots.final++;
-      status = c.result;
-      realWin = c.amount;
-      c.recalculating = false;
-      eventStatus = () => (c.result === 2 ? 1 : 1 + Math.floor(this.rnd() * 2));
-    } else {
-      this.counts.snapshots.recalculation++;
-      status = 15;
-      // A new recalculation changes the result; while it is open (no final result since), a
-      // status 15 repeats it. Half of them carry the new amount, the others leave it to the next
-      // final snapshot.
-      if (!c.recalculating) this.pickResult(c);
-      c.recalculating = true;
-      realWin = this.rnd() < 0.5 ? c.amount : null;
-      eventStatus = () => 1 + Math.floor(this.rnd() * 2);
+    if (r < 0.6) return this.pendingSnapshot(c);
+    if (r < 0.9) return this.finalSnapshot(c);
+    // A new recalculation changes the result; while it is open (no final result since), a status
+    // 15 repeats it. Half of them carry the new amount, the others leave it to the next final
+    // snapshot.
+    if (!c.recalculating) this.pickResult(c);
+    c.recalculating = true;
+    return this.recalculationSnapshot(c, this.rnd() < 0.5 ? c.amount : null);
+  }
+
+  /**
+   * `money`: 30 % intermediate snapshots (stale on a settled coupon, no money); otherwise the final
+   * result of an unsettled coupon or of one under recalculation (`settled`: a credit when it pays;
+   * `same_result` after a recalculation with the amount), else a new recalculation of a settled
+   * coupon (the debit of what was paid, and with `realWin`, 3 in 4, the credit of the new amount).
+   */
+  private moneySnapshot(c: ModelCoupon): Record<string, unknown> {
+    if (this.rnd() < 0.3) return this.pendingSnapshot(c);
+    if (!c.settled || c.recalculating) {
+      c.settled = true;
+      return this.finalSnapshot(c);
     }
+    this.pickResult(c);
+    c.recalculating = true;
+    const realWin = this.rnd() < 0.75 ? c.amount : null;
+    c.settled = realWin !== null;
+    return this.recalculationSnapshot(c, realWin);
+  }
+
+  /** An intermediate snapshot (status 1), events still open or decided. */
+  private pendingSnapshot(c: ModelCoupon): Record<string, unknown> {
+    this.counts.snapshots.pending++;
+    return this.shape(c, 1, null, () => [0, 0, 1, 2][Math.floor(this.rnd() * 4)]);
+  }
+
+  /** The coupon's final result with the amount it is (or was) settled for; closes a recalculation. */
+  private finalSnapshot(c: ModelCoupon): Record<string, unknown> {
+    this.counts.snapshots.final++;
+    c.recalculating = false;
+    return this.shape(c, c.result, c.amount, () => (c.result === 2 ? 1 : 1 + Math.floor(this.rnd() * 2)));
+  }
+
+  /** A recalculation (status 15) of the coupon's current result, with or without its amount. */
+  private recalculationSnapshot(c: ModelCoupon, realWin: string | null): Record<string, unknown> {
+    this.counts.snapshots.recalculation++;
+    return this.shape(c, 15, realWin, () => 1 + Math.floor(this.rnd() * 2));
+  }
+
+  private shape(
+    c: ModelCoupon,
+    status: number,
+    realWin: string | null,
+    eventStatus: () => number,
+  ): Record<string, unknown> {
     return {
       coupon_code: c.code,
       status,

@@ -1,8 +1,10 @@
 /**
  * Throughput benchmark: the receiver as users start it (`node dist/src/main.js`) against the raw
  * baseline (bench/baseline-server.ts), each on a fresh database of one PostgreSQL server, loaded by
- * autocannon with signed 100-coupon batches (bench/load.ts). `npm run bench -- --help` lists the
- * options; docs/benchmark.md explains the figures. The last line is always
+ * autocannon with signed 100-coupon batches (bench/load.ts) of two profiles, today's mix then the
+ * money-heavy one, sampling each side's sessions for lock waits; then the receiver in inbox mode
+ * under the money-heavy load. `npm run bench -- --help` lists the options; docs/benchmark.md
+ * explains the figures. The last line is always (today's mix, when it ran)
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -12,9 +14,13 @@ import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
-import { Delivery, LoadGenerator, PoolSpec, poolCoupons, poolPlayers } from './load.js';
+import { Delivery, LoadGenerator, LoadProfile, PoolSpec, poolCoupons, poolPlayers } from './load.js';
 import {
+  balanceTotals,
+  BalanceTotals,
+  CURRENCY,
   cloneDatabase,
   createMigratedDatabase,
   databaseUrl,
@@ -40,6 +46,13 @@ const { values: args } = parseArgs({
     'port-base': { type: 'string', default: '4100' },
     'pool-coupons': { type: 'string' },
     players: { type: 'string', default: '200' },
+    profiles: { type: 'string', default: 'mixed,money' },
+    'money-coupons': { type: 'string' },
+    'money-players': { type: 'string', default: '1000' },
+    'no-inbox': { type: 'boolean', default: false },
+    'inbox-env': { type: 'string' },
+    'drain-timeout': { type: 'string', default: '120' },
+    'sample-ms': { type: 'string', default: '25' },
     'baseline-pool-size': { type: 'string', default: '16' },
     'keep-databases': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
@@ -55,13 +68,21 @@ const HELP = `npm run bench [-- options]: the receiver against a raw node:http +
   --quick                 10 s per run (default 30 s), one slice
   --large                 then again on databases preloaded with 1 M coupons / 5 M bets
   --duration S            seconds per side and concurrency
-  --concurrency 1,8,32    concurrencies to run (the ratio line uses 8 when present)
+  --concurrency 1,8,32    concurrencies to run (the ratio lines use 8 when present)
   --slices N              each run split into N interleaved slices (3; 1 with --quick)
+  --profiles mixed,money  load profiles, in this order: mixed (today's mix, about 8 financial
+                          operations per batch) and money (money-heavy, about 35 per batch)
+  --pool-coupons N        mixed: registered coupons (6400; 4000 with --quick); --players N (200)
+  --money-coupons N       money: registered coupons (10000; 5000 with --quick); --money-players N (1000)
+  --no-inbox              skip the inbox-mode run after the money profile's inline runs
+  --inbox-env K=V,...     extra environment of the inbox-mode receiver (default inbox settings),
+                          e.g. INBOX_CONCURRENCY=8,INBOX_POLL_INTERVAL_MS=50
+  --drain-timeout S       seconds to wait for the inbox to drain after its load (120)
+  --sample-ms N           pg_stat_activity sampling interval for the wait figures (25; 0: off)
   --database-url URL      a PostgreSQL where databases can be created (default the local service,
                           else an embedded server); --embedded forces the embedded one
-  --db-prefix P           databases P_template, P_receiver, P_baseline (bench)
-  --port-base N           receiver N+1, baseline N+2, embedded PostgreSQL N+90 (4100)
-  --pool-coupons N        registered coupons (6400; 4000 with --quick); --players N (200)
+  --db-prefix P           databases P_template, P_receiver, P_baseline, P_inbox (bench)
+  --port-base N           receiver N+1, baseline N+2, inbox receiver N+3, embedded PostgreSQL N+90 (4100)
   --baseline-pool-size N  the baseline's connections (16)
   --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile
                           (runs sharing a PostgreSQL need distinct --db-prefix and --port-base)`;
@@ -87,14 +108,77 @@ const ROOT = process.cwd();
 const RECEIVER_ENTRY = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const BASELINE_ENTRY = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
 const LOG_DIR = resolve(ROOT, '.data', 'bench');
-// 40 blocks of 100 coupons or more: the 32 batches in flight at concurrency 32 never share one.
-const POOL: PoolSpec = {
-  coupons: Number(args['pool-coupons'] ?? (QUICK ? 4000 : 6400)),
-  players: Number(args.players),
-  seed: 20261130,
+/** Interval of the pg_stat_activity sampler, ms (0: no wait figures). */
+const SAMPLE_MS = Number(args['sample-ms']);
+/** Concurrency of the inbox-mode run (compared with the inline receiver's at the same one). */
+const INBOX_CONCURRENCY = 8;
+const DRAIN_TIMEOUT_MS = Number(args['drain-timeout']) * 1000;
+/** Application name of the bench's own monitoring sessions (left out of the wait figures). */
+const MONITOR_APP = 'bench-monitor';
+
+/** A load profile as run: its pool, titles and whether the inbox-mode run follows it. */
+interface ProfileSpec {
+  key: LoadProfile;
+  title: string;
+  /** Prefix of its ratio line (today's mix keeps the historical line). */
+  ratioLabel: string;
+  // 40 blocks of 100 coupons or more: the 32 batches in flight at concurrency 32 never share one.
+  pool: PoolSpec;
+  inbox: boolean;
+}
+
+const PROFILES: Record<LoadProfile, ProfileSpec> = {
+  mixed: {
+    key: 'mixed',
+    title: "today's mix",
+    ratioLabel: 'throughput ratio',
+    pool: {
+      coupons: Number(args['pool-coupons'] ?? (QUICK ? 4000 : 6400)),
+      players: Number(args.players),
+      seed: 20261130,
+    },
+    inbox: false,
+  },
+  money: {
+    key: 'money',
+    title: 'money-heavy',
+    ratioLabel: 'money-heavy throughput ratio',
+    // Registering goes through the partner API at about 100 requests/s on a 2-core machine: --quick
+    // halves the pool (still 50 blocks; 5 coupons per player).
+    pool: {
+      coupons: Number(args['money-coupons'] ?? (QUICK ? 5000 : 10000)),
+      players: Number(args['money-players']),
+      seed: 20261130,
+    },
+    inbox: !args['no-inbox'],
+  },
 };
 
-type SideName = 'receiver' | 'baseline';
+/** Stops before any work on a wrong option value. */
+function usage(message: string): never {
+  console.error(`${message} (npm run bench -- --help)`);
+  process.exit(2);
+}
+
+const SELECTED: ProfileSpec[] = (args.profiles as string).split(',').map((name) => {
+  const key = name.trim();
+  if (!Object.hasOwn(PROFILES, key)) usage(`--profiles: unknown profile '${key}' (mixed, money)`);
+  return PROFILES[key as LoadProfile];
+});
+
+/** `--inbox-env K=V,...`: extra environment of the inbox-mode receiver. */
+const INBOX_ENV: Record<string, string> = Object.fromEntries(
+  ((args['inbox-env'] as string | undefined) ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((item) => {
+      const eq = item.indexOf('=');
+      if (eq < 1) usage(`--inbox-env: expected NAME=VALUE, got '${item}'`);
+      return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
+    }),
+);
+
+type SideName = 'receiver' | 'baseline' | 'inbox';
 
 /** Deliveries made ahead of a run (the run takes them in order; any shortfall is made on the fly). */
 class Feed {
@@ -129,23 +213,31 @@ class Side {
   feed: Feed;
   bestRate = 0;
 
+  /**
+   * @param name `inbox` is the receiver started with `CALLBACK_MODE=inbox` and `extraEnv`.
+   */
   constructor(
     readonly name: SideName,
     readonly port: number,
     readonly dbUrl: string,
     batchPrefix: string,
+    profile: ProfileSpec,
+    private readonly extraEnv: Record<string, string> = {},
   ) {
-    this.feed = new Feed(new LoadGenerator({ pool: POOL, secret: SECRET, batchPrefix }));
+    this.feed = new Feed(
+      new LoadGenerator({ pool: profile.pool, secret: SECRET, batchPrefix, profile: profile.key }),
+    );
   }
 
   get pid(): number {
     return this.child?.pid as number;
   }
 
-  async start(logName: string): Promise<void> {
+  /** Starts the server, its output to `.data/bench/<logName>.log` (appended to with `append`). */
+  async start(logName: string, append = false): Promise<void> {
     mkdirSync(LOG_DIR, { recursive: true });
     const logPath = resolve(LOG_DIR, `${logName}.log`);
-    const log = openSync(logPath, 'w');
+    const log = openSync(logPath, append ? 'a' : 'w');
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATABASE_URL: this.dbUrl,
@@ -153,15 +245,17 @@ class Side {
       OPS_API_KEYS: OPS_KEY,
       PORT: String(this.port),
       HOST: '127.0.0.1',
+      ...(this.name === 'inbox' ? { CALLBACK_MODE: 'inbox' } : {}),
+      ...this.extraEnv,
     };
     delete env.TEST_DATABASE_URL;
-    const entry = this.name === 'receiver' ? RECEIVER_ENTRY : BASELINE_ENTRY;
+    const entry = this.name === 'baseline' ? BASELINE_ENTRY : RECEIVER_ENTRY;
     const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(LOG_DIR, 'profile')}`] : [];
     this.child = spawn(process.execPath, [...flags, entry], { cwd: ROOT, env, stdio: ['ignore', log, log] });
     closeSync(log);
     let exited: number | null | undefined;
     this.child.once('exit', (code) => (exited = code));
-    const probe = this.name === 'receiver' ? '/accounts/bench-probe' : '/health';
+    const probe = this.name === 'baseline' ? '/health' : '/accounts/bench-probe';
     const until = Date.now() + 90_000;
     for (;;) {
       if (exited !== undefined) {
@@ -254,6 +348,110 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
+/** Name of the database of a connection URL. */
+function dbNameOf(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.slice(1));
+}
+
+/**
+ * Active-session samples of one database: every row of `pg_stat_activity` with `state = 'active'`
+ * seen by a {@link WaitSampler}, counted by `wait_event_type:wait_event` (`CPU` when none).
+ */
+interface WaitStats {
+  samples: number;
+  /** Samples with `wait_event_type = 'Lock'` (row, tuple, transaction id, relation … locks). */
+  lock: number;
+  events: Record<string, number>;
+  /** Polls of pg_stat_activity made (each gives 0..n samples). */
+  polls: number;
+}
+
+function emptyWaits(): WaitStats {
+  return { samples: 0, lock: 0, events: {}, polls: 0 };
+}
+
+function addWaits(into: WaitStats, w: WaitStats): WaitStats {
+  into.samples += w.samples;
+  into.lock += w.lock;
+  into.polls += w.polls;
+  for (const [k, n] of Object.entries(w.events)) into.events[k] = (into.events[k] ?? 0) + n;
+  return into;
+}
+
+const pct = (n: number, of: number) => (of ? `${((100 * n) / of).toFixed(0)}%` : 'n/a');
+
+/** Lock waits as a share of active-session samples, e.g. `87%` (`n/a` without samples). */
+function lockShare(w: WaitStats): string {
+  return pct(w.lock, w.samples);
+}
+
+/** `N samples, lock waits L%; top waits Lock:tuple 80%, …` (shares of all active samples). */
+function describeWaits(w: WaitStats): string {
+  if (!w.samples) return w.polls ? `${w.polls} polls, no active session seen` : 'not sampled';
+  const top = Object.entries(w.events)
+    .filter(([k]) => k !== 'CPU')
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .slice(0, 3)
+    .map(([k, n]) => `${k} ${pct(n, w.samples)}`);
+  return (
+    `${w.samples} active-session samples in ${w.polls} polls, lock waits ${lockShare(w)}; ` +
+    `no wait event ${pct(w.events.CPU ?? 0, w.samples)}` +
+    (top.length ? `; top waits ${top.join(', ')}` : '')
+  );
+}
+
+/**
+ * Samples `pg_stat_activity` of one database every {@link SAMPLE_MS} ms on its own connection
+ * while a run lasts (the bench's own sessions left out), for the share of lock waits: a hot row
+ * shows as sessions queued on `Lock:tuple` / `Lock:transactionid`.
+ */
+class WaitSampler {
+  private stopped = false;
+  private loop: Promise<void> = Promise.resolve();
+  private readonly stats = emptyWaits();
+
+  constructor(private readonly dbUrl: string) {}
+
+  start(): this {
+    if (SAMPLE_MS > 0) this.loop = this.run();
+    return this;
+  }
+
+  async stop(): Promise<WaitStats> {
+    this.stopped = true;
+    await this.loop;
+    return this.stats;
+  }
+
+  private async run(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.dbUrl, application_name: MONITOR_APP });
+    try {
+      await client.connect();
+      while (!this.stopped) {
+        const t = performance.now();
+        const { rows } = await client.query<{ type: string | null; event: string | null }>(
+          `SELECT wait_event_type AS type, wait_event AS event FROM pg_stat_activity
+           WHERE datname = $1 AND state = 'active' AND pid <> pg_backend_pid()
+             AND application_name NOT IN ('bench-setup', $2)`,
+          [dbNameOf(this.dbUrl), MONITOR_APP],
+        );
+        this.stats.polls++;
+        for (const r of rows) {
+          this.stats.samples++;
+          if (r.type === 'Lock') this.stats.lock++;
+          const key = r.type ? `${r.type}:${r.event}` : 'CPU';
+          this.stats.events[key] = (this.stats.events[key] ?? 0) + 1;
+        }
+        await sleep(Math.max(0, SAMPLE_MS - (performance.now() - t)));
+      }
+    } catch (err) {
+      console.warn(`  wait sampler of ${dbNameOf(this.dbUrl)} stopped: ${(err as Error).message}`);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+}
+
 /** What one autocannon run of one side measured. */
 interface Slice {
   seconds: number;
@@ -269,6 +467,7 @@ interface Slice {
   dbCpuMs: number;
   answered: number;
   madeDuringRun: number;
+  waits: WaitStats;
 }
 
 /** Figures of one side at one concurrency (one or more interleaved slices). */
@@ -280,6 +479,8 @@ interface RunStats {
   duplicates: number;
   errors: number;
   batchesPerSecond: number;
+  /** 200 answers that were not duplicates, per second (new batches applied). */
+  newBatchesPerSecond: number;
   couponsPerSecond: number;
   p50: number;
   p95: number;
@@ -290,6 +491,7 @@ interface RunStats {
   serverCpuMs: number;
   dbCpuMs: number;
   madeDuringRun: number;
+  waits: WaitStats;
 }
 
 function summarize(side: SideName, connections: number, slices: Slice[]): RunStats {
@@ -297,6 +499,7 @@ function summarize(side: SideName, connections: number, slices: Slice[]): RunSta
   const latencies = slices.flatMap((s) => s.latencies).sort((a, b) => a - b);
   const seconds = sum((s) => s.seconds);
   const ok = sum((s) => s.ok);
+  const duplicates = sum((s) => s.duplicates);
   const answered = Math.max(
     1,
     sum((s) => s.answered),
@@ -306,9 +509,10 @@ function summarize(side: SideName, connections: number, slices: Slice[]): RunSta
     connections,
     seconds,
     ok,
-    duplicates: sum((s) => s.duplicates),
+    duplicates,
     errors: sum((s) => s.errors),
     batchesPerSecond: ok / seconds,
+    newBatchesPerSecond: (ok - duplicates) / seconds,
     couponsPerSecond: (ok / seconds) * 100,
     p50: percentile(latencies, 50),
     p95: percentile(latencies, 95),
@@ -318,11 +522,30 @@ function summarize(side: SideName, connections: number, slices: Slice[]): RunSta
     serverCpuMs: sum((s) => s.serverCpuMs) / answered,
     dbCpuMs: sum((s) => s.dbCpuMs) / answered,
     madeDuringRun: sum((s) => s.madeDuringRun),
+    waits: slices.reduce((w, s) => addWaits(w, s.waits), emptyWaits()),
   };
 }
 
+/** How {@link runLoad} runs: `amount` deliveries instead of `seconds`; sampling; idle wait. */
+interface LoadOptions {
+  amount?: number;
+  /** Sample the side's database sessions for lock waits (measured runs). */
+  sampleWaits?: boolean;
+  /** Wait for the side's database to go idle after the load (not in inbox mode). */
+  waitIdle?: boolean;
+  /** Called right before the load starts and right after it ends. */
+  onStart?: () => Promise<void>;
+  onFinish?: () => Promise<void>;
+}
+
 /** One autocannon run against a side: `seconds` long, or `amount` deliveries. */
-async function runLoad(side: Side, connections: number, seconds: number, amount?: number): Promise<Slice> {
+async function runLoad(
+  side: Side,
+  connections: number,
+  seconds: number,
+  opts: LoadOptions = {},
+): Promise<Slice> {
+  const { amount, sampleWaits = false, waitIdle: idle = true } = opts;
   const expected = amount ?? Math.ceil(Math.max(side.bestRate, 50) * seconds * 2) + connections + 50;
   side.feed.fill(expected);
   side.feed.madeDuringRun = 0;
@@ -354,6 +577,8 @@ async function runLoad(side: Side, connections: number, seconds: number, amount?
   const sampler = setInterval(sample, 100);
   const cpuBefore = cpuMsOf(side.pid) ?? NaN;
   const dbBefore = await backendCpu(side.dbUrl);
+  const waitSampler = sampleWaits ? new WaitSampler(side.dbUrl).start() : undefined;
+  await opts.onStart?.();
   let finish: (result: autocannon.Result) => void = () => undefined;
   let failed: (err: unknown) => void = () => undefined;
   const finished = new Promise<autocannon.Result>((res, rej) => {
@@ -377,11 +602,12 @@ async function runLoad(side: Side, connections: number, seconds: number, amount?
     if (statusCode === 200) ok++;
     else non200++;
   });
-  const result = await finished;
-  clearInterval(sampler);
+  const result = await finished.finally(() => clearInterval(sampler));
+  await opts.onFinish?.();
+  const waits = (await waitSampler?.stop()) ?? emptyWaits();
   sample();
   const hwm = memoryOf(side.pid)?.hwm ?? NaN;
-  await waitIdle(side);
+  if (idle) await waitIdle(side);
   const serverCpu = (cpuMsOf(side.pid) ?? NaN) - cpuBefore;
   const dbCpu = backendCpuUsed(dbBefore, await backendCpu(side.dbUrl));
   const elapsed = result.duration || seconds;
@@ -398,6 +624,7 @@ async function runLoad(side: Side, connections: number, seconds: number, amount?
     dbCpuMs: dbCpu,
     answered: ok + non200,
     madeDuringRun: side.feed.madeDuringRun,
+    waits,
   };
 }
 
@@ -465,6 +692,7 @@ function printTable(rows: RunStats[]): void {
     'dup',
     'peak RSS',
     'CPU ms/batch node+PG',
+    'lock waits',
   ];
   const lines = rows.map((r) => [
     r.side,
@@ -478,6 +706,7 @@ function printTable(rows: RunStats[]): void {
     `${r.ok ? Math.round((100 * r.duplicates) / r.ok) : 0}%`,
     mb(r.peakRssMb),
     Number.isFinite(r.serverCpuMs) ? `${r.serverCpuMs.toFixed(1)} + ${r.dbCpuMs.toFixed(1)}` : 'n/a',
+    lockShare(r.waits),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (cells: string[]) =>
@@ -490,43 +719,73 @@ function perBatch(c: TableCounts): string {
   const b = Math.max(1, c.batches);
   return (
     `${c.batches} batches, ${c.snapshots} snapshots, ${c.operations} operations ` +
-    `(${(c.operations / b).toFixed(1)} per batch), ${c.entries} ledger entries`
+    `(${(c.operations / b).toFixed(1)} per batch), ${c.entries} ledger entries, ` +
+    `players net ${c.playersNet}, house net ${c.houseNet}`
   );
 }
 
-interface Phase {
+/** The balance check of a side: players + house entries = 0, and the receiver's house rows = entries. */
+function describeBalances(side: SideName, t: BalanceTotals): string {
+  const zero = /^-?0(\.0+)?$/.test(t.net);
+  const houseRows =
+    side === 'baseline'
+      ? `house from its entries ${t.houseEntries} (house rows not maintained)`
+      : `house accounts (${t.houseAccounts}) ${t.houseBalance}, their entries ${t.houseEntries}` +
+        (t.houseBalance === t.houseEntries ? '' : ' (DIFFER)');
+  return `players ${t.players}, ${houseRows}, players + house entries ${t.net}${zero ? '' : ' (NOT ZERO)'}`;
+}
+
+/** A set of databases the profiles run on: empty, or preloaded with 1 M coupons / 5 M bets. */
+interface Dataset {
   /** `empty` or `large` (log file names). */
   key: string;
   name: string;
   large: boolean;
 }
 
-async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promise<RunStats[]> {
+/** What a phase (one profile on one dataset) measured. */
+interface PhaseResult {
+  profile: ProfileSpec;
+  dataset: Dataset;
+  rows: RunStats[];
+  inbox?: InboxStats;
+}
+
+/**
+ * One profile on one dataset: fresh receiver and baseline databases cloned from `template`, the
+ * pool registered, then every concurrency in interleaved slices; for a profile with `inbox`, the
+ * registered receiver database is cloned first and the inbox-mode run follows on it.
+ */
+async function runPhase(
+  admin: string,
+  template: string,
+  profile: ProfileSpec,
+  dataset: Dataset,
+  phaseIndex: number,
+): Promise<PhaseResult> {
   const t0 = performance.now();
   const dbPrefix = args['db-prefix'] as string;
-  const template = `${dbPrefix}_template`;
-  const dbs = { receiver: `${dbPrefix}_receiver`, baseline: `${dbPrefix}_baseline` };
-  await dropDatabases(admin, [dbs.receiver, dbs.baseline, template]);
-  await createMigratedDatabase(admin, template);
-  if (phase.large) {
-    console.log('preloading 1 M coupons / 5 M bets (with their snapshots and ledger) into the template …');
-    const seconds = await preload(databaseUrl(admin, template));
-    console.log(`preloaded in ${seconds.toFixed(0)} s`);
-  }
-  await cloneDatabase(admin, template, dbs.receiver, phase.large);
-  await cloneDatabase(admin, template, dbs.baseline, phase.large);
-  await dropDatabases(admin, [template]);
+  const dbs = {
+    receiver: `${dbPrefix}_receiver`,
+    baseline: `${dbPrefix}_baseline`,
+    inbox: `${dbPrefix}_inbox`,
+  };
+  const withInbox = profile.inbox && !dataset.large;
+  await dropDatabases(admin, [dbs.receiver, dbs.baseline, dbs.inbox]);
+  await cloneDatabase(admin, template, dbs.receiver, dataset.large);
+  await cloneDatabase(admin, template, dbs.baseline, dataset.large);
 
+  const logKey = `${profile.key}-${dataset.key}`;
   const prefix = `b${phaseIndex}`;
   // (batch ids are `<prefix>-<7 digits>`)
-  const receiver = new Side('receiver', PORT_BASE + 1, databaseUrl(admin, dbs.receiver), prefix);
-  const baseline = new Side('baseline', PORT_BASE + 2, databaseUrl(admin, dbs.baseline), prefix);
+  const receiver = new Side('receiver', PORT_BASE + 1, databaseUrl(admin, dbs.receiver), prefix, profile);
+  const baseline = new Side('baseline', PORT_BASE + 2, databaseUrl(admin, dbs.baseline), prefix, profile);
   children.push(receiver, baseline);
-  const coupons = poolCoupons(POOL);
-  const players = poolPlayers(POOL);
+  const coupons = poolCoupons(profile.pool);
+  const players = poolPlayers(profile.pool);
   await seedBaseline(baseline.dbUrl, players, coupons);
   process.env.BASELINE_POOL_SIZE = args['baseline-pool-size'] as string;
-  await Promise.all([receiver.start(`${phase.key}-receiver`), baseline.start(`${phase.key}-baseline`)]);
+  await Promise.all([receiver.start(`${logKey}-receiver`), baseline.start(`${logKey}-baseline`)]);
   const tReg = performance.now();
   await registerOnReceiver(`http://127.0.0.1:${receiver.port}`, OPS_KEY, players, coupons);
   const regSeconds = (performance.now() - tReg) / 1000;
@@ -535,11 +794,18 @@ async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promis
     throw new Error(`seeding differs: receiver ${JSON.stringify(rt)}, baseline ${JSON.stringify(bt)}`);
   }
   console.log(
-    `registered ${coupons.length} coupons of ${players.length} players through the receiver's partner API ` +
-      `in ${regSeconds.toFixed(1)} s (baseline: bulk SQL); player balances ${rt.balance} on both sides`,
+    `${profile.title}, ${dataset.name}: registered ${coupons.length} coupons of ${players.length} players ` +
+      `through the receiver's partner API in ${regSeconds.toFixed(1)} s (baseline: bulk SQL); ` +
+      `player balances ${rt.balance} on both sides`,
   );
+  if (withInbox) {
+    // The inbox run gets the same registered coupons: a copy of the receiver's database as it is now.
+    await receiver.stop();
+    await cloneDatabase(admin, dbs.receiver, dbs.inbox, false);
+    await receiver.start(`${logKey}-receiver`, true);
+  }
   for (const side of [receiver, baseline]) {
-    const w = await runLoad(side, 8, 0, WARMUP_DELIVERIES);
+    const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES });
     console.log(
       `warm-up ${side.name}: ${WARMUP_DELIVERIES} deliveries at concurrency 8, ` +
         `${(w.ok / w.seconds).toFixed(1)} batches/s`,
@@ -558,11 +824,11 @@ async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promis
     for (let i = 0; i < SLICES; i++) {
       for (const side of sides) {
         const load = loadavg()[0];
-        const r = await runLoad(side, c, DURATION / SLICES);
+        const r = await runLoad(side, c, DURATION / SLICES, { sampleWaits: true });
         (slices.get(side.name) as Slice[]).push(r);
         console.log(
           `  ${side.name} c=${c}${SLICES > 1 ? ` slice ${i + 1}/${SLICES}` : ''}: ` +
-            `${(r.ok / r.seconds).toFixed(1)} batches/s, ${r.errors} errors, ` +
+            `${(r.ok / r.seconds).toFixed(1)} batches/s, ${r.errors} errors, lock waits ${lockShare(r.waits)}, ` +
             `load average ${load.toFixed(1)} before` +
             (r.madeDuringRun ? ` (${r.madeDuringRun} batches signed during the run)` : ''),
         );
@@ -573,27 +839,41 @@ async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promis
   // Both sides got the same sequence; up to the last batch both reached they wrote the same rows.
   const last = await Promise.all([lastBatchId(receiver.dbUrl, prefix), lastBatchId(baseline.dbUrl, prefix)]);
   const common = [last[0] ?? '', last[1] ?? ''].sort()[0];
-  const [rc, bc] = await Promise.all([
+  const [rc, bc, rb, bb] = await Promise.all([
     tableCounts(receiver.dbUrl, prefix, common),
     tableCounts(baseline.dbUrl, prefix, common),
+    balanceTotals(receiver.dbUrl),
+    balanceTotals(baseline.dbUrl),
   ]);
   await receiver.stop();
   await baseline.stop();
   children.splice(0);
-  if (!args['keep-databases']) await dropDatabases(admin, [dbs.receiver, dbs.baseline]);
+
+  let inbox: InboxStats | undefined;
+  if (withInbox) {
+    const inline = rows.find((r) => r.side === 'receiver' && r.connections === INBOX_CONCURRENCY);
+    inbox = await runInbox(databaseUrl(admin, dbs.inbox), prefix, profile, logKey, inline);
+  }
+  if (!args['keep-databases']) await dropDatabases(admin, [dbs.receiver, dbs.baseline, dbs.inbox]);
 
   console.log('');
   console.log(
-    `${phase.name}: ${DURATION} s per run, ${POOL.coupons} registered coupons (${POOL.players} players), ` +
-      `100-coupon batches, 1-8 events per coupon, ${((performance.now() - t0) / 1000).toFixed(0)} s for the phase`,
+    `${profile.title}, ${dataset.name}: ${DURATION} s per run, ${profile.pool.coupons} registered coupons ` +
+      `(${profile.pool.players} players), 100-coupon batches, 1-8 events per coupon, ` +
+      `${((performance.now() - t0) / 1000).toFixed(0)} s for the phase`,
   );
   printTable(rows);
+  console.log(
+    `wait events (pg_stat_activity of each side's database every ${SAMPLE_MS} ms, state active; ` +
+      'shares of active-session samples):',
+  );
+  for (const r of rows) console.log(`  ${r.side} c=${r.connections}: ${describeWaits(r.waits)}`);
   console.log(`same work, rows of the batches both sides committed (up to ${common}):`);
   console.log(`  receiver: ${perBatch(rc)}`);
   console.log(`  baseline: ${perBatch(bc)}`);
-  if (rc.operations !== bc.operations || rc.entries !== bc.entries) {
+  if (rc.operations !== bc.operations || rc.entries !== bc.entries || rc.playersNet !== bc.playersNet) {
     console.log(
-      '  (operations differ: at high concurrency the two sides may apply two batches of one coupon in ' +
+      '  (operations or amounts differ: at high concurrency the two sides may apply two batches of one coupon in ' +
         'different orders, and from there on post different money; bench/RESULTS.md, "Same-work check")',
     );
   }
@@ -604,39 +884,307 @@ async function runPhase(admin: string, phase: Phase, phaseIndex: number): Promis
         .map(([t, n]) => `${t} ${((100 * n) / total).toFixed(0)}%`)
         .join(', '),
   );
+  console.log(`balances (${CURRENCY}) after the phase:`);
+  console.log(`  receiver: ${describeBalances('receiver', rb)}`);
+  console.log(`  baseline: ${describeBalances('baseline', bb)}`);
   const peak = Math.max(...rows.filter((r) => r.side === 'receiver').map((r) => r.hwmMb));
   console.log(`receiver peak RSS (VmHWM over the phase): ${mb(peak)}`);
+  if (inbox) printInbox(inbox);
   console.log('');
-  return rows;
+  return { profile, dataset, rows, inbox };
+}
+
+/** Figures of the inbox-mode run (docs/benchmark.md, "Inbox mode"). */
+interface InboxStats {
+  /** Extra environment given with `--inbox-env`. */
+  env: Record<string, string>;
+  /** Seconds the load lasted (database clock). */
+  seconds: number;
+  intake: RunStats;
+  /** Inbox rows the run added (its new batches; a redelivery adds none). */
+  rows: number;
+  /** Rows turned `done` per second while the load lasted, and from its start to the last one. */
+  applyWhileAccepting: number;
+  applyOverall: number;
+  /** Most rows pending at once (from the rows' received/finished times), and at the 200 ms polls. */
+  maxBacklog: number;
+  maxBacklogPolled: number;
+  /** The oldest pending row's age at its worst, seconds. */
+  maxAgeSeconds: number;
+  /** Seconds from the end of the load to the last row done, undefined when not drained in time. */
+  drainSeconds: number | undefined;
+  pendingLeft: number;
+  quarantined: number;
+  /** The inline receiver at the same concurrency, same profile. */
+  inline?: RunStats;
+}
+
+/** Polls the inbox's pending rows (count, oldest age) and keeps their worst values. */
+class InboxWatch {
+  maxPending = 0;
+  maxAge = 0;
+  private stopped = false;
+  private loop: Promise<void> = Promise.resolve();
+
+  constructor(private readonly client: pg.Client) {}
+
+  /** Pending rows now (and the age of the oldest, seconds). */
+  async poll(): Promise<{ pending: number; age: number }> {
+    const { rows } = await this.client.query<{ pending: number; age: number }>(
+      `SELECT count(*)::int AS pending,
+              coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8 AS age
+       FROM callback_inbox WHERE status = 'pending'`,
+    );
+    this.maxPending = Math.max(this.maxPending, rows[0].pending);
+    this.maxAge = Math.max(this.maxAge, rows[0].age);
+    return rows[0];
+  }
+
+  start(): void {
+    this.stopped = false;
+    this.loop = (async () => {
+      while (!this.stopped) {
+        await this.poll();
+        await sleep(200);
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  /** Polls until no row is pending or `timeoutMs` passed. @returns whether the inbox drained. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      if ((await this.poll()).pending === 0) return true;
+      if (Date.now() > until) return false;
+      await sleep(200);
+    }
+  }
+}
+
+/**
+ * The inbox-mode run: the receiver with `CALLBACK_MODE=inbox` (plus `--inbox-env`) on `dbUrl` (a
+ * copy of the inline receiver's database right after registration), the same delivery sequence
+ * (warm-up, then concurrency {@link INBOX_CONCURRENCY} for DURATION s), then waits for the inbox to
+ * drain (at most `--drain-timeout`). Apply figures come from `callback_inbox.finished_at`.
+ */
+async function runInbox(
+  dbUrl: string,
+  prefix: string,
+  profile: ProfileSpec,
+  logKey: string,
+  inline: RunStats | undefined,
+): Promise<InboxStats> {
+  const env = INBOX_ENV;
+  const side = new Side('inbox', PORT_BASE + 3, dbUrl, prefix, profile, env);
+  children.push(side);
+  await side.start(`${logKey}-inbox`);
+  const client = new pg.Client({ connectionString: dbUrl, application_name: MONITOR_APP });
+  await client.connect();
+  try {
+    const watch = new InboxWatch(client);
+    const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES, waitIdle: false });
+    const tWarm = performance.now();
+    const warmDrained = await watch.drain(DRAIN_TIMEOUT_MS);
+    console.log(
+      `warm-up inbox: ${WARMUP_DELIVERIES} deliveries at concurrency 8, ${(w.ok / w.seconds).toFixed(1)} ` +
+        `batches/s accepted, ${warmDrained ? 'drained' : 'NOT drained'} ${((performance.now() - tWarm) / 1000).toFixed(1)} s later`,
+    );
+    await client.query('VACUUM (ANALYZE)');
+    await client.query('CHECKPOINT').catch(() => undefined);
+    const first = (
+      await client.query<{ id: string }>('SELECT coalesce(max(id), 0)::text AS id FROM callback_inbox')
+    ).rows[0].id;
+    const now = async () =>
+      (await client.query<{ t: string }>('SELECT clock_timestamp()::text AS t')).rows[0].t;
+    let start = '';
+    let end = '';
+    watch.maxPending = 0;
+    watch.maxAge = 0;
+    const load = loadavg()[0];
+    const r = await runLoad(side, INBOX_CONCURRENCY, DURATION, {
+      sampleWaits: true,
+      waitIdle: false,
+      onStart: async () => {
+        start = await now();
+        watch.start();
+      },
+      onFinish: async () => {
+        end = await now();
+      },
+    });
+    await watch.stop();
+    const drained = await watch.drain(DRAIN_TIMEOUT_MS);
+    const intake = summarize('inbox', INBOX_CONCURRENCY, [r]);
+    console.log(
+      `  inbox c=${INBOX_CONCURRENCY}: ${intake.batchesPerSecond.toFixed(1)} batches/s accepted, ${r.errors} errors, ` +
+        `lock waits ${lockShare(r.waits)}, load average ${load.toFixed(1)} before; ` +
+        (drained ? 'drained' : `NOT drained within ${DRAIN_TIMEOUT_MS / 1000} s`),
+    );
+    const { rows } = await client.query<{
+      rows: number;
+      done_during: number;
+      done: number;
+      pending: number;
+      quarantined: number;
+      seconds: number;
+      last_after_start: number | null;
+      last_after_end: number | null;
+      max_wait: number | null;
+    }>(
+      `SELECT count(*)::int AS rows,
+              count(*) FILTER (WHERE status = 'done' AND finished_at <= $3::timestamptz)::int AS done_during,
+              count(*) FILTER (WHERE status = 'done')::int AS done,
+              count(*) FILTER (WHERE status = 'pending')::int AS pending,
+              count(*) FILTER (WHERE status = 'quarantined')::int AS quarantined,
+              extract(epoch FROM $3::timestamptz - $2::timestamptz)::float8 AS seconds,
+              extract(epoch FROM max(finished_at) - $2::timestamptz)::float8 AS last_after_start,
+              extract(epoch FROM max(finished_at) - $3::timestamptz)::float8 AS last_after_end,
+              max(extract(epoch FROM coalesce(finished_at, clock_timestamp()) - received_at))::float8 AS max_wait
+       FROM callback_inbox WHERE id > $1`,
+      [first, start, end],
+    );
+    const f = rows[0];
+    // The backlog at its largest, from the rows themselves: +1 at each arrival, -1 at each finish.
+    const backlog = (
+      await client.query<{ n: number | null }>(
+        `SELECT max(n)::int AS n FROM (
+           SELECT sum(d) OVER (ORDER BY t, d DESC ROWS UNBOUNDED PRECEDING) AS n FROM (
+             SELECT received_at AS t, 1 AS d FROM callback_inbox WHERE id > $1
+             UNION ALL
+             SELECT finished_at, -1 FROM callback_inbox WHERE id > $1 AND finished_at IS NOT NULL) e) x`,
+        [first],
+      )
+    ).rows[0].n;
+    return {
+      env,
+      seconds: f.seconds,
+      intake,
+      rows: f.rows,
+      applyWhileAccepting: f.done_during / f.seconds,
+      applyOverall: f.last_after_start ? f.done / f.last_after_start : 0,
+      maxBacklog: Math.max(backlog ?? 0, watch.maxPending),
+      maxBacklogPolled: watch.maxPending,
+      maxAgeSeconds: Math.max(f.max_wait ?? 0, watch.maxAge),
+      drainSeconds: f.pending === 0 ? Math.max(0, f.last_after_end ?? 0) : undefined,
+      pendingLeft: f.pending,
+      quarantined: f.quarantined,
+      inline,
+    };
+  } finally {
+    await client.end().catch(() => undefined);
+    await side.stop();
+    children.splice(children.indexOf(side), 1);
+  }
+}
+
+/** `inbox apply/inline: R (…)`: the apply rate while accepting against the inline receiver's new batches/s. */
+function inboxRatioLine(s: InboxStats): string {
+  if (!s.inline) return `inbox apply/inline: n/a (no inline run at concurrency ${INBOX_CONCURRENCY})`;
+  return (
+    `inbox apply/inline: ${(s.applyWhileAccepting / s.inline.newBatchesPerSecond).toFixed(2)} ` +
+    `(inbox applied ${s.applyWhileAccepting.toFixed(1)} batches/s while accepting, the inline receiver ` +
+    `${s.inline.newBatchesPerSecond.toFixed(1)} new batches/s at c=${INBOX_CONCURRENCY}, ` +
+    `${s.inline.batchesPerSecond.toFixed(1)} with redeliveries)`
+  );
+}
+
+function printInbox(s: InboxStats): void {
+  const settings = Object.keys(s.env).length
+    ? Object.entries(s.env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ')
+    : 'default inbox settings';
+  const i = s.intake;
+  console.log(
+    `inbox mode (CALLBACK_MODE=inbox, ${settings}), same load at c=${INBOX_CONCURRENCY} for ` +
+      `${s.seconds.toFixed(1)} s, then drained:`,
+  );
+  console.log(
+    `  intake: ${i.batchesPerSecond.toFixed(1)} batches/s answered 200 (${s.rows} new batches, ` +
+      `${(s.rows / s.seconds).toFixed(1)}/s), ${i.errors} errors, p50 ${ms(i.p50)} ms, p99 ${ms(i.p99)} ms`,
+  );
+  console.log(
+    `  apply (inbox rows turned done, callback_inbox.finished_at): ${s.applyWhileAccepting.toFixed(1)} ` +
+      `batches/s while accepting, ${s.applyOverall.toFixed(1)} batches/s overall`,
+  );
+  console.log(
+    `  largest backlog ${s.maxBacklog} pending rows (${s.maxBacklogPolled} at the 200 ms polls); ` +
+      `oldest pending row's age at its worst ${s.maxAgeSeconds.toFixed(1)} s`,
+  );
+  console.log(
+    s.drainSeconds !== undefined
+      ? `  drained ${s.drainSeconds.toFixed(1)} s after the load stopped; ${s.quarantined} quarantined`
+      : `  NOT drained: ${s.pendingLeft} rows pending ${DRAIN_TIMEOUT_MS / 1000} s after the load stopped; ` +
+          `${s.quarantined} quarantined`,
+  );
+  console.log(`  wait events during the load: ${describeWaits(i.waits)}`);
+  console.log(`  ${inboxRatioLine(s)}`);
 }
 
 async function main(): Promise<void> {
   const t0 = performance.now();
   const admin = await serverUrl();
-  const phases: Phase[] = [{ key: 'empty', name: 'empty database', large: false }];
-  if (args.large) phases.push({ key: 'large', name: 'after preloading 1 M coupons / 5 M bets', large: true });
-  const results: RunStats[][] = [];
-  for (const [i, phase] of phases.entries()) results.push(await runPhase(admin, phase, i));
+  const dbPrefix = args['db-prefix'] as string;
+  const template = `${dbPrefix}_template`;
+  const datasets: Dataset[] = [{ key: 'empty', name: 'empty database', large: false }];
+  if (args.large)
+    datasets.push({ key: 'large', name: 'after preloading 1 M coupons / 5 M bets', large: true });
+  const results: PhaseResult[] = [];
+  for (const dataset of datasets) {
+    await dropDatabases(admin, [template]);
+    await createMigratedDatabase(admin, template);
+    if (dataset.large) {
+      console.log('preloading 1 M coupons / 5 M bets (with their snapshots and ledger) into the template …');
+      const seconds = await preload(databaseUrl(admin, template));
+      console.log(`preloaded in ${seconds.toFixed(0)} s`);
+    }
+    for (const profile of SELECTED)
+      results.push(await runPhase(admin, template, profile, dataset, results.length));
+    await dropDatabases(admin, [template]);
+  }
   await cleanup();
 
-  if (results.length > 1) {
-    const p99 = (rows: RunStats[], c: number) =>
-      rows.find((r) => r.side === 'receiver' && r.connections === c)?.p99 ?? NaN;
-    console.log(
-      'receiver p99 growth after preloading: ' +
-        CONCURRENCY.map((c) => `c=${c} ${(p99(results[1], c) / p99(results[0], c)).toFixed(2)}×`).join(', '),
-    );
+  const rowsOf = (profile: ProfileSpec, large: boolean) =>
+    results.find((r) => r.profile === profile && r.dataset.large === large)?.rows ?? [];
+  const find = (rows: RunStats[], side: SideName, c: number) =>
+    rows.find((r) => r.side === side && r.connections === c);
+  if (args.large) {
+    for (const profile of SELECTED) {
+      const p99 = (large: boolean, c: number) => find(rowsOf(profile, large), 'receiver', c)?.p99 ?? NaN;
+      console.log(
+        `${profile.key === 'mixed' ? '' : `${profile.title} `}receiver p99 growth after preloading: ` +
+          CONCURRENCY.map((c) => `c=${c} ${(p99(true, c) / p99(false, c)).toFixed(2)}×`).join(', '),
+      );
+    }
   }
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  const pick = (side: SideName) =>
-    results[0].find((r) => r.side === side && r.connections === RATIO_CONCURRENCY) as RunStats;
-  const r = pick('receiver');
-  const b = pick('baseline');
-  console.log(
-    `throughput ratio receiver/baseline: ${(r.batchesPerSecond / b.batchesPerSecond).toFixed(2)} ` +
-      `(receiver ${r.batchesPerSecond.toFixed(1)} batches/s, baseline ${b.batchesPerSecond.toFixed(1)} batches/s, ` +
-      `receiver p99 ${ms(r.p99)} ms)`,
-  );
+  for (const r of results) if (r.inbox) console.log(inboxRatioLine(r.inbox));
+  // Today's mix last: its line is the one CI and the docs read.
+  for (const profile of [...SELECTED].sort((a, b) => Number(a.key === 'mixed') - Number(b.key === 'mixed'))) {
+    const rows = rowsOf(profile, false);
+    const r = find(rows, 'receiver', RATIO_CONCURRENCY) as RunStats;
+    const b = find(rows, 'baseline', RATIO_CONCURRENCY) as RunStats;
+    const extra =
+      profile.key === 'mixed'
+        ? ''
+        : CONCURRENCY.filter((c) => c !== RATIO_CONCURRENCY && c > 1)
+            .map((c) => {
+              const rc = find(rows, 'receiver', c) as RunStats;
+              const bc = find(rows, 'baseline', c) as RunStats;
+              return `; c=${c} ${(rc.batchesPerSecond / bc.batchesPerSecond).toFixed(2)}`;
+            })
+            .join('') + `; lock waits receiver ${lockShare(r.waits)}, baseline ${lockShare(b.waits)}`;
+    console.log(
+      `${profile.ratioLabel} receiver/baseline: ${(r.batchesPerSecond / b.batchesPerSecond).toFixed(2)} ` +
+        `(receiver ${r.batchesPerSecond.toFixed(1)} batches/s, baseline ${b.batchesPerSecond.toFixed(1)} batches/s, ` +
+        `receiver p99 ${ms(r.p99)} ms${extra})`,
+    );
+  }
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

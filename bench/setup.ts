@@ -181,7 +181,8 @@ function registrationHash(c: PoolCoupon): string {
 
 /**
  * The baseline's equivalent of the partner API calls: the players with their deposits (operation,
- * adjustment, two entries), the coupons registered with their stake debits, balances from entries.
+ * adjustment, two entries), the coupons registered with their stake debits, the players' balances
+ * from their entries (the baseline derives the house balance from its entries: its row is left as is).
  */
 export async function seedBaseline(url: string, players: string[], coupons: PoolCoupon[]): Promise<void> {
   await withClient(url, async (c) => {
@@ -235,7 +236,7 @@ export async function seedBaseline(url: string, players: string[], coupons: Pool
              JOIN financial_operations o ON o.id = e.operation_id
              WHERE o.operation_key LIKE 'adjustment:bench-dep-%' OR o.coupon_code LIKE '2%'
              GROUP BY e.account_id) x
-       WHERE a.id = x.account_id`,
+       WHERE a.id = x.account_id AND a.kind = 'player'`,
     );
     await c.query('COMMIT');
   });
@@ -297,6 +298,10 @@ export interface TableCounts {
   snapshots: number;
   operations: number;
   entries: number;
+  /** Net amount the load's ledger entries moved to players (decimal string; the house got the opposite). */
+  playersNet: string;
+  /** Net amount of the load's entries on house accounts (`kind = 'house'`, any number per currency). */
+  houseNet: string;
   transitions: Record<string, number>;
 }
 
@@ -342,7 +347,64 @@ export async function tableCounts(url: string, prefix: string, lastBatchId: stri
         `SELECT count(*) AS n FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
          WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
       ),
+      ...(
+        await c.query<{ players: string; house: string }>(
+          `SELECT coalesce(sum(e.amount) FILTER (WHERE a.kind = 'player'), 0)::text AS players,
+                  coalesce(sum(e.amount) FILTER (WHERE a.kind = 'house'), 0)::text AS house
+           FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
+           JOIN accounts a ON a.id = e.account_id
+           WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
+          params,
+        )
+      ).rows.map((r) => ({ playersNet: r.players, houseNet: r.house }))[0],
       transitions,
+    };
+  });
+}
+
+/** Money of a side's database in one currency, for the balance check after a phase. */
+export interface BalanceTotals {
+  /** Sum of the players' materialised balances. */
+  players: string;
+  /** Sum of the materialised balances of the house accounts (`kind = 'house'`, however many). */
+  houseBalance: string;
+  /** Sum of the ledger entries on those house accounts. */
+  houseEntries: string;
+  houseAccounts: number;
+  /** players + house entries: 0 when every operation has its two entries. */
+  net: string;
+}
+
+/**
+ * Player and house totals of `currency`. The house side is summed over every account with
+ * `kind = 'house'` (the receiver may spread it over sub-accounts; the baseline keeps only entries).
+ */
+export async function balanceTotals(url: string, currency = CURRENCY): Promise<BalanceTotals> {
+  return withClient(url, async (c) => {
+    const { rows } = await c.query<{
+      players: string;
+      house_balance: string;
+      house_entries: string;
+      house_accounts: number;
+      net: string;
+    }>(
+      `WITH p AS (SELECT coalesce(sum(balance), 0) AS v FROM accounts WHERE kind = 'player' AND currency = $1),
+            h AS (SELECT coalesce(sum(balance), 0) AS v, count(*)::int AS n FROM accounts
+                  WHERE kind = 'house' AND currency = $1),
+            he AS (SELECT coalesce(sum(e.amount), 0) AS v FROM ledger_entries e
+                   JOIN accounts a ON a.id = e.account_id WHERE a.kind = 'house' AND a.currency = $1)
+       SELECT p.v::text AS players, h.v::text AS house_balance, he.v::text AS house_entries,
+              h.n AS house_accounts, (p.v + he.v)::text AS net
+       FROM p, h, he`,
+      [currency],
+    );
+    const r = rows[0];
+    return {
+      players: r.players,
+      houseBalance: r.house_balance,
+      houseEntries: r.house_entries,
+      houseAccounts: r.house_accounts,
+      net: r.net,
     };
   });
 }
