@@ -7,6 +7,7 @@ import { PartnerApi, registerManifest } from './partner-api.js';
 import { MAX_SEED } from './random.js';
 import { DEFAULT_TIMEOUT_MS, sendBatches } from './send.js';
 import { RunningServe, startServe } from './serve.js';
+import { RunningWallet, startWallet } from './wallet.js';
 
 /**
  * The `sportapi` command line (`npm run sportapi -- <command> ...`). `runCli` returns the exit
@@ -38,6 +39,14 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
   check --url URL --secret S --ops-key K [--callback-path /sportapi/callback] [--eventual MS]
       Conformance run against a receiver: each CONTRACT rule PASS/FAIL. --eventual MS: money
       checks wait up to MS for a receiver that applies after its 200 (inbox mode).
+
+  wallet --port P --secret S [--host 127.0.0.1] [--fail-rate R] [--drop-after-apply R]
+         [--slow-ms N] [--seed 1] [--allow-negative]
+      A stand-in wallet (docs/wallet-http-contract.md): POST /transactions signed with S, each
+      transactionId applied once, a debit above the balance refused (402). --fail-rate: answer
+      503 (half of them 429) before applying; --drop-after-apply: close the connection after a
+      200 (the answer is lost); --slow-ms: wait before handling. GET /balances, /transactions,
+      /stats; POST /accounts/{accountId}/deposits|withdrawals {amount, currency}.
 `;
 
 export interface CliIo {
@@ -47,6 +56,8 @@ export interface CliIo {
   stopSignal?: () => Promise<void>;
   /** Receives the running server of `serve` (tests). */
   onServe?: (server: RunningServe) => void;
+  /** Receives the running wallet of `wallet` (tests). */
+  onWallet?: (wallet: RunningWallet) => void;
 }
 
 class UsageError extends Error {}
@@ -222,11 +233,53 @@ async function check(args: string[], io: CliIo): Promise<number> {
   return report.ok ? 0 : 1;
 }
 
+async function wallet(args: string[], io: CliIo): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      secret: { type: 'string' },
+      'fail-rate': { type: 'string' },
+      'drop-after-apply': { type: 'string' },
+      'slow-ms': { type: 'string' },
+      seed: { type: 'string' },
+      'allow-negative': { type: 'boolean' },
+    },
+  });
+  const port = number(values, 'port', NaN, integerFrom(0, 65_535), 'an integer from 0 to 65535');
+  if (Number.isNaN(port)) throw new UsageError('--port is required');
+  const rate = (name: string) => number(values, name, 0, (n) => n >= 0 && n <= 1, 'between 0 and 1');
+  const running = await startWallet({
+    port,
+    host: values.host,
+    secret: required(values, 'secret'),
+    failRate: rate('fail-rate'),
+    dropAfterApply: rate('drop-after-apply'),
+    slowMs: number(values, 'slow-ms', 0, integerFrom(0, 600_000), 'an integer from 0 to 600000 (ms)'),
+    seed: number(values, 'seed', 1, integerFrom(0, MAX_SEED), `an integer from 0 to ${MAX_SEED}`),
+    allowNegative: values['allow-negative'],
+    log: io.out,
+  });
+  io.out(
+    `wallet stand-in listening on ${running.url}: POST /transactions` +
+      (values['allow-negative'] ? ' (negative balances allowed)' : ''),
+  );
+  io.onWallet?.(running);
+  if (io.stopSignal) {
+    await io.stopSignal();
+    await running.close();
+    io.out(`stopped: ${JSON.stringify(running.stats())}`);
+  }
+  return 0;
+}
+
 const COMMANDS: Record<string, (args: string[], io: CliIo) => Promise<number>> = {
   send,
   generate: generateCommand,
   serve,
   check,
+  wallet,
 };
 
 export async function runCli(argv: string[], io: CliIo): Promise<number> {

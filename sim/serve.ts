@@ -1,6 +1,6 @@
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { latestCouponStates } from './batch-files.js';
+import { listen } from './http-server.js';
 import type { CouponSnapshot } from './model.js';
 import { Rng } from './random.js';
 
@@ -152,21 +152,12 @@ export async function startServe(options: ServeOptions = {}): Promise<RunningSer
       json(res, 404, { error: 'not_found' });
     }
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const listening = await listen(server, options.port, options.host);
   return {
-    url: `http://${host}:${address.port}`,
-    port: address.port,
+    url: listening.url,
+    port: listening.port,
     coupons: coupons.size,
     stats,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      }),
+    close: listening.close,
   };
 }
