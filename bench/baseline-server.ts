@@ -12,6 +12,7 @@
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
+import { Decimal } from 'decimal.js';
 import pg from 'pg';
 
 const PORT = Number(process.env.PORT ?? 4102);
@@ -146,6 +147,9 @@ interface Decision {
 }
 
 const positive = (a: string) => /[1-9]/.test(a);
+/** Equal amounts whatever their scale (`numeric(26,8)` reads `190.00000000`, a body says `190.00`). */
+const sameAmount = (a: string | null, b: string | null) =>
+  a === null || b === null ? a === b : new Decimal(a).eq(b);
 const credit = (generation: number, amount: string): Op[] =>
   positive(amount) ? [{ type: 'final_credit', generation, amount }] : [];
 
@@ -178,7 +182,7 @@ function decide(s: State, status: number, realWin: string | null): Decision {
           { realWin: amount, settled: true, settledAmount: amount, recalcOpen: false },
           credit(s.generation, amount),
         );
-      if (s.settledAmount === amount) return applied('same_result', { realWin: amount, recalcOpen: false });
+      if (sameAmount(s.settledAmount, amount)) return applied('same_result', { realWin: amount, recalcOpen: false });
       return history('conflicting_result', true);
     }
     case 15: {
@@ -202,7 +206,7 @@ function decide(s: State, status: number, realWin: string | null): Decision {
           { settled: true, settledAmount: realWin },
           credit(s.generation, realWin),
         );
-      if (s.settledAmount === realWin) return history('recalculation_repeated');
+      if (sameAmount(s.settledAmount, realWin)) return history('recalculation_repeated');
       return history('recalculation_conflict', true);
     }
     default:
@@ -219,10 +223,10 @@ function decide(s: State, status: number, realWin: string | null): Decision {
 function sameState(a: State, b: State): boolean {
   return (
     a.status === b.status &&
-    a.realWin === b.realWin &&
+    sameAmount(a.realWin, b.realWin) &&
     a.generation === b.generation &&
     a.settled === b.settled &&
-    a.settledAmount === b.settledAmount &&
+    sameAmount(a.settledAmount, b.settledAmount) &&
     a.recalcOpen === b.recalcOpen &&
     a.needsReview === b.needsReview &&
     a.reviewReason === b.reviewReason
