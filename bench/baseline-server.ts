@@ -182,7 +182,8 @@ function decide(s: State, status: number, realWin: string | null): Decision {
           { realWin: amount, settled: true, settledAmount: amount, recalcOpen: false },
           credit(s.generation, amount),
         );
-      if (sameAmount(s.settledAmount, amount)) return applied('same_result', { realWin: amount, recalcOpen: false });
+      if (sameAmount(s.settledAmount, amount))
+        return applied('same_result', { realWin: amount, recalcOpen: false });
       return history('conflicting_result', true);
     }
     case 15: {

@@ -4,6 +4,7 @@ import { CallbackInbox1764510000000 } from './1764510000000-CallbackInbox.js';
 import { CallbackHotPath1764580000000 } from './1764580000000-CallbackHotPath.js';
 import { CurrencyPrecision1764590000000 } from './1764590000000-CurrencyPrecision.js';
 import { ApiKeyActors1796140048806 } from './1796140048806-ApiKeyActors.js';
+import { WalletOutbox1796143780085 } from './1796143780085-WalletOutbox.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   CallbackHotPath1764580000000,
   CurrencyPrecision1764590000000,
   ApiKeyActors1796140048806,
+  WalletOutbox1796143780085,
 ];

@@ -107,11 +107,10 @@ const SIGNATURE = /^sha256=[0-9a-f]{64}$/;
 /** Known operation types whose direction is fixed; other types are accepted with either direction. */
 const DIRECTION_OF: Readonly<Record<string, 'credit' | 'debit'>> = {
   final_credit: 'credit',
-  stake_refund: 'credit',
-  adjustment_credit: 'credit',
+  deposit: 'credit',
   recalculation_debit: 'debit',
   stake_debit: 'debit',
-  adjustment_debit: 'debit',
+  withdrawal: 'debit',
 };
 const FIELDS = [
   'transactionId',

@@ -14,6 +14,7 @@ import { HealthModule } from './health/health.module.js';
 import { ObservabilityModule } from './observability/observability.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
+import { WalletModule } from './wallet/wallet.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -21,7 +22,7 @@ import type { DestinationStream } from 'pino';
  * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
  * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
  * JSON logs and Prometheus metrics, the delivery audit endpoints, the partner API's keys and
- * scopes, and the one exception filter.
+ * scopes, the wallet outbox and its connector, and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -41,6 +42,7 @@ export class AppModule {
         ReconciliationModule,
         AuditModule,
         CallbackAdminModule,
+        WalletModule.forRoot(config),
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [

@@ -38,6 +38,9 @@ export enum ErrorCode {
   COUPON_INBOX_PENDING = 'coupon_inbox_pending',
   /** Other batches changed the coupon during every read from SportAPI (a read may predate them). */
   COUPON_CHANGED_DURING_READ = 'coupon_changed_during_read',
+  // wallet outbox (docs/wallet.md)
+  /** An operator action that the outbox row's state does not allow (e.g. retry of a delivered row). */
+  OUTBOX_ENTRY_STATE = 'outbox_entry_state',
   INTERNAL = 'internal_error',
 }
 
@@ -64,6 +67,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.POLLING_DISABLED]: 501,
   [ErrorCode.SPORTAPI_UNAVAILABLE]: 503,
   [ErrorCode.SPORTAPI_COUPON_NOT_FOUND]: 404,
+  [ErrorCode.OUTBOX_ENTRY_STATE]: 409,
   [ErrorCode.SPORTAPI_BAD_RESPONSE]: 502,
   [ErrorCode.COUPON_NOT_FLAGGED]: 409,
   [ErrorCode.COUPON_INBOX_PENDING]: 409,

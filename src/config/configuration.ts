@@ -3,6 +3,7 @@ import ms from 'ms';
 import { parseApiKeys } from '../auth/api-keys.js';
 import type { ApiKey } from '../auth/api-keys.js';
 import { CURRENCY_CODE, CurrencyTable, LEGACY_MINOR_UNITS, MAX_MINOR_UNITS } from '../common/currency.js';
+import { OperationType } from '../ledger/ledger.types.js';
 
 /**
  * Typed configuration of the receiver, read once from the environment at start-up.
@@ -79,6 +80,34 @@ export interface AppConfig {
   sportApi: SportApiConfig;
   /** The scheduled reconciliation (CONTRACT §9). */
   reconciliation: ReconciliationConfig;
+  /** The wallet outbox and its connector (docs/wallet.md). */
+  wallet: WalletConfig;
+}
+
+/** Where settled money goes beyond the ledger: the wallet outbox and its connector (docs/wallet.md). */
+export interface WalletConfig {
+  /**
+   * Name of the wallet connector (`src/wallet/wallet-connectors.ts`): `http` by default when
+   * `WALLET_URL` is set; undefined: no connector, and no outbox row is written.
+   */
+  connector: string | undefined;
+  /** Base URL of the HTTP connector (`POST {url}/transactions`). */
+  url: string | undefined;
+  /** HMAC-SHA256 key of the HTTP connector's `X-Signature`. */
+  secret: string | undefined;
+  /** Operation types written to the outbox: `WALLET_OPERATION_TYPES` with a connector, else none. */
+  operationTypes: OperationType[];
+  /** Milliseconds one delivery may take (connect, headers and body), then it is retried. */
+  timeoutMs: number;
+  /** Milliseconds a row is retried without a definite answer before it is parked. */
+  retryForMs: number;
+  /** Milliseconds; delay after the first failed attempt, doubled per attempt up to the maximum. */
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Delivery workers per process. */
+  concurrency: number;
+  /** Milliseconds an idle delivery worker waits before looking for work again. */
+  pollIntervalMs: number;
 }
 
 /** Where and how to read a coupon from SportAPI (CONTRACT §9). */
@@ -256,7 +285,68 @@ export const envSchema = Joi.object({
     .max(86_400_000)
     .default(300_000)
     .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
+  WALLET_CONNECTOR: Joi.string()
+    .pattern(/^[a-z][a-z0-9-]{0,63}$/)
+    .optional()
+    .messages({ 'string.pattern.base': 'WALLET_CONNECTOR must be a connector name such as http, or none' }),
+  WALLET_URL: Joi.string()
+    .uri({ scheme: ['http', 'https'] })
+    .optional(),
+  WALLET_SECRET: Joi.string().min(16).optional(),
+  WALLET_OPERATION_TYPES: Joi.string()
+    .custom((v: string, helpers) => {
+      const known = Object.values(OperationType) as string[];
+      const bad = csv(v).filter((t) => !known.includes(t));
+      return bad.length || !csv(v).length
+        ? helpers.message({
+            custom: `WALLET_OPERATION_TYPES must be comma-separated operation types (${known.join(', ')}): ${bad.join(', ') || 'none given'}`,
+          })
+        : v;
+    })
+    .default('final_credit,recalculation_debit'),
+  WALLET_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5000),
+  WALLET_RETRY_FOR: duration()
+    .custom((v: number, helpers) =>
+      v >= 1000 ? v : helpers.message({ custom: 'WALLET_RETRY_FOR must be at least 1s' }),
+    )
+    .default(24 * 3_600_000),
+  WALLET_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
+  WALLET_RETRY_MAX_MS: Joi.number()
+    .integer()
+    .min(Joi.ref('WALLET_RETRY_BASE_MS'))
+    .max(86_400_000)
+    .default(300_000)
+    .messages({ 'number.min': 'WALLET_RETRY_MAX_MS must not be below WALLET_RETRY_BASE_MS' }),
+  WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
+  WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
 }).unknown(true);
+
+/**
+ * The wallet settings (values as Joi validated them). @throws Error naming the variable when the
+ * HTTP connector lacks its URL or secret.
+ */
+function walletConfig(v: Record<string, unknown>): WalletConfig {
+  const url = (v.WALLET_URL as string | undefined)?.replace(/\/+$/, '');
+  const named = v.WALLET_CONNECTOR as string | undefined;
+  const connector = named === 'none' ? undefined : (named ?? (url ? 'http' : undefined));
+  const missing = [
+    connector === 'http' && !url ? 'WALLET_URL: required by the http wallet connector' : '',
+    connector === 'http' && !v.WALLET_SECRET ? 'WALLET_SECRET: required by the http wallet connector' : '',
+  ].filter(Boolean);
+  if (missing.length) throw new Error(`Invalid configuration:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
+  return {
+    connector,
+    url,
+    secret: v.WALLET_SECRET as string | undefined,
+    operationTypes: connector ? (csv(v.WALLET_OPERATION_TYPES as string) as OperationType[]) : [],
+    timeoutMs: v.WALLET_TIMEOUT_MS as number,
+    retryForMs: v.WALLET_RETRY_FOR as number,
+    retryBaseMs: v.WALLET_RETRY_BASE_MS as number,
+    retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
+    concurrency: v.WALLET_CONCURRENCY as number,
+    pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
+  };
+}
 
 /** One `CODE:digits` of CURRENCY_MINOR_UNITS. */
 const MINOR_UNITS_PAIR = new RegExp(`^[A-Z0-9]{3,8}\\s*:\\s*[0-${MAX_MINOR_UNITS}]$`);
@@ -377,6 +467,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inboxMaxAttempts: v.INBOX_MAX_ATTEMPTS as number,
     inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
     inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
+    wallet: walletConfig(v),
   };
 }
 

@@ -10,6 +10,9 @@ import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.en
 import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
 import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
+import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
+import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
+import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.entity.js';
 
 /**
  * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring
@@ -29,4 +32,7 @@ export const ENTITIES = [
   QuarantinedBodyEntity,
   CouponResolutionEntity,
   InboxEntryEntity,
+  WalletOutboxEntryEntity,
+  WalletDeliveryAttemptEntity,
+  WalletOutboxStateEntity,
 ];

@@ -73,10 +73,16 @@ export class LedgerRepository {
    * takes its player below zero (in the given order); then takes one house sub-account per
    * currency among `houseIds` (a free one at random, `SKIP LOCKED`; waits only when all are taken),
    * so concurrent postings do not queue on one house row; inserts the operations whose key is
-   * new, two entries each, and the balance deltas. An existing key must name the same operation.
+   * new, two entries each, and the balance deltas; and a `wallet_outbox` row for each new one of
+   * `outboxTypes` (docs/wallet.md). An existing key must name the same operation.
    * A failed check raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
    */
-  postingStatement(postings: Posting[], houseIds: string[], playerIds: string[]): Statement<PostingRow> {
+  postingStatement(
+    postings: Posting[],
+    houseIds: string[],
+    playerIds: string[],
+    outboxTypes: readonly string[],
+  ): Statement<PostingRow> {
     const code = LEDGER_SQLSTATE;
     return {
       name: 'lg_post',
@@ -139,6 +145,10 @@ export class LedgerRepository {
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
+             ), outbox AS (
+               -- The wallet's copy of the new operations of the pushed types (docs/wallet.md).
+               INSERT INTO wallet_outbox (operation_id, operation_key, account_id)
+               SELECT id, operation_key, account_id FROM ins WHERE type = ANY($12::text[]) ORDER BY id
              )
              SELECT (SELECT json_object_agg(operation_key, id::text) FROM ins) AS inserted,
                (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
@@ -165,6 +175,7 @@ export class LedgerRepository {
         postings.map((p) => p.requireFunds === true),
         houseIds,
         playerIds,
+        outboxTypes,
       ],
       mapError: ledgerErrorOf,
     };

@@ -67,6 +67,7 @@ export class LedgerService {
         postings,
         all.map((h) => h.id),
         [...new Set(postings.map((p) => p.accountId))],
+        this.config.wallet.operationTypes,
       ),
       onResult: ({ rows }) => {
         const types = rows[0]?.types ?? [];

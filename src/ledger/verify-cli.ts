@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
-import pg from 'pg';
 import { loadCurrencyTable } from '../config/configuration.js';
-import { EmbeddedPostgresServer } from '../database/embedded-postgres.js';
+import { NoDatabaseError, withCliDatabase } from '../database/cli-database.js';
 import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
 
 /**
@@ -19,40 +18,14 @@ async function main(): Promise<number> {
     console.error((err as Error).message);
     return 2;
   }
-  let url = process.env.DATABASE_URL || undefined;
-  let embedded: EmbeddedPostgresServer | undefined;
-  if (!url) {
-    const server = new EmbeddedPostgresServer(
-      {
-        dataDir: process.env.EMBEDDED_PG_DATA_DIR || '.data/postgres',
-        port: Number(process.env.EMBEDDED_PG_PORT || 54329),
-        database: 'settlement',
-      },
-      { log: () => undefined, warn: (m) => console.warn(m) },
-    );
-    const running = server.runningUrl();
-    if (running || (await server.isPortInUse())) {
-      url = running ?? server.url;
-      console.warn(`using the running embedded PostgreSQL at ${new URL(url).host}`);
-    } else if (!server.hasCluster()) {
-      console.error(
-        'no database to verify: DATABASE_URL is unset and the embedded data folder is empty (run npm start once)',
-      );
-      return 2;
-    } else {
-      embedded = server;
-      url = await server.start();
-    }
-  }
-  const client = new pg.Client({ connectionString: url });
   try {
-    await client.connect();
-    const report = await new LedgerVerifier(client, currencies).verify();
+    const report = await withCliDatabase((client) => new LedgerVerifier(client, currencies).verify());
     process.stdout.write(`${formatLedgerReport(report)}\n`);
     return report.ok ? 0 : 1;
-  } finally {
-    await client.end().catch(() => undefined);
-    await embedded?.stop();
+  } catch (err) {
+    if (!(err instanceof NoDatabaseError)) throw err;
+    console.error(err.message);
+    return 2;
   }
 }
 

@@ -39,7 +39,6 @@ export class SettlementMetrics {
   private readonly batchCoupons: Histogram;
   private readonly ledgerOperations: Counter<'type'>;
   private readonly unrecorded: Counter;
-  private couponCountSource: (() => Promise<CouponCounts>) | undefined;
 
   constructor() {
     const registers = [this.registry];
@@ -78,25 +77,6 @@ export class SettlementMetrics {
       this.deliveries.inc({ outcome }, 0);
     }
     for (const type of Object.values(OperationType)) this.ledgerOperations.inc({ type }, 0);
-    const counts = () => this.couponCounts();
-    new Gauge({
-      name: METRIC.needingReview,
-      help: 'Coupons flagged needs_review (CONTRACT §6), counted at scrape time',
-      registers,
-      async collect() {
-        const c = await counts();
-        if (c) this.set(c.needingReview);
-      },
-    });
-    new Gauge({
-      name: METRIC.unallocated,
-      help: 'Coupons settled by callbacks but not registered yet (no account), counted at scrape time',
-      registers,
-      async collect() {
-        const c = await counts();
-        if (c) this.set(c.unallocated);
-      },
-    });
   }
 
   /** Counts one answered delivery; `seconds` from receipt to answer, `coupons` when the body was read. */
@@ -126,7 +106,48 @@ export class SettlementMetrics {
 
   /** Registers where the coupon gauges are read from at scrape time (the coupons module). */
   countCouponsWith(source: () => Promise<CouponCounts>): void {
-    this.couponCountSource = source;
+    this.scrapedGauges('coupon gauges', source, [
+      {
+        name: METRIC.needingReview,
+        help: 'Coupons flagged needs_review (CONTRACT §6), counted at scrape time',
+        value: (c) => c.needingReview,
+      },
+      {
+        name: METRIC.unallocated,
+        help: 'Coupons settled by callbacks but not registered yet (no account), counted at scrape time',
+        value: (c) => c.unallocated,
+      },
+    ]);
+  }
+
+  /**
+   * Gauges set at scrape time from one call of `source` per scrape (however many gauges ask); when
+   * it fails or takes over {@link GAUGE_QUERY_TIMEOUT_MS} they keep their last value and a warning
+   * names `label`. For figures a module counts in the database (coupons, wallet outbox).
+   */
+  scrapedGauges<T>(
+    label: string,
+    source: () => Promise<T>,
+    gauges: { name: string; help: string; value: (figures: T) => number }[],
+  ): void {
+    let pending: Promise<T | undefined> | undefined;
+    const read = () => {
+      pending ??= this.readWithin(label, source).finally(() => {
+        setImmediate(() => (pending = undefined));
+      });
+      return pending;
+    };
+    for (const gauge of gauges) {
+      new Gauge({
+        name: gauge.name,
+        help: gauge.help,
+        registers: [this.registry],
+        async collect() {
+          const figures = await read();
+          if (figures !== undefined) this.set(gauge.value(figures));
+        },
+      });
+    }
   }
 
   /** The exposition text (Prometheus text format 0.0.4) and its content type. */
@@ -134,23 +155,11 @@ export class SettlementMetrics {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 
-  /** Both coupon gauges in one query over their partial indexes; undefined when it fails or times out. */
-  private couponCounts: () => Promise<CouponCounts | undefined> = (() => {
-    // One query per scrape even though two gauges ask.
-    let pending: Promise<CouponCounts | undefined> | undefined;
-    return () => {
-      pending ??= this.queryCouponCounts().finally(() => {
-        setImmediate(() => (pending = undefined));
-      });
-      return pending;
-    };
-  })();
-
-  private async queryCouponCounts(): Promise<CouponCounts | undefined> {
+  /** `source()` within {@link GAUGE_QUERY_TIMEOUT_MS}; undefined (and a warning) when it fails or is late. */
+  private async readWithin<T>(label: string, source: () => Promise<T>): Promise<T | undefined> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      if (!this.couponCountSource) return undefined;
-      const query = this.couponCountSource();
+      const query = source();
       const timeout = new Promise<never>((_, fail) => {
         timer = setTimeout(
           () => fail(new Error(`no answer in ${GAUGE_QUERY_TIMEOUT_MS} ms`)),
@@ -160,7 +169,7 @@ export class SettlementMetrics {
       query.catch(() => undefined);
       return await Promise.race([query, timeout]);
     } catch (err) {
-      this.logger.warn(`coupon gauges not refreshed: ${(err as Error).message}`);
+      this.logger.warn(`${label} not refreshed: ${(err as Error).message}`);
       return undefined;
     } finally {
       clearTimeout(timer);

@@ -34,6 +34,13 @@ const ROUTE_SCOPES: Record<string, Scope | 'none'> = {
   'GET /callbacks/quarantine/:id': 'read',
   'POST /callbacks/quarantine/:id/replay': 'operate',
   'GET /callbacks/inbox': 'read',
+  'GET /wallet/outbox': 'read',
+  'GET /wallet/outbox/:id': 'read',
+  'GET /wallet/status': 'read',
+  'POST /wallet/outbox/:id/retry': 'operate',
+  'POST /wallet/outbox/:id/skip': 'operate',
+  'POST /wallet/pause': 'operate',
+  'POST /wallet/resume': 'operate',
   'GET /metrics': 'read',
   // The callback has its signature (CONTRACT §4), the probes no credential (docs/operating.md#health).
   'POST /sportapi/callback': 'none',

@@ -247,8 +247,8 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
       ],
       [
         tx({
-          transactionId: 'B3:0:adjustment_credit',
-          type: 'adjustment_credit',
+          transactionId: 'adjustment:B3',
+          type: 'deposit',
           amount: '2',
           currency: 'BTC',
           accountId: 'p-2',

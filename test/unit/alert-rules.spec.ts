@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
 import { METRIC } from '../../src/observability/settlement-metrics.js';
+import { WALLET_METRIC } from '../../src/wallet/wallet-metrics.js';
 
 // ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
 // receiver exports (a renamed metric must not silently disable an alert).
@@ -22,7 +23,7 @@ const rules = file.groups.flatMap((g) => g.rules);
 
 /** Series names a scrape contains: histograms add _bucket, _sum and _count. */
 const EXPORTED = new Set(
-  Object.values(METRIC).flatMap((name) =>
+  [...Object.values(METRIC), ...Object.values(WALLET_METRIC)].flatMap((name) =>
     name === METRIC.duration || name === METRIC.batchCoupons
       ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
       : [name],
@@ -55,6 +56,16 @@ describe('ops/alerts.yml', () => {
     expect(exprOf('SettlementCallbackDuplicateRateHigh')).toContain('outcome="duplicate"');
     expect(exprOf('SettlementCallback503RateHigh')).toContain('outcome="failed"');
     expect(exprOf('SettlementCouponsNeedingReviewGrowing')).toContain('settlement_coupons_needing_review');
+  });
+
+  it('alerts on the wallet outbox: backlog age, parked rows, conflicts, pause (docs/wallet.md)', () => {
+    const exprOf = (name: string) => rules.find((r) => r.alert === name)?.expr ?? '';
+    expect(exprOf('SettlementWalletBacklogGrowing')).toContain(
+      'settlement_wallet_outbox_oldest_pending_age_seconds',
+    );
+    expect(exprOf('SettlementWalletRowsParked')).toContain('settlement_wallet_outbox_parked');
+    expect(exprOf('SettlementWalletConflict')).toContain('outcome="conflict"');
+    expect(exprOf('SettlementWalletPaused')).toContain('settlement_wallet_outbox_paused');
   });
 
   it('uses only series the receiver exports, with balanced brackets', () => {

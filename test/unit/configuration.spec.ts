@@ -152,4 +152,69 @@ describe('loadConfig (validated at start-up)', () => {
       retries: 0,
     });
   });
+
+  describe('wallet (docs/wallet.md)', () => {
+    const WALLET = { WALLET_URL: 'https://wallet.example/api/', WALLET_SECRET: 'wallet-secret-0123456789' };
+
+    it('no WALLET_URL nor WALLET_CONNECTOR: no connector, no operation pushed', () => {
+      expect(loadConfig(base).wallet).toEqual({
+        connector: undefined,
+        url: undefined,
+        secret: undefined,
+        operationTypes: [],
+        timeoutMs: 5000,
+        retryForMs: 86_400_000,
+        retryBaseMs: 1000,
+        retryMaxMs: 300_000,
+        concurrency: 8,
+        pollIntervalMs: 250,
+      });
+    });
+
+    it('WALLET_URL selects the http connector; final credits and recalculation debits by default', () => {
+      expect(loadConfig({ ...base, ...WALLET, WALLET_RETRY_FOR: '2h' }).wallet).toMatchObject({
+        connector: 'http',
+        url: 'https://wallet.example/api',
+        secret: 'wallet-secret-0123456789',
+        operationTypes: ['final_credit', 'recalculation_debit'],
+        retryForMs: 7_200_000,
+      });
+      expect(
+        loadConfig({
+          ...base,
+          ...WALLET,
+          WALLET_OPERATION_TYPES: 'final_credit, recalculation_debit,deposit,withdrawal',
+        }).wallet.operationTypes,
+      ).toEqual(['final_credit', 'recalculation_debit', 'deposit', 'withdrawal']);
+      expect(loadConfig({ ...base, ...WALLET, WALLET_CONNECTOR: 'none' }).wallet).toMatchObject({
+        connector: undefined,
+        operationTypes: [],
+      });
+      expect(loadConfig({ ...base, WALLET_CONNECTOR: 'partner-table' }).wallet.connector).toBe(
+        'partner-table',
+      );
+    });
+
+    it('refuses what cannot work, naming the variable', () => {
+      const refused = (env: Record<string, string>) => () => loadConfig({ ...base, ...env });
+      expect(refused({ WALLET_URL: WALLET.WALLET_URL })).toThrow(
+        'WALLET_SECRET: required by the http wallet connector',
+      );
+      expect(refused({ WALLET_CONNECTOR: 'http', WALLET_SECRET: WALLET.WALLET_SECRET })).toThrow(
+        'WALLET_URL: required by the http wallet connector',
+      );
+      expect(refused({ ...WALLET, WALLET_SECRET: 'short' })).toThrow(/WALLET_SECRET/);
+      expect(refused({ ...WALLET, WALLET_URL: 'ftp://wallet' })).toThrow(/WALLET_URL/);
+      expect(refused({ ...WALLET, WALLET_OPERATION_TYPES: 'final_credit,bonus' })).toThrow(
+        /WALLET_OPERATION_TYPES must be comma-separated operation types .*: bonus/,
+      );
+      expect(refused({ ...WALLET, WALLET_CONNECTOR: 'My Wallet' })).toThrow(/WALLET_CONNECTOR/);
+      expect(refused({ ...WALLET, WALLET_RETRY_FOR: '10ms' })).toThrow(
+        /WALLET_RETRY_FOR must be at least 1s/,
+      );
+      expect(refused({ ...WALLET, WALLET_RETRY_BASE_MS: '5000', WALLET_RETRY_MAX_MS: '1000' })).toThrow(
+        /WALLET_RETRY_MAX_MS must not be below WALLET_RETRY_BASE_MS/,
+      );
+    });
+  });
 });

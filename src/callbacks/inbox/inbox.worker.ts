@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { PollingLoops } from '../../common/polling-loops.js';
 import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
@@ -8,21 +9,17 @@ import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.reposito
 import { InboxService } from './inbox.service.js';
 
 /**
- * The inbox workers of this process: `INBOX_CONCURRENCY` loops, each applying one inbox row at a
- * time ({@link applyNext}) until none is due, then sleeping
+ * The inbox workers of this process: `INBOX_CONCURRENCY` {@link PollingLoops}, each applying one
+ * inbox row at a time ({@link applyNext}) until none is due, then sleeping
  * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch or another of its
- * workers finishes a row). Every replica runs
- * them; `FOR UPDATE SKIP LOCKED` and the per-coupon order of the claim keep them apart. A plain
- * loop rather than a scheduler interval: a worker drains the backlog back to back, never runs
- * twice at once, and stops cleanly (the batch in hand is finished) when the module is destroyed.
- * Started in inbox mode, and in inline mode too while rows are left from an earlier inbox run.
+ * workers finishes a row). Every replica runs them; `FOR UPDATE SKIP LOCKED` and the per-coupon
+ * order of the claim keep them apart. Started in inbox mode, and in inline mode too while rows are
+ * left from an earlier inbox run.
  */
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('InboxWorker');
-  private running = false;
-  private loops: Promise<void>[] = [];
-  private readonly sleepers = new Set<() => void>();
+  private readonly loops = new PollingLoops(this.logger, () => this.applyNext());
   private unsubscribe?: () => void;
 
   constructor(
@@ -93,49 +90,19 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   async onModuleDestroy(): Promise<void> {
-    this.running = false;
     this.unsubscribe?.();
-    this.wake();
-    await Promise.all(this.loops);
-    this.loops = [];
+    await this.loops.stop();
   }
 
   /** Ends the current sleep of every idle worker. */
   wake(): void {
-    for (const wakeUp of [...this.sleepers]) wakeUp();
+    this.loops.wake();
   }
 
   private start(): void {
-    if (this.running) return this.wake();
-    this.running = true;
+    if (this.loops.started) return this.wake();
     this.unsubscribe?.();
     this.unsubscribe = this.inbox.onAccepted(() => this.wake());
-    for (let i = 0; i < this.config.inboxConcurrency; i++) this.loops.push(this.loop());
-  }
-
-  private async loop(): Promise<void> {
-    while (this.running) {
-      let found = false;
-      try {
-        found = await this.applyNext();
-      } catch (err) {
-        this.logger.error(`inbox worker: ${(err as Error).message}`);
-      }
-      // A finished row may free later rows of its coupons for the workers that found none.
-      if (found) this.wake();
-      else if (this.running) await this.sleep(this.config.inboxPollIntervalMs);
-    }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.sleepers.add(done);
-    });
+    this.loops.start(this.config.inboxConcurrency, this.config.inboxPollIntervalMs);
   }
 }

@@ -1,0 +1,70 @@
+import { Logger } from '@nestjs/common';
+
+/**
+ * `count` worker loops calling `step` back to back while it finds work, sleeping `intervalMs` when
+ * it finds none (woken early by {@link wake}). A plain loop rather than a scheduler interval: a
+ * worker drains a backlog without pause, never runs twice at once, and {@link stop} lets each
+ * finish the step in hand. A step that throws is logged and counts as no work found. Used by the
+ * inbox and wallet outbox workers.
+ */
+export class PollingLoops {
+  private running = false;
+  private loops: Promise<void>[] = [];
+  private readonly sleepers = new Set<() => void>();
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly step: () => Promise<boolean>,
+  ) {}
+
+  /** Whether the loops run. */
+  get started(): boolean {
+    return this.running;
+  }
+
+  /** Starts `count` loops (once; later calls only wake them). */
+  start(count: number, intervalMs: number): void {
+    if (this.running) return this.wake();
+    this.running = true;
+    for (let i = 0; i < count; i++) this.loops.push(this.loop(intervalMs));
+  }
+
+  /** Ends the current sleep of every idle loop. */
+  wake(): void {
+    for (const wakeUp of [...this.sleepers]) wakeUp();
+  }
+
+  /** Stops the loops once their step in hand is done. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake();
+    await Promise.all(this.loops);
+    this.loops = [];
+  }
+
+  private async loop(intervalMs: number): Promise<void> {
+    while (this.running) {
+      let found = false;
+      try {
+        found = await this.step();
+      } catch (err) {
+        this.logger.error(`worker step failed: ${(err as Error).message}`);
+      }
+      // Finished work may have made more due (e.g. later rows of the same coupons or account).
+      if (found) this.wake();
+      else if (this.running) await this.sleep(intervalMs);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
+  }
+}

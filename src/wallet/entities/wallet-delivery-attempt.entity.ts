@@ -1,0 +1,33 @@
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import type { Relation } from 'typeorm';
+import type { AttemptOutcome } from '../wallet.types.js';
+import { WalletOutboxEntryEntity } from './wallet-outbox-entry.entity.js';
+
+/**
+ * One delivery attempt of an outbox row to the wallet: when, with which request id, how long, the
+ * outcome, the wallet's HTTP status and an excerpt of its answer (at most 500 characters, never a
+ * secret). Append-only history shown by `GET /wallet/outbox/{id}`.
+ */
+@Entity('wallet_delivery_attempts')
+@Check(
+  'wallet_delivery_attempts_outcome_check',
+  "outcome IN ('delivered', 'retry', 'refused', 'conflict', 'unauthorized')",
+)
+@Check('wallet_delivery_attempts_duration_check', 'duration_ms >= 0')
+@Index('wallet_delivery_attempts_outbox_idx', ['outboxId', 'id'])
+export class WalletDeliveryAttemptEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_delivery_attempts_pkey' })
+  id: string;
+  @Column('bigint', { name: 'outbox_id' }) outboxId: string;
+  @ManyToOne(() => WalletOutboxEntryEntity)
+  @JoinColumn({ name: 'outbox_id', foreignKeyConstraintName: 'wallet_delivery_attempts_outbox_id_fkey' })
+  outbox: Relation<WalletOutboxEntryEntity>;
+  @Column('int') attempt: number;
+  @Column('text', { name: 'request_id' }) requestId: string;
+  @Column('text') connector: string;
+  @Column('timestamptz', { name: 'started_at' }) startedAt: Date;
+  @Column('int', { name: 'duration_ms' }) durationMs: number;
+  @Column('text') outcome: AttemptOutcome;
+  @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;
+  @Column('text', { nullable: true }) answer: string | null;
+}

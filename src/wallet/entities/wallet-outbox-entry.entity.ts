@@ -1,0 +1,60 @@
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryGeneratedColumn,
+  Unique,
+} from 'typeorm';
+import type { Relation } from 'typeorm';
+import { FinancialOperationEntity } from '../../ledger/entities/financial-operation.entity.js';
+import type { OutboxStatus, ParkReason } from '../wallet.types.js';
+
+/**
+ * A financial operation to push to the wallet (docs/wallet.md), written by the posting statement
+ * in the transaction that posts the operation. `id` is the order: an account's rows are delivered
+ * in it. `attempts` counts claims (a claim leases the row until `leased_until`); `body` is the
+ * exact request body, stored with the first recorded attempt and sent unchanged afterwards;
+ * `retry_from` starts the `WALLET_RETRY_FOR` budget (reset by an operator's retry).
+ */
+@Entity('wallet_outbox')
+@Unique('wallet_outbox_operation_unique', ['operationId'])
+@Check('wallet_outbox_status_check', "status IN ('pending', 'delivered', 'parked', 'skipped')")
+@Check('wallet_outbox_attempts_check', 'attempts >= 0')
+@Check(
+  'wallet_outbox_parked_reason_check',
+  "parked_reason IN ('refused', 'conflict', 'retry_budget_exhausted')",
+)
+@Check('wallet_outbox_parked_check', "(status = 'parked') = (parked_reason IS NOT NULL)")
+@Index('wallet_outbox_pending_idx', ['id'], { where: "status = 'pending'" })
+@Index('wallet_outbox_open_account_idx', ['accountId', 'id'], { where: "status IN ('pending', 'parked')" })
+@Index('wallet_outbox_status_idx', ['status', 'id'])
+export class WalletOutboxEntryEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_outbox_pkey' }) id: string;
+  @Column('bigint', { name: 'operation_id' }) operationId: string;
+  @ManyToOne(() => FinancialOperationEntity)
+  @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'wallet_outbox_operation_id_fkey' })
+  operation: Relation<FinancialOperationEntity>;
+  @Column('text', { name: 'operation_key' }) operationKey: string;
+  @Column('text', { name: 'account_id' }) accountId: string;
+  @Column('text', { default: 'pending' }) status: OutboxStatus;
+  @Column('int', { default: 0 }) attempts: number;
+  @Column('timestamptz', { name: 'next_attempt_at', default: () => 'now()' }) nextAttemptAt: Date;
+  @Column('timestamptz', { name: 'leased_until', nullable: true }) leasedUntil: Date | null;
+  @Column('timestamptz', { name: 'retry_from', default: () => 'now()' }) retryFrom: Date;
+  @Column('bytea', { nullable: true }) body: Buffer | null;
+  @Column('int', { name: 'last_status', nullable: true }) lastStatus: number | null;
+  @Column('text', { name: 'last_error', nullable: true }) lastError: string | null;
+  @Column('text', { name: 'parked_reason', nullable: true }) parkedReason: ParkReason | null;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @Column('timestamptz', { name: 'delivered_at', nullable: true }) deliveredAt: Date | null;
+  @Column('timestamptz', { name: 'parked_at', nullable: true }) parkedAt: Date | null;
+  @Column('timestamptz', { name: 'skipped_at', nullable: true }) skippedAt: Date | null;
+  @Column('text', { name: 'skipped_by', nullable: true }) skippedBy: string | null;
+  @Column('text', { name: 'skip_reason', nullable: true }) skipReason: string | null;
+  @Column('timestamptz', { name: 'retried_at', nullable: true }) retriedAt: Date | null;
+  @Column('text', { name: 'retried_by', nullable: true }) retriedBy: string | null;
+}

@@ -1,0 +1,249 @@
+import { Injectable } from '@nestjs/common';
+import { FindOptionsWhere, LessThan } from 'typeorm';
+import { Statement, StatementGroup, Tx } from '../database/transaction.js';
+import { OperationType } from '../ledger/ledger.types.js';
+import { WalletDeliveryAttemptEntity } from './entities/wallet-delivery-attempt.entity.js';
+import { WalletOutboxEntryEntity } from './entities/wallet-outbox-entry.entity.js';
+import { WalletOutboxStateEntity } from './entities/wallet-outbox-state.entity.js';
+import type { OutboxOperation, OutboxStep } from './outbox-rules.js';
+import { AttemptOutcome, OutboxStatus, WALLET_REFUSED_REVIEW_REASON } from './wallet.types.js';
+
+/** An outbox row claimed for one delivery attempt, with its ledger operation. */
+export interface ClaimedOutboxRow extends OutboxOperation {
+  id: string;
+  /** This attempt's number (1 for the first); also the lease's token. */
+  attempt: number;
+  /** The body stored by an earlier recorded attempt (sent as it is), else null. */
+  body: Buffer | null;
+  retryFrom: Date;
+}
+
+/** One attempt to record with its row's next step. */
+export interface RecordedAttempt {
+  row: ClaimedOutboxRow;
+  body: Buffer;
+  requestId: string;
+  connector: string;
+  startedAt: Date;
+  durationMs: number;
+  outcome: AttemptOutcome;
+  httpStatus: number | null;
+  /** Excerpt of the wallet's answer or of the error (at most 500 characters). */
+  answer: string | null;
+  step: OutboxStep;
+}
+
+/** What the outbox gauges read at scrape time. */
+export interface OutboxCounts {
+  pending: number;
+  parked: number;
+  oldestPendingAgeSeconds: number;
+  paused: boolean;
+}
+
+/** SQL of the wallet outbox (docs/wallet.md): claims, attempts, operator actions, pause state. */
+@Injectable()
+export class OutboxRepository {
+  /**
+   * Claims the oldest due pending row whose account has no earlier pending or parked row (so an
+   * account's rows go out in order, other accounts in parallel), unless delivery is paused: leases
+   * it for `leaseMs` and counts the attempt, in one statement (`FOR UPDATE SKIP LOCKED`: claimers
+   * never wait for each other). A lease that runs out (a crashed worker) makes the row due again.
+   */
+  claimStatement(leaseMs: number): Statement<ClaimedOutboxRow> {
+    return {
+      name: 'wo_claim',
+      text: `WITH next AS (
+               SELECT o.id FROM wallet_outbox o
+                WHERE o.status = 'pending' AND o.next_attempt_at <= now()
+                  AND (o.leased_until IS NULL OR o.leased_until <= now())
+                  AND NOT (SELECT paused FROM wallet_outbox_state WHERE id = 1)
+                  AND NOT EXISTS (
+                        SELECT 1 FROM wallet_outbox e
+                         WHERE e.account_id = o.account_id AND e.status IN ('pending', 'parked') AND e.id < o.id)
+                ORDER BY o.id
+                LIMIT 1
+                FOR UPDATE OF o SKIP LOCKED
+             )
+             UPDATE wallet_outbox o
+                SET attempts = o.attempts + 1, leased_until = now() + make_interval(secs => $1::double precision / 1000)
+               FROM next, financial_operations f
+              WHERE o.id = next.id AND f.id = o.operation_id
+             RETURNING o.id, o.attempts AS attempt, o.body, o.retry_from AS "retryFrom",
+                       f.operation_key AS "operationKey", f.type, f.account_id AS "accountId",
+                       f.amount::text AS amount, f.currency::text AS currency, f.coupon_code AS "couponCode",
+                       f.generation, f.batch_id AS "batchId", f.created_at AS "createdAt"`,
+      values: [leaseMs],
+    };
+  }
+
+  /**
+   * Records an attempt and applies its step to the row, only while the row is still this
+   * attempt's (pending, same attempt count: a lease that ran out and was claimed again leaves the
+   * row to the newer attempt). A row parked as refused or conflict flags its coupon `needs_review`
+   * (`wallet_refused`); a pause step pauses all delivery.
+   */
+  recordStatements(a: RecordedAttempt): StatementGroup {
+    const { step } = a;
+    const group: StatementGroup = {
+      attempt: {
+        name: 'wo_attempt',
+        text: `INSERT INTO wallet_delivery_attempts
+                 (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        values: [
+          a.row.id,
+          a.row.attempt,
+          a.requestId,
+          a.connector,
+          a.startedAt,
+          a.durationMs,
+          a.outcome,
+          a.httpStatus,
+          a.answer,
+        ],
+      },
+      row: {
+        name: 'wo_step',
+        text: `UPDATE wallet_outbox
+                  SET body = coalesce(body, $3), leased_until = NULL, last_status = $4, last_error = $5,
+                      status = CASE $6::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
+                      delivered_at = CASE WHEN $6::text = 'delivered' THEN now() END,
+                      parked_reason = CASE WHEN $6::text = 'park' THEN $7 END,
+                      parked_at = CASE WHEN $6::text = 'park' THEN now() END,
+                      next_attempt_at = CASE WHEN $6::text = 'retry'
+                                             THEN now() + make_interval(secs => $8::double precision / 1000)
+                                             ELSE next_attempt_at END
+                WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
+        values: [
+          a.row.id,
+          a.row.attempt,
+          a.body,
+          a.httpStatus,
+          step.kind === 'delivered' ? null : a.answer,
+          step.kind,
+          step.kind === 'park' ? step.reason : null,
+          step.kind === 'retry' ? step.delayMs : 0,
+        ],
+      },
+    };
+    if (step.kind === 'park' && step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null) {
+      group.flag = {
+        name: 'wo_flag_coupon',
+        text: `UPDATE coupons SET needs_review = true, review_reason = $3, updated_at = now()
+                WHERE coupon_code = $2
+                  AND EXISTS (SELECT 1 FROM wallet_outbox WHERE id = $1 AND status = 'parked')`,
+        values: [a.row.id, a.row.couponCode, WALLET_REFUSED_REVIEW_REASON],
+      };
+    }
+    if (step.kind === 'pause') group.pause = this.pauseStatement(true, step.reason, null);
+    return group;
+  }
+
+  /** Pauses (`paused`) or resumes all delivery, noting why and who (null: the receiver). */
+  pauseStatement(paused: boolean, reason: string | null, actor: string | null): Statement {
+    return {
+      name: 'wo_pause',
+      text: `UPDATE wallet_outbox_state SET paused = $1, reason = $2, changed_at = now(), changed_by = $3 WHERE id = 1`,
+      values: [paused, reason, actor],
+    };
+  }
+
+  /** The pause state. */
+  async state(tx: Tx): Promise<WalletOutboxStateEntity> {
+    return tx.manager.findOneByOrFail(WalletOutboxStateEntity, { id: 1 });
+  }
+
+  /** One page of rows of `status` (all when undefined), newest first, with ids below `before`. */
+  list(
+    tx: Tx,
+    status: OutboxStatus | undefined,
+    limit: number,
+    before: string | undefined,
+  ): Promise<WalletOutboxEntryEntity[]> {
+    const where: FindOptionsWhere<WalletOutboxEntryEntity> = {};
+    if (status) where.status = status;
+    if (before) where.id = LessThan(before);
+    return tx.manager.find(WalletOutboxEntryEntity, {
+      where,
+      order: { id: 'DESC' },
+      take: limit,
+      relations: { operation: true },
+    });
+  }
+
+  /** One row with its operation, or null. */
+  find(tx: Tx, id: string): Promise<WalletOutboxEntryEntity | null> {
+    return tx.manager.findOne(WalletOutboxEntryEntity, { where: { id }, relations: { operation: true } });
+  }
+
+  /**
+   * Locks a row `FOR UPDATE` for an operator action (waits for a worker recording an attempt).
+   * @returns its status and whether a worker holds its lease now; undefined when there is no row.
+   */
+  async lockForAction(tx: Tx, id: string): Promise<{ status: OutboxStatus; leased: boolean } | undefined> {
+    const { rows } = await tx.query<{ status: OutboxStatus; leased: boolean }>(
+      `SELECT status, coalesce(leased_until > now(), false) AS leased FROM wallet_outbox WHERE id = $1 FOR UPDATE`,
+      [id],
+    );
+    return rows[0];
+  }
+
+  /** Every attempt of a row, oldest first. */
+  attemptsOf(tx: Tx, id: string): Promise<WalletDeliveryAttemptEntity[]> {
+    return tx.manager.find(WalletDeliveryAttemptEntity, { where: { outboxId: id }, order: { id: 'ASC' } });
+  }
+
+  /** A parked row back to pending, due now, with a new retry budget; who asked. */
+  async release(tx: Tx, id: string, actor: string): Promise<void> {
+    await tx.query(
+      `UPDATE wallet_outbox
+          SET status = 'pending', parked_reason = NULL, parked_at = NULL, next_attempt_at = now(),
+              retry_from = now(), retried_at = now(), retried_by = $2
+        WHERE id = $1 AND status = 'parked'`,
+      [id, actor],
+    );
+  }
+
+  /** A parked or pending row settled by hand in the wallet: skipped, with who and why. */
+  async skip(tx: Tx, id: string, actor: string, reason: string): Promise<void> {
+    await tx.query(
+      `UPDATE wallet_outbox
+          SET status = 'skipped', parked_reason = NULL, leased_until = NULL, skipped_at = now(),
+              skipped_by = $2, skip_reason = $3
+        WHERE id = $1 AND status IN ('pending', 'parked')`,
+      [id, actor, reason],
+    );
+  }
+
+  /** The gauges' figures in one query over the partial indexes. */
+  async counts(tx: Tx): Promise<OutboxCounts> {
+    const { rows } = await tx.query<OutboxCounts>(
+      `SELECT (SELECT count(*)::int FROM wallet_outbox WHERE status = 'pending') AS pending,
+              (SELECT count(*)::int FROM wallet_outbox WHERE status = 'parked') AS parked,
+              coalesce((SELECT extract(epoch FROM now() - min(created_at))::float8
+                          FROM wallet_outbox WHERE status = 'pending'), 0) AS "oldestPendingAgeSeconds",
+              (SELECT paused FROM wallet_outbox_state WHERE id = 1) AS paused`,
+    );
+    return rows[0];
+  }
+
+  /** Operations of `types` and their outbox rows, for `wallet:reconcile` (keyset by operation id). */
+  async operationsOfTypes(
+    tx: Tx,
+    types: OperationType[],
+    after: string,
+    limit: number,
+  ): Promise<(OutboxOperation & { id: string; outboxStatus: OutboxStatus | null })[]> {
+    const { rows } = await tx.query<OutboxOperation & { id: string; outboxStatus: OutboxStatus | null }>(
+      `SELECT f.id, f.operation_key AS "operationKey", f.type, f.account_id AS "accountId", f.amount::text AS amount,
+              f.currency::text AS currency, f.coupon_code AS "couponCode", f.generation, f.batch_id AS "batchId",
+              f.created_at AS "createdAt", o.status AS "outboxStatus"
+         FROM financial_operations f LEFT JOIN wallet_outbox o ON o.operation_id = f.id
+        WHERE f.type = ANY($1::text[]) AND f.id > $2::bigint
+        ORDER BY f.id LIMIT $3`,
+      [types, after, limit],
+    );
+    return rows;
+  }
+}

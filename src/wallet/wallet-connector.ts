@@ -1,0 +1,62 @@
+/**
+ * One financial operation as the wallet receives it (docs/wallet-http-contract.md): built once per
+ * outbox row from its ledger operation and sent byte-identical on every attempt.
+ */
+export interface WalletTransaction {
+  /** The operation key (CONTRACT §7): the wallet's idempotency key for this business intent. */
+  transactionId: string;
+  /** `credit` adds to the player's wallet balance, `debit` takes from it. */
+  direction: 'credit' | 'debit';
+  /** The operation type, e.g. `final_credit`, `recalculation_debit`. */
+  type: string;
+  accountId: string;
+  /** Positive decimal string at the currency's minor units, e.g. `12.50`, `1000`, `0.123`. */
+  amount: string;
+  currency: string;
+  couponCode: string | null;
+  generation: number | null;
+  batchId: string | null;
+  /** The key of the credit a `recalculation_debit` reverses, else null. */
+  reversesTransactionId: string | null;
+  /** When the ledger committed the operation, ISO-8601 UTC. */
+  createdAt: string;
+}
+
+/** A delivery as the outbox hands it to a connector. */
+export interface WalletDeliveryRequest {
+  /** The transaction; `body` is its exact JSON bytes (the HTTP connector sends them as they are). */
+  transaction: WalletTransaction;
+  body: Buffer;
+  /** Correlation id of this attempt (logs, `X-Request-Id`). */
+  requestId: string;
+  /** Outbox row id and this attempt's number (1 for the first). */
+  outboxId: string;
+  attempt: number;
+}
+
+/**
+ * What a connector reports for one attempt. `delivered`: the wallet applied the transaction now or
+ * before (its idempotency). `retry`: no definite answer (transport error, timeout, 408, 429, 5xx):
+ * the same transaction again later, not before `afterMs` when the wallet said so. `refused`: a
+ * definite no (e.g. insufficient funds, unknown account): parked for an operator. `conflict`: the
+ * wallet knows the transaction id with another body. `unauthorized`: our credentials are wrong
+ * (401/403): all delivery pauses. `status` and `answer` (an excerpt) are kept with the attempt.
+ */
+export type WalletDelivery =
+  | { outcome: 'delivered'; status?: number; answer?: string }
+  | { outcome: 'retry'; reason: string; afterMs?: number; status?: number; answer?: string }
+  | { outcome: 'refused' | 'conflict' | 'unauthorized'; reason: string; status?: number; answer?: string };
+
+/**
+ * The extension point between the outbox and the bookmaker's wallet (docs/wallet.md): the HTTP
+ * connector implements it, and so can a partner's module (an in-process call to its wallet) that
+ * provides this class as a token. The outbox calls {@link deliver} at least once per transaction,
+ * possibly again after a crash or a lost answer, always with the same transaction id and body: the
+ * implementation must apply a transaction id once. It should not throw; a throw counts as `retry`.
+ */
+export abstract class WalletConnector {
+  /** Short name shown in logs and metrics, e.g. `http`. */
+  abstract readonly name: string;
+
+  abstract deliver(request: WalletDeliveryRequest): Promise<WalletDelivery>;
+}

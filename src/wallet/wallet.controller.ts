@@ -1,0 +1,145 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
+import { ErrorCode } from '../common/domain.exception.js';
+import { apiError } from '../common/error-response.dto.js';
+import {
+  OutboxEntryDetailView,
+  OutboxListQueryDto,
+  OutboxPageView,
+  PauseWalletDto,
+  SkipOutboxEntryDto,
+  WalletStatusView,
+} from './dto/wallet.dto.js';
+import { WalletException } from './wallet.exception.js';
+import { DEFAULT_PAGE_SIZE, WalletService } from './wallet.service.js';
+
+/** An outbox id path parameter: digits only, else 404 (never a database error). */
+function rowId(id: string): string {
+  if (!/^[1-9]\d{0,17}$/.test(id))
+    throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+  return id;
+}
+
+const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 42 not found');
+
+/**
+ * The wallet outbox for operators (partner API, bearer key; docs/wallet.md): what waits, what
+ * was parked and why, and the actions that release, skip, pause and resume delivery.
+ */
+@ApiTags('wallet')
+@Controller('wallet')
+export class WalletController {
+  constructor(private readonly wallet: WalletService) {}
+
+  @Get('outbox')
+  @RequireScope('read')
+  @ApiOperation({
+    summary: 'Outbox rows, newest first',
+    description:
+      'Financial operations pushed to the wallet: pending (with attempts, last answer and next attempt), delivered, ' +
+      'parked (refused, conflict, retry budget exhausted) and skipped. Keyset pagination: pass `nextCursor` as `cursor`.',
+  })
+  @ApiResponse({ status: 200, type: OutboxPageView, description: 'one page of rows' })
+  @ApiResponse(apiError(400, 'limit, cursor or status out of range', 'validation_failed'))
+  list(@Query() query: OutboxListQueryDto): Promise<OutboxPageView> {
+    return this.wallet.list(
+      query.status,
+      query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE,
+      query.cursor,
+    );
+  }
+
+  @Get('outbox/:id')
+  @RequireScope('read')
+  @ApiOperation({ summary: 'One outbox row with every delivery attempt and the exact request body' })
+  @ApiParam({ name: 'id', example: '42' })
+  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row' })
+  @ApiResponse(NOT_FOUND)
+  get(@Param('id') id: string): Promise<OutboxEntryDetailView> {
+    return this.wallet.get(rowId(id));
+  }
+
+  @Post('outbox/:id/retry')
+  @RequireScope('operate')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Release a parked row',
+    description:
+      'Pending again, due at once, with a new WALLET_RETRY_FOR budget; the same transaction id and body are sent. ' +
+      'Recorded with the key name (`retriedBy`).',
+  })
+  @ApiParam({ name: 'id', example: '42' })
+  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
+  @ApiResponse(NOT_FOUND)
+  @ApiResponse(
+    apiError(
+      409,
+      'the row is not parked',
+      'outbox_entry_state',
+      'outbox row 42 is delivered: only a parked row can be retried',
+    ),
+  )
+  retry(@Param('id') id: string, @Actor() actor: string): Promise<OutboxEntryDetailView> {
+    return this.wallet.retry(rowId(id), actor);
+  }
+
+  @Post('outbox/:id/skip')
+  @RequireScope('operate')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Mark a row settled by hand in the wallet',
+    description:
+      'A parked or pending row is never delivered from now on; the account’s later rows go ahead. ' +
+      'Recorded with the key name and the reason (`skippedBy`, `skipReason`).',
+  })
+  @ApiParam({ name: 'id', example: '42' })
+  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
+  @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
+  @ApiResponse(NOT_FOUND)
+  @ApiResponse(
+    apiError(
+      409,
+      'the row is delivered or skipped, or being delivered right now',
+      'outbox_entry_state',
+      'outbox row 42 is delivered: nothing to skip',
+    ),
+  )
+  skip(
+    @Param('id') id: string,
+    @Body() body: SkipOutboxEntryDto,
+    @Actor() actor: string,
+  ): Promise<OutboxEntryDetailView> {
+    return this.wallet.skip(rowId(id), actor, body.reason);
+  }
+
+  @Get('status')
+  @RequireScope('read')
+  @ApiOperation({ summary: 'The connector, whether delivery is paused, and the backlog' })
+  @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state' })
+  status(): Promise<WalletStatusView> {
+    return this.wallet.status();
+  }
+
+  @Post('pause')
+  @RequireScope('operate')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Pause all delivery to the wallet (every replica)',
+    description:
+      'Rows keep being written with their settlements and wait. Also set by the receiver after a 401/403.',
+  })
+  @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
+  pause(@Body() body: PauseWalletDto, @Actor() actor: string): Promise<WalletStatusView> {
+    return this.wallet.setPaused(true, actor, body.reason ?? null);
+  }
+
+  @Post('resume')
+  @RequireScope('operate')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Resume delivery to the wallet' })
+  @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
+  resume(@Actor() actor: string): Promise<WalletStatusView> {
+    return this.wallet.setPaused(false, actor, null);
+  }
+}

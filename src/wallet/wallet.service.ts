@@ -1,0 +1,187 @@
+import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
+import { ErrorCode } from '../common/domain.exception.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { TransactionRunner, Tx } from '../database/transaction.js';
+import type {
+  OutboxEntryDetailView,
+  OutboxEntryView,
+  OutboxPageView,
+  WalletStatusView,
+} from './dto/wallet.dto.js';
+import { WalletOutboxEntryEntity } from './entities/wallet-outbox-entry.entity.js';
+import { OutboxRepository } from './outbox.repository.js';
+import { OutboxWorker } from './outbox.worker.js';
+import { WalletException } from './wallet.exception.js';
+import { WalletMetrics } from './wallet-metrics.js';
+import type { OutboxStatus } from './wallet.types.js';
+
+/** Page size of the outbox list when none is asked for. */
+export const DEFAULT_PAGE_SIZE = 20;
+
+/**
+ * The wallet outbox for operators (docs/wallet.md): list and inspect rows, release a parked row
+ * (`retry`), mark one settled by hand (`skip`), pause and resume all delivery. Each action is one
+ * transaction that locks the row and records the key's name. Also feeds the outbox gauges.
+ */
+@Injectable()
+export class WalletService implements OnModuleInit {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly transactions: TransactionRunner,
+    private readonly outbox: OutboxRepository,
+    private readonly metrics: WalletMetrics,
+    @Optional() private readonly worker?: OutboxWorker,
+  ) {}
+
+  onModuleInit(): void {
+    this.metrics.countOutboxWith(() =>
+      this.transactions.run((tx) => this.outbox.counts(tx), { deadline: Date.now() + 1000, retries: 0 }),
+    );
+  }
+
+  /** Rows of `status` (all when undefined), newest first, `limit` per page from below `cursor`. */
+  async list(
+    status: OutboxStatus | undefined,
+    limit = DEFAULT_PAGE_SIZE,
+    cursor?: string,
+  ): Promise<OutboxPageView> {
+    const rows = await this.transactions.run((tx) => this.outbox.list(tx, status, limit + 1, cursor));
+    const items = rows.slice(0, limit).map((r) => this.view(r));
+    return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
+  }
+
+  /** One row with its attempts. @throws WalletException NOT_FOUND. */
+  async get(id: string): Promise<OutboxEntryDetailView> {
+    return this.transactions.run((tx) => this.detail(tx, id));
+  }
+
+  /**
+   * Releases a parked row: pending again, due now, with a new `WALLET_RETRY_FOR` budget.
+   * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is not parked.
+   */
+  async retry(id: string, actor: string): Promise<OutboxEntryDetailView> {
+    const view = await this.transactions.run(async (tx) => {
+      const row = await this.locked(tx, id);
+      if (row.status !== 'parked')
+        throw new WalletException(
+          ErrorCode.OUTBOX_ENTRY_STATE,
+          `outbox row ${id} is ${row.status}: only a parked row can be retried`,
+        );
+      await this.outbox.release(tx, id, actor);
+      return this.detail(tx, id);
+    });
+    this.worker?.wake();
+    return view;
+  }
+
+  /**
+   * Marks a parked or pending row settled by hand in the wallet (never delivered from now on),
+   * with the key's name and `reason`; the account's later rows go ahead.
+   * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is delivered or skipped, or a
+   *   worker is delivering it right now (ask again once its attempt is recorded).
+   */
+  async skip(id: string, actor: string, reason: string): Promise<OutboxEntryDetailView> {
+    const view = await this.transactions.run(async (tx) => {
+      const row = await this.locked(tx, id);
+      if (row.status !== 'parked' && row.status !== 'pending')
+        throw new WalletException(
+          ErrorCode.OUTBOX_ENTRY_STATE,
+          `outbox row ${id} is ${row.status}: nothing to skip`,
+        );
+      if (row.leased)
+        throw new WalletException(
+          ErrorCode.OUTBOX_ENTRY_STATE,
+          `outbox row ${id} is being delivered right now: look at its attempt, then skip it if still needed`,
+        );
+      await this.outbox.skip(tx, id, actor, reason.trim());
+      return this.detail(tx, id);
+    });
+    this.worker?.wake();
+    return view;
+  }
+
+  /** Pauses (or resumes) all delivery in every replica, recording who and why. */
+  async setPaused(paused: boolean, actor: string, reason: string | null): Promise<WalletStatusView> {
+    const status = await this.transactions.run(async (tx) => {
+      await tx.send({ pause: this.outbox.pauseStatement(paused, paused ? reason : null, actor) });
+      return this.statusIn(tx);
+    });
+    if (!paused) this.worker?.wake();
+    return status;
+  }
+
+  /** The connector, the pause state and the backlog. */
+  status(): Promise<WalletStatusView> {
+    return this.transactions.run((tx) => this.statusIn(tx));
+  }
+
+  private async statusIn(tx: Tx): Promise<WalletStatusView> {
+    const state = await this.outbox.state(tx);
+    const counts = await this.outbox.counts(tx);
+    return {
+      connector: this.config.wallet.connector ?? null,
+      paused: state.paused,
+      reason: state.reason,
+      changedAt: state.changedAt,
+      changedBy: state.changedBy,
+      pending: counts.pending,
+      parked: counts.parked,
+      oldestPendingAgeSeconds: counts.oldestPendingAgeSeconds,
+    };
+  }
+
+  private async locked(tx: Tx, id: string) {
+    const row = await this.outbox.lockForAction(tx, id);
+    if (!row) throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+    return row;
+  }
+
+  private async detail(tx: Tx, id: string): Promise<OutboxEntryDetailView> {
+    const row = await this.outbox.find(tx, id);
+    if (!row) throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+    const attempts = await this.outbox.attemptsOf(tx, id);
+    return {
+      ...this.view(row),
+      deliveryAttempts: attempts.map((a) => ({
+        attempt: a.attempt,
+        requestId: a.requestId,
+        connector: a.connector,
+        startedAt: a.startedAt,
+        durationMs: a.durationMs,
+        outcome: a.outcome,
+        httpStatus: a.httpStatus,
+        answer: a.answer,
+      })),
+      body: row.body ? row.body.toString('utf8') : null,
+    };
+  }
+
+  private view(row: WalletOutboxEntryEntity): OutboxEntryView {
+    const op = row.operation;
+    return {
+      id: row.id,
+      operationKey: row.operationKey,
+      type: op.type,
+      accountId: row.accountId,
+      amount: this.config.currencies.format(op.amount, op.currency),
+      currency: op.currency,
+      couponCode: op.couponCode,
+      status: row.status,
+      attempts: row.attempts,
+      nextAttemptAt: row.nextAttemptAt,
+      leasedUntil: row.leasedUntil,
+      lastStatus: row.lastStatus,
+      lastError: row.lastError,
+      parkedReason: row.parkedReason,
+      createdAt: row.createdAt,
+      deliveredAt: row.deliveredAt,
+      parkedAt: row.parkedAt,
+      skippedAt: row.skippedAt,
+      skippedBy: row.skippedBy,
+      skipReason: row.skipReason,
+      retriedAt: row.retriedAt,
+      retriedBy: row.retriedBy,
+    };
+  }
+}

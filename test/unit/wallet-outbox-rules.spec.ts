@@ -1,0 +1,189 @@
+import { outcomeOfStatus, retryAfterMs } from '../../src/wallet/connectors/http-wallet.connector.js';
+import { OperationType } from '../../src/ledger/ledger.types.js';
+import { nextStep, walletTransactionOf } from '../../src/wallet/outbox-rules.js';
+import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
+
+// docs/wallet.md: what the outbox does with each answer, and the body it sends.
+
+const POLICY = { retryForMs: 3_600_000, retryBaseMs: 1000, retryMaxMs: 60_000 };
+const T0 = new Date('2026-12-01T12:00:00.000Z');
+const at = (ms: number) => new Date(T0.getTime() + ms);
+
+describe('nextStep', () => {
+  const cases: [string, WalletDelivery, number, number, ReturnType<typeof nextStep>][] = [
+    ['delivered', { outcome: 'delivered', status: 200 }, 1, 0, { kind: 'delivered' }],
+    [
+      'first retry: the base delay',
+      { outcome: 'retry', reason: 'HTTP 503' },
+      1,
+      0,
+      { kind: 'retry', delayMs: 1000 },
+    ],
+    [
+      'third retry: doubled twice',
+      { outcome: 'retry', reason: 'HTTP 503' },
+      3,
+      0,
+      { kind: 'retry', delayMs: 4000 },
+    ],
+    [
+      'capped at the maximum',
+      { outcome: 'retry', reason: 'timeout' },
+      12,
+      0,
+      { kind: 'retry', delayMs: 60_000 },
+    ],
+    [
+      'a huge attempt count stays capped',
+      { outcome: 'retry', reason: 'x' },
+      5000,
+      0,
+      { kind: 'retry', delayMs: 60_000 },
+    ],
+    [
+      'Retry-After above the backoff wins',
+      { outcome: 'retry', reason: 'HTTP 429', afterMs: 30_000 },
+      1,
+      0,
+      { kind: 'retry', delayMs: 30_000 },
+    ],
+    [
+      'Retry-After below the backoff does not shorten it',
+      { outcome: 'retry', reason: 'HTTP 429', afterMs: 10 },
+      4,
+      0,
+      { kind: 'retry', delayMs: 8000 },
+    ],
+    [
+      'retry budget spent: parked',
+      { outcome: 'retry', reason: 'HTTP 503' },
+      40,
+      3_600_000,
+      { kind: 'park', reason: 'retry_budget_exhausted' },
+    ],
+    [
+      'one millisecond before the end of the budget: retried',
+      { outcome: 'retry', reason: 'HTTP 503' },
+      40,
+      3_599_999,
+      { kind: 'retry', delayMs: 60_000 },
+    ],
+    [
+      'refused: parked at once',
+      { outcome: 'refused', reason: 'HTTP 402', status: 402 },
+      1,
+      0,
+      { kind: 'park', reason: 'refused' },
+    ],
+    [
+      'conflict: parked at once',
+      { outcome: 'conflict', reason: 'HTTP 409', status: 409 },
+      1,
+      0,
+      { kind: 'park', reason: 'conflict' },
+    ],
+    [
+      'unauthorized: pause',
+      { outcome: 'unauthorized', reason: 'HTTP 401', status: 401 },
+      1,
+      0,
+      { kind: 'pause', reason: 'wallet answered 401: HTTP 401' },
+    ],
+  ];
+  it.each(cases)('%s', (_, delivery, attempt, elapsed, step) => {
+    expect(nextStep(delivery, { attempt, retryFrom: T0, now: at(elapsed) }, POLICY)).toEqual(step);
+  });
+});
+
+describe('the HTTP connector reads the wallet answer', () => {
+  it.each([
+    [200, 'delivered'],
+    [201, 'delivered'],
+    [204, 'delivered'],
+    [408, 'retry'],
+    [429, 'retry'],
+    [500, 'retry'],
+    [502, 'retry'],
+    [503, 'retry'],
+    [504, 'retry'],
+    [401, 'unauthorized'],
+    [403, 'unauthorized'],
+    [301, 'unauthorized'],
+    [307, 'unauthorized'],
+    [409, 'conflict'],
+    [400, 'refused'],
+    [402, 'refused'],
+    [404, 'refused'],
+    [422, 'refused'],
+  ])('HTTP %i: %s', (status, outcome) => {
+    expect(outcomeOfStatus(status)).toBe(outcome);
+  });
+
+  it('Retry-After in seconds or as an HTTP date; absent or unreadable: none', () => {
+    const now = Date.parse('Tue, 01 Dec 2026 12:00:00 GMT');
+    expect(retryAfterMs('120', now)).toBe(120_000);
+    expect(retryAfterMs(' 0 ', now)).toBe(0);
+    expect(retryAfterMs('Tue, 01 Dec 2026 12:00:30 GMT', now)).toBe(30_000);
+    expect(retryAfterMs('Tue, 01 Dec 2026 11:59:00 GMT', now)).toBe(0);
+    expect(retryAfterMs(['5', '9'], now)).toBe(5000);
+    expect(retryAfterMs(undefined, now)).toBeUndefined();
+    expect(retryAfterMs('soon', now)).toBeUndefined();
+    expect(retryAfterMs('', now)).toBeUndefined();
+  });
+});
+
+describe('walletTransactionOf', () => {
+  const format = (amount: string, currency: string) =>
+    currency === 'JPY' ? String(Number(amount)) : Number(amount).toFixed(2);
+  const op = {
+    operationKey: '000000000272:1:recalculation_debit',
+    type: OperationType.RECALCULATION_DEBIT,
+    accountId: 'player-42',
+    amount: '185.50000000',
+    currency: 'EUR',
+    couponCode: '000000000272',
+    generation: 1,
+    batchId: 'b-7',
+    createdAt: T0,
+  };
+
+  it('a recalculation debit names the credit of the generation before it', () => {
+    expect(JSON.stringify(walletTransactionOf(op, format))).toBe(
+      '{"transactionId":"000000000272:1:recalculation_debit","direction":"debit","type":"recalculation_debit",' +
+        '"accountId":"player-42","amount":"185.50","currency":"EUR","couponCode":"000000000272","generation":1,' +
+        '"batchId":"b-7","reversesTransactionId":"000000000272:0:final_credit","createdAt":"2026-12-01T12:00:00.000Z"}',
+    );
+  });
+
+  it('credits and adjustments reverse nothing; direction from the type', () => {
+    const credit = walletTransactionOf(
+      { ...op, operationKey: '000000000272:0:final_credit', type: OperationType.FINAL_CREDIT, generation: 0 },
+      format,
+    );
+    expect([credit.direction, credit.reversesTransactionId]).toEqual(['credit', null]);
+    const deposit = walletTransactionOf(
+      {
+        ...op,
+        operationKey: 'adjustment:k1',
+        type: OperationType.DEPOSIT,
+        couponCode: null,
+        generation: null,
+        batchId: null,
+        currency: 'JPY',
+        amount: '1500.00000000',
+      },
+      format,
+    );
+    expect([deposit.direction, deposit.amount, deposit.reversesTransactionId, deposit.couponCode]).toEqual([
+      'credit',
+      '1500',
+      null,
+      null,
+    ]);
+    const withdrawal = walletTransactionOf(
+      { ...op, type: OperationType.WITHDRAWAL, couponCode: null, generation: null },
+      format,
+    );
+    expect([withdrawal.direction, withdrawal.reversesTransactionId]).toEqual(['debit', null]);
+  });
+});
