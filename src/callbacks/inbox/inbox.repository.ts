@@ -2,6 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { LessThan } from 'typeorm';
 import { Statement, Tx } from '../../database/transaction.js';
 import { BatchRepository } from '../batch.repository.js';
+import { DeliveryOutcome } from '../callback.types.js';
+import { attemptValues, DeliveryAttemptRow } from '../delivery-audit.repository.js';
 import type { InboxStatus } from '../callback.types.js';
 import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
 
@@ -57,39 +59,63 @@ export class InboxRepository {
    * Appends a batch unless its id is known (applied, or in the inbox in any state): then a
    * duplicate for the same hash, else a conflict, nothing inserted. First takes the batch id's
    * advisory lock (as an inline claim does) and one per coupon ({@link INBOX_COUPON_LOCK_NAMESPACE},
-   * ascending, waiting up to the deadline), held to COMMIT: the caller commits promptly after.
+   * ascending, waiting up to the deadline); then, in one statement sent with COMMIT, inserts the
+   * row and the delivery attempt `attempt` (outcome `accepted` or `duplicate`; none for a
+   * conflict, which writes nothing). Three round trips in all.
    */
-  async append(tx: Tx, entry: InboxAppend): Promise<InboxAppendResult> {
-    const { applied } = await tx.send({
+  async append(
+    tx: Tx,
+    entry: InboxAppend,
+    attempt: Omit<DeliveryAttemptRow, 'outcome'>,
+  ): Promise<InboxAppendResult> {
+    await tx.send({
       batchLock: this.batches.batchIdLockStatement(entry.batchId),
       couponLocks: {
+        name: 'inbox_coupon_locks',
         text: `SELECT pg_advisory_xact_lock($1, k)
                  FROM (SELECT DISTINCT hashtext(code) AS k FROM unnest($2::text[]) AS code ORDER BY 1) AS keys`,
         values: [INBOX_COUPON_LOCK_NAMESPACE, entry.couponCodes],
         waitsUntilDeadline: true,
       },
-      applied: {
-        text: 'SELECT payload_hash FROM callback_batches WHERE batch_id = $1',
-        values: [entry.batchId],
-      } as Statement<{ payload_hash: string }>,
     });
-    if (applied.rows.length)
-      return applied.rows[0].payload_hash === entry.payloadHash ? 'duplicate' : 'conflict';
-    const inserted = await tx.query(
-      `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id)
-       VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (batch_id) DO NOTHING RETURNING id`,
-      [
-        entry.batchId,
-        entry.payloadHash,
-        entry.couponCount,
-        entry.couponCodes,
-        entry.payload,
-        entry.requestId,
-      ],
-    );
-    if (inserted.rowCount === 1) return 'accepted';
-    const existing = await this.findByBatchId(tx, entry.batchId);
-    return existing?.payloadHash === entry.payloadHash ? 'duplicate' : 'conflict';
+    const a = attemptValues({ ...attempt, outcome: DeliveryOutcome.ACCEPTED });
+    const { appended } = await tx.commitWith({
+      appended: {
+        name: 'inbox_append',
+        // The locks above make every earlier append or claim of this batch id visible here.
+        text: `WITH applied AS (
+                 SELECT payload_hash FROM callback_batches WHERE batch_id = $1
+               ), ins AS (
+                 INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id)
+                 SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM applied)
+                 ON CONFLICT (batch_id) DO NOTHING RETURNING id
+               ), result AS (
+                 SELECT CASE WHEN EXISTS (SELECT 1 FROM ins) THEN 'accepted'
+                             WHEN coalesce((SELECT payload_hash FROM applied),
+                                           (SELECT payload_hash FROM callback_inbox WHERE batch_id = $1)) = $2::char(64)
+                             THEN 'duplicate'
+                             ELSE 'conflict' END AS result
+               ), att AS (
+                 INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
+                 SELECT $1, $7, $8, result, $9, $10, $3, $11, $2 FROM result WHERE result <> 'conflict'
+               )
+               SELECT result FROM result`,
+        values: [
+          entry.batchId,
+          entry.payloadHash,
+          entry.couponCount,
+          entry.couponCodes,
+          entry.payload,
+          entry.requestId,
+          a[1],
+          a[2],
+          a[4],
+          a[5],
+          a[7],
+        ],
+      } as Statement<{ result: InboxAppendResult }>,
+    });
+    return appended.rows[0].result;
   }
 
   /** The inbox row of `batchId`, if any. */

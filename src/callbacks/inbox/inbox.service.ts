@@ -6,8 +6,6 @@ import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { dataExceptionRefusal, sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
-import { DeliveryOutcome } from '../callback.types.js';
 import type { ParsedBatch } from '../parsed-batch.js';
 import type { InboxStatus } from '../callback.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
@@ -54,7 +52,6 @@ export class InboxService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly inbox: InboxRepository,
-    private readonly audit: DeliveryAuditRepository,
   ) {}
 
   /**
@@ -68,32 +65,36 @@ export class InboxService {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
-        const result = await this.inbox.append(tx, {
-          batchId: batch.batchId,
-          payloadHash: batch.payloadHash,
-          couponCount: batch.couponCount,
-          couponCodes: batch.coupons.map((c) => c.couponCode),
-          payload: batch.rawBody,
-          requestId: request.requestId,
-        });
+        const result = await this.inbox.append(
+          tx,
+          {
+            batchId: batch.batchId,
+            payloadHash: batch.payloadHash,
+            couponCount: batch.couponCount,
+            couponCodes: batch.coupons.map((c) => c.couponCode),
+            payload: batch.rawBody,
+            requestId: request.requestId,
+          },
+          {
+            batchId: batch.batchId,
+            requestId: request.requestId,
+            receivedAt: new Date(request.receivedAt),
+            httpStatus: 200,
+            errorCode: null,
+            couponCount: batch.couponCount,
+            durationMs: Date.now() - request.receivedAt,
+            payloadHash: batch.payloadHash,
+          },
+        );
         if (result === 'conflict') {
+          // Committed with nothing written; the filter quarantines the body and records the attempt.
           throw new DomainException(
             ErrorCode.BATCH_CONFLICT,
             `batch ${batch.batchId} was delivered before with a different body`,
           );
         }
-        await this.audit.insertAttempt(tx, {
-          batchId: batch.batchId,
-          requestId: request.requestId,
-          receivedAt: new Date(request.receivedAt),
-          outcome: result === 'accepted' ? DeliveryOutcome.ACCEPTED : DeliveryOutcome.DUPLICATE,
-          httpStatus: 200,
-          errorCode: null,
-          couponCount: batch.couponCount,
-          durationMs: Date.now() - request.receivedAt,
-          payloadHash: batch.payloadHash,
-        });
-        if (result === 'accepted') tx.afterCommit(() => this.acceptedListeners.forEach((l) => l()));
+        // Committed already (the append is sent with COMMIT): wake the workers now.
+        if (result === 'accepted') this.acceptedListeners.forEach((l) => l());
         return {
           processed: batch.couponCount,
           duplicate: result === 'duplicate',
