@@ -611,6 +611,71 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
   });
 });
 
+describe('inbox workers apply several rows per transaction (one worker, retries far apart)', () => {
+  const t = useTestApp({
+    ...INBOX_ENV,
+    INBOX_CONCURRENCY: '1',
+    INBOX_RETRY_BASE_MS: '600000',
+    INBOX_RETRY_MAX_MS: '600000',
+  });
+
+  it('applies up to four rows in one transaction; a failing one is rolled back to its savepoint and counted, the others commit', async () => {
+    await deposit(t.app, 'iw-p1', '10.00');
+    await register(t.app, 'IQ-4A', 'iw-p1', '1.00');
+    await register(t.app, 'IQ-4B', 'iw-p1', '1.00');
+    await register(t.app, 'IQ-4C', 'iw-p1', '1.00');
+    const remove = await failApply(t, 'iq_block_4', 'iq-b4b');
+    // Three due rows on disjoint coupons, committed at once: the one worker claims them together.
+    const client = await t.db.connect();
+    try {
+      await client.query('BEGIN');
+      for (const [id, code, win] of [
+        ['iq-b4a', 'IQ-4A', '2.00'],
+        ['iq-b4b', 'IQ-4B', '3.00'],
+        ['iq-b4c', 'IQ-4C', '4.00'],
+      ]) {
+        const body = JSON.stringify(batchOf(id, { code, status: 2, realWin: win }));
+        await client.query(
+          `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload)
+           VALUES ($1, encode(sha256($2), 'hex'), 1, $3, $2)`,
+          [id, Buffer.from(body), [code]],
+        );
+      }
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    await eventually(async () => (await inboxRows(t, 'iq-b4c'))[0].status === 'done', 'the rows applied');
+    const { rows } = await t.db.query(
+      `SELECT batch_id, status, attempts, outcome, xmin::text AS tx FROM callback_inbox
+        WHERE batch_id IN ('iq-b4a', 'iq-b4b', 'iq-b4c') ORDER BY id`,
+    );
+    expect(rows.map((r) => [r.batch_id, r.status, r.attempts, r.outcome])).toEqual([
+      ['iq-b4a', 'done', 0, 'processed'],
+      ['iq-b4b', 'pending', 1, null],
+      ['iq-b4c', 'done', 0, 'processed'],
+    ]);
+    // One transaction wrote all three rows: the two applied and the failure counted.
+    expect(new Set(rows.map((r) => r.tx)).size).toBe(1);
+    expect(await operations(t.app, 'IQ-4A')).toEqual([
+      'IQ-4A:0:final_credit=2.00',
+      'IQ-4A:0:stake_debit=1.00',
+    ]);
+    expect(await operations(t.app, 'IQ-4B')).toEqual(['IQ-4B:0:stake_debit=1.00']);
+    expect(await operations(t.app, 'IQ-4C')).toEqual([
+      'IQ-4C:0:final_credit=4.00',
+      'IQ-4C:0:stake_debit=1.00',
+    ]);
+    await remove();
+    await t.db.query(`UPDATE callback_inbox SET next_attempt_at = now() WHERE batch_id = 'iq-b4b'`);
+    await eventually(async () => (await inboxRows(t, 'iq-b4b'))[0].status === 'done', 'the retry');
+    expect(await operations(t.app, 'IQ-4B')).toEqual([
+      'IQ-4B:0:final_credit=3.00',
+      'IQ-4B:0:stake_debit=1.00',
+    ]);
+  });
+});
+
 describe('inline mode with batches left in the inbox', () => {
   const t = useTestApp({ CALLBACK_MODE: 'inline', INBOX_POLL_INTERVAL_MS: '20' });
   beforeAll(async () => {
