@@ -47,14 +47,12 @@ export class BatchRepository {
   }
 
   /**
-   * Claims the batch id, sent in one group with the statements that depend on it: inserts it with
-   * its payload hash and `actor` (the partner API key's name of a reconcile, resolution or replay;
-   * null for a callback) (`ON CONFLICT DO NOTHING`, waiting on a concurrent insert of the same id
-   * until it commits or rolls back) and notes in the transaction whether it owns the batch, which
-   * {@link CLAIMED_BY_THIS_TRANSACTION} reads in the statements after it. With `checkInbox` (the
-   * callback's hot path) it claims nothing while the inbox holds a pending row with this batch id
-   * or any of `couponCodes` (an inbox replica on the same database got an earlier batch of these
-   * coupons); an inbox worker applying that very row claims without it.
+   * Claims the batch id, in one group with the statements that depend on it: inserts it with its
+   * payload hash and `actor` (the key's name of a reconcile, resolution or replay; else null),
+   * `ON CONFLICT DO NOTHING` (waiting on a concurrent insert of the id), and notes whether this
+   * transaction owns the batch for {@link CLAIMED_BY_THIS_TRANSACTION}. With `checkInbox` (the
+   * hot path) it claims nothing while a pending inbox row holds the batch id or one of
+   * `couponCodes` (docs/inbox-mode.md); an inbox worker applying that row claims without it.
    */
   claimStatement(
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },

@@ -135,9 +135,8 @@ export class CallbackService {
 
   /**
    * Applies a parsed, validated batch in one transaction (CONTRACT §4): a group that claims the
-   * batch id and, when claimed, creates and locks its coupons; then the decisions (§6) and a group
-   * that writes snapshots, states, bets and the attempt, posts the operations (§7) and COMMITs.
-   * A batch id committed before: duplicate (same hash) or 409 (docs/architecture.md).
+   * batch id and locks its coupons; the decisions (§6); a group that writes the rows and the
+   * attempt, posts (§7) and COMMITs. A known batch id: duplicate (same hash) or 409.
    * @returns the result, or `inbox_pending` (nothing written) when pending inbox rows hold the
    *   batch id or a coupon: the caller hands the delivery to the inbox (§4 step 5).
    * @throws DomainException BATCH_CONFLICT; LedgerException; DeadlineExceededError and PostgreSQL

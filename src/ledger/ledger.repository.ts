@@ -69,13 +69,11 @@ export class LedgerRepository {
 
   /**
    * The whole posting (CONTRACT §7) in one statement: locks the players (ascending id); checks
-   * every player account exists in its operation's currency and that no `requireFunds` operation
-   * takes its player below zero (in the given order); then takes one house sub-account per
-   * currency among `houseIds` (a free one at random, `SKIP LOCKED`; waits only when all are taken),
-   * so concurrent postings do not queue on one house row; inserts the operations whose key is
-   * new, two entries each, and the balance deltas; and a `wallet_outbox` row for each new one of
-   * `outboxTypes` (docs/wallet.md). An existing key must name the same operation.
-   * A failed check raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
+   * accounts, currencies and `requireFunds` (in the given order); takes one free house sub-account
+   * per currency among `houseIds` (`SKIP LOCKED`; waits only when all are held); inserts the new
+   * operations, two entries each, the balance deltas and a `wallet_outbox` row for each of
+   * `outboxTypes` (docs/wallet.md). An existing key must name the same operation. A failed check
+   * raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
    */
   postingStatement(
     postings: Posting[],

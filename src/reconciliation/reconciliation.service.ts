@@ -393,9 +393,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   /**
    * `POST /coupons/{coupon_code}/resolution`: an operator's result for a `needs_review` coupon,
    * applied once as the synthetic batch `resolution:<coupon_code>:<sha256 of the key>` with the
-   * authoritative rules and recorded with who (`resolvedBy`, and `actor`: the partner API key's
-   * name, also on the batch), why and what it did; the same key and body again return the stored
-   * resolution (`replayed`), whichever key asks.
+   * authoritative rules, recorded with who (`resolvedBy`; `actor`, the key's name), why and what
+   * it did; the same key and body again return the stored resolution (`replayed`).
    * @throws DomainException IDEMPOTENCY_CONFLICT, NOT_FOUND, COUPON_NOT_FLAGGED,
    *   VALIDATION_FAILED (status and amount disagree, or `realWin` finer than the coupon's currency),
    *   COUPON_INBOX_PENDING.

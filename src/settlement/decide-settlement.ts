@@ -51,14 +51,12 @@ function resettle(
 }
 
 /**
- * The settlement rules of CONTRACT §6 as one pure function: from a coupon's state, one snapshot
- * and its status kind, whether the snapshot is applied or history only, the next state and the
- * operations to post (at most one per type). No I/O, no clock, no exception for any input. A
- * `source` other than `callback` is authoritative (§9): a differing result re-settles the coupon
- * as generation g+1. `minorUnits` are those of a registered coupon's currency (§3): a `realWin`
- * finer than that is history only and flags `amount_precision`; null (unallocated: the currency
- * is not known yet) checks nothing, see {@link admitDeferredOperations}. The rules beyond the
- * contract's table: docs/architecture.md#settlement-rules-contract-6.
+ * The settlement rules of CONTRACT §6 as one pure function (no I/O, no clock, never throws): from
+ * a coupon's state, one snapshot and its status kind, whether the snapshot is applied or history
+ * only, the next state and the operations to post (at most one per type). A non-`callback`
+ * `source` is authoritative (§9). `minorUnits` of a registered coupon's currency (§3): a finer
+ * `realWin` is history only and flags `amount_precision`; null (unallocated) checks nothing.
+ * Beyond the contract's table: docs/architecture.md#settlement-rules-contract-6.
  */
 export function decideSettlement(
   state: CouponSettlementState,

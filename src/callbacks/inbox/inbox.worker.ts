@@ -37,12 +37,10 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   /**
-   * Claims up to {@link ROWS_PER_TRANSACTION} due inbox rows (see {@link InboxRepository.claimDue}
-   * for the order) and applies each through {@link CallbackService.applyClaimed} in ONE
-   * transaction that also marks them done, so a crash never applies a batch twice nor loses one.
-   * A failed apply is rolled back to its savepoint and counted in the same transaction, while the
-   * row is still locked, and the other rows go on; when the transaction itself fails (connection
-   * lost, deadline) every claimed row's failure is counted in a new one.
+   * Claims up to {@link ROWS_PER_TRANSACTION} due rows ({@link InboxRepository.claimDue}) and
+   * applies each ({@link CallbackService.applyClaimed}) in ONE transaction that marks them done:
+   * never applied twice nor lost. A failed apply is rolled back to its savepoint and counted in
+   * that transaction; when the transaction fails, each row's failure is counted in a new one.
    * @returns false when no row was due; true when rows were applied or their failures recorded.
    * @throws only when claiming itself failed (e.g. the database is down).
    */

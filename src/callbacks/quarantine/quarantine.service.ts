@@ -62,10 +62,9 @@ export class QuarantineService {
   }
 
   /**
-   * Re-runs the stored bytes through the pipeline (CONTRACT §8): parse, validate, apply in ONE
-   * transaction ({@link CallbackService.applyClaimed}: the batch-id dedup makes it safe to repeat),
-   * recording the outcome on the entry and as a delivery attempt `quarantine-replay:<id>` in the
-   * same transaction, each with `actor` (the partner API key's name; also on a batch it applies).
+   * Re-runs the stored bytes through the pipeline (CONTRACT §8) in ONE transaction (parse,
+   * validate, {@link CallbackService.applyClaimed}: safe to repeat), recording the outcome on the
+   * entry and as the attempt `quarantine-replay:<id>`, with `actor` (the key's name).
    * Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
    * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
    * @throws DomainException NOT_FOUND; REPLAY_REJECTED (422) and BATCH_CONFLICT (409), both
