@@ -209,7 +209,7 @@ describe.each([
 
   it('hung in the middle of a batch: 503 inside the deadline; its redelivery applies it once', async () => {
     const batches = await newBatches(2);
-    proxy.arm({ marker: mode === 'inline' ? 'cp_apply' : 'INSERT INTO callback_inbox', then: 'hold' });
+    proxy.arm({ marker: mode === 'inline' ? 'cp_apply' : 'inbox_append', then: 'hold' });
     const answers = await deliverAll(batches);
     expect(proxy.fired).toBeGreaterThan(0);
     expectInsideDeadline('hung mid-batch', answers, [200, 503]);
@@ -220,7 +220,7 @@ describe.each([
     const [batch] = await newBatches(1);
     const firedBefore = proxy.fired;
     proxy.arm({
-      after: mode === 'inline' ? 'cp_apply' : 'INSERT INTO callback_inbox',
+      after: mode === 'inline' ? 'cp_apply' : 'inbox_append',
       marker: 'COMMIT',
       then: 'answerLost',
     });
@@ -262,7 +262,7 @@ describe.each([
 
   it('connections reset in the middle of a transaction: 503 at once, the redelivery applies it once', async () => {
     const batches = await newBatches(2);
-    proxy.arm({ marker: mode === 'inline' ? 'cp_apply' : 'INSERT INTO callback_inbox', then: 'reset' });
+    proxy.arm({ marker: mode === 'inline' ? 'cp_apply' : 'inbox_append', then: 'reset' });
     const answers = await deliverAll(batches);
     expectInsideDeadline('reset mid-transaction', answers, [200, 503]);
     expect(answers.some((a) => a.answer.status === 503)).toBe(true);
