@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import pg from 'pg';
 
 // Jest loads this file outside its module system, where `.js` imports of the project's
@@ -29,8 +29,9 @@ function withDatabase(url: string, database: string): string {
 }
 
 // Throw-away clusters live under the system temp folder, which the postgres user can always
-// reach (as root the server runs as that user).
-const DATA_ROOT = resolve(tmpdir(), 'settlement-receiver-tests');
+// reach (as root the server runs as that user), in a folder per user: another user's runs
+// (root's, say) must not make it unwritable.
+const DATA_ROOT = resolve(tmpdir(), `settlement-receiver-tests-${userInfo().uid}`);
 
 /** A TCP port free on the loopback right now. */
 function freePort(): Promise<number> {
@@ -47,6 +48,8 @@ function freePort(): Promise<number> {
 /** Data folders of earlier runs whose Jest process is gone (killed runs leave them behind). */
 function removeStaleDataDirs(): void {
   mkdirSync(DATA_ROOT, { recursive: true });
+  if (statSync(DATA_ROOT).uid !== userInfo().uid)
+    throw new Error(`${DATA_ROOT} belongs to another user: remove it, or set TMPDIR to a folder of yours`);
   for (const name of readdirSync(DATA_ROOT)) {
     const pid = Number(/^test-postgres-(\d+)$/.exec(name)?.[1]);
     if (!pid) continue;
@@ -61,7 +64,7 @@ function removeStaleDataDirs(): void {
 /**
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
  * whose database is created when missing, else a throw-away embedded server (the app's launcher)
- * under `<tmp>/settlement-receiver-tests/test-postgres-<pid>` on a free port (parallel runs do
+ * under `<tmp>/settlement-receiver-tests-<uid>/test-postgres-<pid>` on a free port (parallel runs do
  * not meet); then an empty template database for the test files to migrate and clone. A failure
  * ends the run with one line (`test set-up failed: …`) and exit code 1.
  */
