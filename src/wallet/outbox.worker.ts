@@ -4,8 +4,7 @@ import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { ANSWER_EXCERPT_CHARS } from './connectors/http-wallet.connector.js';
-import { nextStep, walletTransactionOf } from './outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository } from './outbox.repository.js';
 import { WalletConnector, WalletDelivery, WalletTransaction } from './wallet-connector.js';
 import { WalletMetrics } from './wallet-metrics.js';
@@ -77,10 +76,9 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
       this.config.wallet,
     );
     const answer =
-      (delivery.outcome === 'delivered'
+      delivery.outcome === 'delivered'
         ? (delivery.answer ?? null)
-        : `${delivery.reason}${delivery.answer ? `: ${delivery.answer}` : ''}`
-      )?.slice(0, ANSWER_EXCERPT_CHARS) ?? null;
+        : excerpt(`${delivery.reason}${delivery.answer ? `: ${delivery.answer}` : ''}`);
     const line = `outbox row ${row.id} (${row.operationKey}) attempt ${row.attempt} request ${requestId}: ${delivery.outcome}${delivery.status ? ` ${delivery.status}` : ''} in ${durationMs} ms, ${step.kind}`;
     if (step.kind === 'delivered') this.logger.debug(line);
     else if (step.kind === 'retry') this.logger.warn(`${line} in ${step.delayMs} ms`);
@@ -123,7 +121,10 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return { transaction, body: Buffer.from(JSON.stringify(transaction), 'utf8') };
   }
 
-  /** The connector's answer; a throw or an attempt over `WALLET_TIMEOUT_MS` + 1 s is `retry`. */
+  /**
+   * The connector's answer, checked ({@link checkedDelivery}); a throw or an attempt over
+   * `WALLET_TIMEOUT_MS` + 1 s is `retry`.
+   */
   private async deliver(
     row: ClaimedOutboxRow,
     transaction: WalletTransaction,
@@ -133,7 +134,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     let timer: NodeJS.Timeout | undefined;
     const limit = this.config.wallet.timeoutMs + 1000;
     try {
-      return await Promise.race([
+      const answered = await Promise.race([
         this.connector.deliver({ transaction, body, requestId, outboxId: row.id, attempt: row.attempt }),
         new Promise<WalletDelivery>((resolve) => {
           timer = setTimeout(
@@ -142,10 +143,13 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           );
         }),
       ]);
+      return checkedDelivery(answered, this.connector.name);
     } catch (err) {
       return {
         outcome: 'retry',
-        reason: `the ${this.connector.name} connector threw: ${(err as Error).message}`,
+        reason: excerpt(
+          `the ${this.connector.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
+        ),
       };
     } finally {
       clearTimeout(timer);

@@ -52,7 +52,8 @@ export type WalletDelivery =
  * connector implements it, and so can a partner's module (an in-process call to its wallet) that
  * provides this class as a token. The outbox calls {@link deliver} at least once per transaction,
  * possibly again after a crash or a lost answer, always with the same transaction id and body: the
- * implementation must apply a transaction id once. It should not throw; a throw counts as `retry`.
+ * implementation must apply a transaction id once. It should not throw; a throw, or an answer
+ * that is none of {@link WalletDelivery}, counts as `retry`.
  */
 export abstract class WalletConnector {
   /** Short name shown in logs and metrics, e.g. `http`. */

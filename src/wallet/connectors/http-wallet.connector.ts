@@ -3,10 +3,9 @@ import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { ANSWER_EXCERPT_CHARS } from '../outbox-rules.js';
 import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../wallet-connector.js';
 
-/** Characters of the wallet's answer kept with an attempt. */
-export const ANSWER_EXCERPT_CHARS = 500;
 /** Bytes of an answer read at most (the rest is dropped). */
 const ANSWER_READ_LIMIT = 64 * 1024;
 
