@@ -53,9 +53,10 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Claims the next due row (see {@link OutboxRepository.claimStatement}), hands its transaction
-   * to the connector (at most `WALLET_TIMEOUT_MS` + 1 s), and records the attempt with the step
-   * {@link nextStep} decides. When recording fails, the lease runs out and the row is delivered
-   * again with the same key and body (the wallet applies a transaction id once).
+   * to the connector (at most `WALLET_TIMEOUT_MS` + 1 s, then its `signal` is aborted), and
+   * records the attempt with the step {@link nextStep} decides. When recording fails, the lease
+   * runs out and the row is delivered again with the same key and body (the wallet applies a
+   * transaction id once).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
@@ -122,8 +123,9 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * The connector's answer, checked ({@link checkedDelivery}); a throw or an attempt over
-   * `WALLET_TIMEOUT_MS` + 1 s is `retry`.
+   * The connector's answer, checked ({@link checkedDelivery}); a throw is `retry`, and so is an
+   * attempt over `WALLET_TIMEOUT_MS` + 1 s, whose `signal` is then aborted so that the connector
+   * lets go of its connection rather than reading on in the background.
    */
   private async deliver(
     row: ClaimedOutboxRow,
@@ -133,14 +135,22 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ): Promise<WalletDelivery> {
     let timer: NodeJS.Timeout | undefined;
     const limit = this.config.wallet.timeoutMs + 1000;
+    const abort = new AbortController();
     try {
       const answered = await Promise.race([
-        this.connector.deliver({ transaction, body, requestId, outboxId: row.id, attempt: row.attempt }),
+        this.connector.deliver({
+          transaction,
+          body,
+          requestId,
+          outboxId: row.id,
+          attempt: row.attempt,
+          signal: abort.signal,
+        }),
         new Promise<WalletDelivery>((resolve) => {
-          timer = setTimeout(
-            () => resolve({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` }),
-            limit,
-          );
+          timer = setTimeout(() => {
+            abort.abort();
+            resolve({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` });
+          }, limit);
         }),
       ]);
       return checkedDelivery(answered, this.connector.name);

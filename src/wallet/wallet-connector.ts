@@ -32,6 +32,11 @@ export interface WalletDeliveryRequest {
   /** Outbox row id and this attempt's number (1 for the first). */
   outboxId: string;
   attempt: number;
+  /**
+   * Aborted when the outbox gives up on this attempt (`WALLET_TIMEOUT_MS` + 1 s) and counts it as
+   * `retry`: stop, and let go of the connection the attempt holds.
+   */
+  signal: AbortSignal;
 }
 
 /**
