@@ -13,7 +13,7 @@ export interface ClaimedOutboxRow extends OutboxOperation {
   id: string;
   /** This attempt's number (1 for the first); also the lease's token. */
   attempt: number;
-  /** The body stored by an earlier recorded attempt (sent as it is), else null. */
+  /** The body stored at the row's first claim (sent as it is), else null: this is the first. */
   body: Buffer | null;
   retryFrom: Date;
 }
@@ -21,7 +21,6 @@ export interface ClaimedOutboxRow extends OutboxOperation {
 /** One attempt to record with its row's next step. */
 export interface RecordedAttempt {
   row: ClaimedOutboxRow;
-  body: Buffer;
   requestId: string;
   connector: string;
   startedAt: Date;
@@ -106,19 +105,18 @@ export class OutboxRepository {
       row: {
         name: 'wo_step',
         text: `UPDATE wallet_outbox
-                  SET body = coalesce(body, $3), leased_until = NULL, last_status = $4, last_error = $5,
-                      status = CASE $6::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
-                      delivered_at = CASE WHEN $6::text = 'delivered' THEN now() END,
-                      parked_reason = CASE WHEN $6::text = 'park' THEN $7 END,
-                      parked_at = CASE WHEN $6::text = 'park' THEN now() END,
-                      next_attempt_at = CASE WHEN $6::text = 'retry'
-                                             THEN now() + make_interval(secs => $8::double precision / 1000)
+                  SET leased_until = NULL, last_status = $3, last_error = $4,
+                      status = CASE $5::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
+                      delivered_at = CASE WHEN $5::text = 'delivered' THEN now() END,
+                      parked_reason = CASE WHEN $5::text = 'park' THEN $6 END,
+                      parked_at = CASE WHEN $5::text = 'park' THEN now() END,
+                      next_attempt_at = CASE WHEN $5::text = 'retry'
+                                             THEN now() + make_interval(secs => $7::double precision / 1000)
                                              ELSE next_attempt_at END
                 WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
         values: [
           a.row.id,
           a.row.attempt,
-          a.body,
           a.httpStatus,
           step.kind === 'delivered' ? null : a.answer,
           step.kind,
@@ -138,6 +136,18 @@ export class OutboxRepository {
     }
     if (step.kind === 'pause') group.pause = this.pauseStatement(true, step.reason, null);
     return group;
+  }
+
+  /**
+   * Stores a row's request body at its first claim, before it is sent: every later attempt sends
+   * these bytes (docs/wallet.md, "Byte-identical"). Never replaces a stored body.
+   */
+  bodyStatement(id: string, body: Buffer): Statement {
+    return {
+      name: 'wo_body',
+      text: `UPDATE wallet_outbox SET body = $2 WHERE id = $1 AND body IS NULL`,
+      values: [id, body],
+    };
   }
 
   /** Pauses (`paused`) or resumes all delivery, noting why and who (null: the receiver). */

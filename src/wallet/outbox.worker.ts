@@ -52,11 +52,12 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Claims the next due row (see {@link OutboxRepository.claimStatement}), hands its transaction
-   * to the connector (at most `WALLET_TIMEOUT_MS` + 1 s, then its `signal` is aborted), and
-   * records the attempt with the step {@link nextStep} decides. When recording fails, the lease
-   * runs out and the row is delivered again with the same key and body (the wallet applies a
-   * transaction id once).
+   * Claims the next due row (see {@link OutboxRepository.claimStatement}); on its first claim
+   * stores the request body before anything is sent (every later attempt, in any process, sends
+   * those bytes); hands the transaction to the connector (at most `WALLET_TIMEOUT_MS` + 1 s, then
+   * its `signal` is aborted); and records the attempt with the step {@link nextStep} decides. When
+   * recording fails, the lease runs out and the row is delivered again with the same key and body
+   * (the wallet applies a transaction id once).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
@@ -67,6 +68,10 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const row = claimed.rows[0];
     if (!row) return false;
     const { transaction, body } = this.requestOf(row);
+    if (!row.body)
+      await this.transactions.run((tx) => tx.commitWith({ body: this.outbox.bodyStatement(row.id, body) }), {
+        deadline: Date.now() + TRANSACTION_DEADLINE_MS,
+      });
     const requestId = randomUUID();
     const startedAt = new Date();
     const delivery = await this.deliver(row, transaction, body, requestId);
@@ -90,7 +95,6 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           tx.commitWith(
             this.outbox.recordStatements({
               row,
-              body,
               requestId,
               connector: this.connector.name,
               startedAt,
@@ -112,7 +116,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return true;
   }
 
-  /** The row's stored body, or the one built from its operation (the first recorded attempt stores it). */
+  /** The row's stored body, or the one built from its operation (stored at its first claim). */
   private requestOf(row: ClaimedOutboxRow): { transaction: WalletTransaction; body: Buffer } {
     if (row.body)
       return { transaction: JSON.parse(row.body.toString('utf8')) as WalletTransaction, body: row.body };
