@@ -13,7 +13,7 @@ export interface ClaimedOutboxRow extends OutboxOperation {
   id: string;
   /** This attempt's number (1 for the first); also the lease's token. */
   attempt: number;
-  /** The body stored by an earlier recorded attempt (sent as it is), else null. */
+  /** The body stored at the row's first claim (sent as it is), else null: this is the first. */
   body: Buffer | null;
   retryFrom: Date;
 }
@@ -21,7 +21,6 @@ export interface ClaimedOutboxRow extends OutboxOperation {
 /** One attempt to record with its row's next step. */
 export interface RecordedAttempt {
   row: ClaimedOutboxRow;
-  body: Buffer;
   requestId: string;
   connector: string;
   startedAt: Date;
@@ -45,22 +44,49 @@ export interface OutboxCounts {
 @Injectable()
 export class OutboxRepository {
   /**
-   * Claims the oldest due pending row whose account has no earlier pending or parked row (so an
-   * account's rows go out in order, other accounts in parallel), unless delivery is paused: leases
-   * it for `leaseMs` and counts the attempt, in one statement (`FOR UPDATE SKIP LOCKED`: claimers
-   * never wait for each other). A lease that runs out (a crashed worker) makes the row due again.
+   * Claims a due pending row whose account has no earlier pending or parked row (its account's
+   * *head*: an account's rows go out in order, other accounts in parallel), the oldest such head
+   * first, unless delivery is paused: leases it for `leaseMs` and counts the attempt, in one
+   * statement (`FOR UPDATE SKIP LOCKED`: claimers never wait for each other). A lease that runs out
+   * (a crashed worker) makes the row due again. Cost: the 64 oldest pending rows usually hold a
+   * due head; when they do not (one account's long backlog whose head is in flight, parked or
+   * waiting to be retried), one index probe per account with open rows finds the heads, rather
+   * than one per row (docs/wallet.md, "Claim cost").
    */
   claimStatement(leaseMs: number): Statement<ClaimedOutboxRow> {
+    const due = (r: string) =>
+      `${r}.status = 'pending' AND ${r}.next_attempt_at <= now() AND (${r}.leased_until IS NULL OR ${r}.leased_until <= now())`;
     return {
       name: 'wo_claim',
-      text: `WITH next AS (
+      text: `WITH RECURSIVE running AS MATERIALIZED (
+               SELECT NOT paused AS yes FROM wallet_outbox_state WHERE id = 1
+             ), oldest AS MATERIALIZED (
+               SELECT id, account_id, status, next_attempt_at, leased_until FROM wallet_outbox
+                WHERE status = 'pending' AND (SELECT yes FROM running)
+                ORDER BY id LIMIT 64
+             ), quick AS MATERIALIZED (
+               SELECT w.id FROM oldest w
+                WHERE ${due('w')}
+                  AND NOT EXISTS (SELECT 1 FROM wallet_outbox e
+                                   WHERE e.account_id = w.account_id AND e.status IN ('pending', 'parked') AND e.id < w.id)
+             ), heads AS (
+               (SELECT account_id, id, status, next_attempt_at, leased_until FROM wallet_outbox
+                 WHERE status IN ('pending', 'parked') AND (SELECT yes FROM running) AND NOT EXISTS (SELECT 1 FROM quick)
+                 ORDER BY account_id, id LIMIT 1)
+               UNION ALL
+               SELECT n.* FROM heads h CROSS JOIN LATERAL (
+                 SELECT e.account_id, e.id, e.status, e.next_attempt_at, e.leased_until FROM wallet_outbox e
+                  WHERE e.status IN ('pending', 'parked') AND e.account_id > h.account_id
+                  ORDER BY e.account_id, e.id LIMIT 1) n
+             ), candidates AS MATERIALIZED (
+               SELECT id FROM quick
+               UNION ALL
+               (SELECT h.id FROM heads h WHERE ${due('h')} ORDER BY h.id LIMIT 64)
+             ), next AS (
                SELECT o.id FROM wallet_outbox o
-                WHERE o.status = 'pending' AND o.next_attempt_at <= now()
-                  AND (o.leased_until IS NULL OR o.leased_until <= now())
-                  AND NOT (SELECT paused FROM wallet_outbox_state WHERE id = 1)
-                  AND NOT EXISTS (
-                        SELECT 1 FROM wallet_outbox e
-                         WHERE e.account_id = o.account_id AND e.status IN ('pending', 'parked') AND e.id < o.id)
+                WHERE o.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${due('o')}
+                  AND NOT EXISTS (SELECT 1 FROM wallet_outbox e
+                                   WHERE e.account_id = o.account_id AND e.status IN ('pending', 'parked') AND e.id < o.id)
                 ORDER BY o.id
                 LIMIT 1
                 FOR UPDATE OF o SKIP LOCKED
@@ -106,19 +132,18 @@ export class OutboxRepository {
       row: {
         name: 'wo_step',
         text: `UPDATE wallet_outbox
-                  SET body = coalesce(body, $3), leased_until = NULL, last_status = $4, last_error = $5,
-                      status = CASE $6::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
-                      delivered_at = CASE WHEN $6::text = 'delivered' THEN now() END,
-                      parked_reason = CASE WHEN $6::text = 'park' THEN $7 END,
-                      parked_at = CASE WHEN $6::text = 'park' THEN now() END,
-                      next_attempt_at = CASE WHEN $6::text = 'retry'
-                                             THEN now() + make_interval(secs => $8::double precision / 1000)
+                  SET leased_until = NULL, last_status = $3, last_error = $4,
+                      status = CASE $5::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
+                      delivered_at = CASE WHEN $5::text = 'delivered' THEN now() END,
+                      parked_reason = CASE WHEN $5::text = 'park' THEN $6 END,
+                      parked_at = CASE WHEN $5::text = 'park' THEN now() END,
+                      next_attempt_at = CASE WHEN $5::text = 'retry'
+                                             THEN now() + make_interval(secs => $7::double precision / 1000)
                                              ELSE next_attempt_at END
                 WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
         values: [
           a.row.id,
           a.row.attempt,
-          a.body,
           a.httpStatus,
           step.kind === 'delivered' ? null : a.answer,
           step.kind,
@@ -138,6 +163,18 @@ export class OutboxRepository {
     }
     if (step.kind === 'pause') group.pause = this.pauseStatement(true, step.reason, null);
     return group;
+  }
+
+  /**
+   * Stores a row's request body at its first claim, before it is sent: every later attempt sends
+   * these bytes (docs/wallet.md, "Byte-identical"). Never replaces a stored body.
+   */
+  bodyStatement(id: string, body: Buffer): Statement {
+    return {
+      name: 'wo_body',
+      text: `UPDATE wallet_outbox SET body = $2 WHERE id = $1 AND body IS NULL`,
+      values: [id, body],
+    };
   }
 
   /** Pauses (`paused`) or resumes all delivery, noting why and who (null: the receiver). */

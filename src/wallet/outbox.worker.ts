@@ -4,8 +4,7 @@ import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { ANSWER_EXCERPT_CHARS } from './connectors/http-wallet.connector.js';
-import { nextStep, walletTransactionOf } from './outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository } from './outbox.repository.js';
 import { WalletConnector, WalletDelivery, WalletTransaction } from './wallet-connector.js';
 import { WalletMetrics } from './wallet-metrics.js';
@@ -53,10 +52,12 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Claims the next due row (see {@link OutboxRepository.claimStatement}), hands its transaction
-   * to the connector (at most `WALLET_TIMEOUT_MS` + 1 s), and records the attempt with the step
-   * {@link nextStep} decides. When recording fails, the lease runs out and the row is delivered
-   * again with the same key and body (the wallet applies a transaction id once).
+   * Claims the next due row (see {@link OutboxRepository.claimStatement}); on its first claim
+   * stores the request body before anything is sent (every later attempt, in any process, sends
+   * those bytes); hands the transaction to the connector (at most `WALLET_TIMEOUT_MS` + 1 s, then
+   * its `signal` is aborted); and records the attempt with the step {@link nextStep} decides. When
+   * recording fails, the lease runs out and the row is delivered again with the same key and body
+   * (the wallet applies a transaction id once).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
@@ -67,6 +68,10 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const row = claimed.rows[0];
     if (!row) return false;
     const { transaction, body } = this.requestOf(row);
+    if (!row.body)
+      await this.transactions.run((tx) => tx.commitWith({ body: this.outbox.bodyStatement(row.id, body) }), {
+        deadline: Date.now() + TRANSACTION_DEADLINE_MS,
+      });
     const requestId = randomUUID();
     const startedAt = new Date();
     const delivery = await this.deliver(row, transaction, body, requestId);
@@ -77,10 +82,9 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
       this.config.wallet,
     );
     const answer =
-      (delivery.outcome === 'delivered'
+      delivery.outcome === 'delivered'
         ? (delivery.answer ?? null)
-        : `${delivery.reason}${delivery.answer ? `: ${delivery.answer}` : ''}`
-      )?.slice(0, ANSWER_EXCERPT_CHARS) ?? null;
+        : excerpt(`${delivery.reason}${delivery.answer ? `: ${delivery.answer}` : ''}`);
     const line = `outbox row ${row.id} (${row.operationKey}) attempt ${row.attempt} request ${requestId}: ${delivery.outcome}${delivery.status ? ` ${delivery.status}` : ''} in ${durationMs} ms, ${step.kind}`;
     if (step.kind === 'delivered') this.logger.debug(line);
     else if (step.kind === 'retry') this.logger.warn(`${line} in ${step.delayMs} ms`);
@@ -91,7 +95,6 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           tx.commitWith(
             this.outbox.recordStatements({
               row,
-              body,
               requestId,
               connector: this.connector.name,
               startedAt,
@@ -113,7 +116,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return true;
   }
 
-  /** The row's stored body, or the one built from its operation (the first recorded attempt stores it). */
+  /** The row's stored body, or the one built from its operation (stored at its first claim). */
   private requestOf(row: ClaimedOutboxRow): { transaction: WalletTransaction; body: Buffer } {
     if (row.body)
       return { transaction: JSON.parse(row.body.toString('utf8')) as WalletTransaction, body: row.body };
@@ -123,7 +126,11 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return { transaction, body: Buffer.from(JSON.stringify(transaction), 'utf8') };
   }
 
-  /** The connector's answer; a throw or an attempt over `WALLET_TIMEOUT_MS` + 1 s is `retry`. */
+  /**
+   * The connector's answer, checked ({@link checkedDelivery}); a throw is `retry`, and so is an
+   * attempt over `WALLET_TIMEOUT_MS` + 1 s, whose `signal` is then aborted so that the connector
+   * lets go of its connection rather than reading on in the background.
+   */
   private async deliver(
     row: ClaimedOutboxRow,
     transaction: WalletTransaction,
@@ -132,20 +139,31 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ): Promise<WalletDelivery> {
     let timer: NodeJS.Timeout | undefined;
     const limit = this.config.wallet.timeoutMs + 1000;
+    const abort = new AbortController();
     try {
-      return await Promise.race([
-        this.connector.deliver({ transaction, body, requestId, outboxId: row.id, attempt: row.attempt }),
+      const answered = await Promise.race([
+        this.connector.deliver({
+          transaction,
+          body,
+          requestId,
+          outboxId: row.id,
+          attempt: row.attempt,
+          signal: abort.signal,
+        }),
         new Promise<WalletDelivery>((resolve) => {
-          timer = setTimeout(
-            () => resolve({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` }),
-            limit,
-          );
+          timer = setTimeout(() => {
+            abort.abort();
+            resolve({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` });
+          }, limit);
         }),
       ]);
+      return checkedDelivery(answered, this.connector.name);
     } catch (err) {
       return {
         outcome: 'retry',
-        reason: `the ${this.connector.name} connector threw: ${(err as Error).message}`,
+        reason: excerpt(
+          `the ${this.connector.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
+        ),
       };
     } finally {
       clearTimeout(timer);

@@ -32,6 +32,11 @@ export interface WalletDeliveryRequest {
   /** Outbox row id and this attempt's number (1 for the first). */
   outboxId: string;
   attempt: number;
+  /**
+   * Aborted when the outbox gives up on this attempt (`WALLET_TIMEOUT_MS` + 1 s) and counts it as
+   * `retry`: stop, and let go of the connection the attempt holds.
+   */
+  signal: AbortSignal;
 }
 
 /**
@@ -52,7 +57,8 @@ export type WalletDelivery =
  * connector implements it, and so can a partner's module (an in-process call to its wallet) that
  * provides this class as a token. The outbox calls {@link deliver} at least once per transaction,
  * possibly again after a crash or a lost answer, always with the same transaction id and body: the
- * implementation must apply a transaction id once. It should not throw; a throw counts as `retry`.
+ * implementation must apply a transaction id once. It should not throw; a throw, or an answer
+ * that is none of {@link WalletDelivery}, counts as `retry`.
  */
 export abstract class WalletConnector {
   /** Short name shown in logs and metrics, e.g. `http`. */

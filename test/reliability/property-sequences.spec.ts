@@ -1,10 +1,19 @@
 import fc from 'fast-check';
 import { CouponModel, CouponSnapshot } from '../../sim/model.js';
 import { fitsUnits, formatUnits, parseUnits } from '../../sim/money.js';
+import { RunningWallet, startWallet, WalletFaults } from '../../sim/wallet.js';
 import { CurrencyTable } from '../../src/common/currency.js';
 import { injectTrigger } from '../support/database-faults.js';
 import { deliver, ops, useTestApp } from '../support/test-app.js';
-import { verifyLedger } from './support/receiver.js';
+import { eventually } from '../support/wait.js';
+import { portRange, verifyLedger } from './support/receiver.js';
+import {
+  attemptFigures,
+  ledgerOrder,
+  pendingRows,
+  reconcileWithWallet,
+  walletOrder,
+} from './support/wallet.js';
 
 // Property-based delivery sequences (CONTRACT §2 at-least-once delivery, §4, §6, §7): random
 // coupons and snapshots (pending, final, recalculation with and without realWin, unknown
@@ -15,6 +24,12 @@ import { verifyLedger } from './support/receiver.js';
 // flagged, never paid, checked at registration when it arrived first). After each sequence the receiver must
 // equal the independent model of sim/model.ts (coupon state, bets, operation keys and amounts,
 // generations, needs-review flags, balance) and LedgerVerifier must report no violation.
+// The receiver pushes its settlements through the HTTP wallet connector to one stand-in wallet
+// for the file (sim/wallet.ts; each sequence has its own account), whose faults (503/429 before
+// applying, answers lost after applying) each sequence draws: once the sequence's outbox rows are
+// delivered, the wallet applied exactly the model's final_credit and recalculation_debit keys,
+// in ledger order, its balance of the account is their sum, and wallet:reconcile finds no
+// difference (docs/wallet.md).
 //
 // FC_SEED replays a run (the seed of a failure is printed by fast-check and below);
 // FC_PATH with FC_SEED replays one failing sequence; FC_NUM_RUNS sets the number of sequences
@@ -24,6 +39,9 @@ const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() ^ (M
 const NUM_RUNS = Number(process.env.FC_NUM_RUNS || 200);
 const COUPONS_PER_SEQUENCE = 3;
 const DEPOSIT = '1000.00';
+const WALLET_SECRET = 'property-wallet-secret';
+const [WALLET_PORT] = portRange(82);
+const CURRENCY_TABLE = CurrencyTable.of({ USDT: 6, BTC: 8 });
 /** The model's unit: 10^-8, the finest minor unit of the currencies below. */
 const SCALE = 8;
 const CURRENCIES = [
@@ -54,6 +72,8 @@ interface Sequence {
   registeredFirst: boolean[];
   stakes: string[];
   currency: { code: string; minorUnits: number };
+  /** The stand-in wallet's faults while this sequence is pushed. */
+  wallet: Pick<WalletFaults, 'failRate' | 'dropAfterApply'>;
 }
 
 // Weighted so that sequences often settle, recalculate and conflict: a small set of amounts
@@ -118,6 +138,10 @@ const sequenceArb: fc.Arbitrary<Sequence> = fc
         maxLength: COUPONS_PER_SEQUENCE,
       }),
       currency: fc.constantFrom(...CURRENCIES),
+      wallet: fc.record({
+        failRate: fc.constantFrom(0, 0.1, 0.3),
+        dropAfterApply: fc.constantFrom(0, 0.1, 0.3),
+      }),
     });
   });
 
@@ -136,10 +160,36 @@ const stats = {
   /** Sequences by currency, and coupons flagged amount_precision. */
   currencies: {} as Record<string, number>,
   precisionFlags: 0,
+  /** The wallet: rows pushed, attempts and retries recorded, faults, repeats, the most attempts of a row. */
+  walletRows: 0,
+  walletDeliveries: 0,
+  walletRetries: 0,
+  walletUnavailable: 0,
+  walletThrottled: 0,
+  walletDrops: 0,
+  walletRepeats: 0,
+  walletMaxAttempts: 0,
 };
 
 describe('property-based delivery sequences against the model (CONTRACT §6, §7)', () => {
-  const t = useTestApp({ DB_POOL_SIZE: '8', CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8', HOUSE_SUB_ACCOUNTS: '4' });
+  let wallet: RunningWallet;
+  // Before the app: its wallet workers start with it.
+  beforeAll(async () => {
+    wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: SEED >>> 0 });
+  });
+  afterAll(() => wallet?.close());
+  const t = useTestApp({
+    DB_POOL_SIZE: '8',
+    CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8',
+    HOUSE_SUB_ACCOUNTS: '4',
+    WALLET_URL: `http://127.0.0.1:${WALLET_PORT}`,
+    WALLET_SECRET,
+    WALLET_TIMEOUT_MS: '2000',
+    WALLET_RETRY_BASE_MS: '10',
+    WALLET_RETRY_MAX_MS: '40',
+    WALLET_POLL_INTERVAL_MS: '20',
+    WALLET_CONCURRENCY: '2',
+  });
   let run = 0;
 
   beforeAll(async () => {
@@ -180,6 +230,7 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
             events: s.events.map((e) => ({ uuid: `${code(s.coupon)}-e${e.id}`, status: e.status })),
           })),
         }));
+        wallet.setFaults(seq.wallet);
         const acked = new Set<number>();
         const registered = new Set<number>();
         const { code: currency, minorUnits } = seq.currency;
@@ -307,12 +358,47 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
         }
         const acct = (await ops(t.app).get(`/accounts/${account}`)).body;
         expect(acct.balance).toBe(formatUnits(expectedBalance, SCALE, minorUnits));
-        const report = await verifyLedger(
-          t.config.databaseUrl as string,
-          CurrencyTable.of({ USDT: 6, BTC: 8 }),
-        );
+        const report = await verifyLedger(t.config.databaseUrl as string, CURRENCY_TABLE);
         stats.violations += report.violations.length;
         expect(report.violations).toEqual([]);
+
+        // The wallet: the model's pushed operations, each applied once, in ledger order.
+        await eventually(async () => (await pendingRows(t.db, [account])) === 0, `${account} pushed`, {
+          timeoutMs: 30_000,
+          intervalMs: 10,
+        });
+        const pushed = models.flatMap((m) =>
+          [...m.operations].filter(([, op]) => op.type !== 'stake_debit').map(([key, op]) => ({ key, op })),
+        );
+        const ledger = (await ledgerOrder(t.db, [account]))[account] ?? [];
+        expect([...ledger].sort()).toEqual(pushed.map((p) => p.key).sort());
+        expect(walletOrder(wallet, [account])[account] ?? []).toEqual(ledger);
+        const pushedSum = pushed.reduce(
+          (sum, { op }) => sum + (op.type === 'final_credit' ? op.cents : -op.cents),
+          0n,
+        );
+        const walletBalance = wallet
+          .balances()
+          .find((b) => b.accountId === account && b.currency === currency);
+        expect({ account, balance: parseUnits(walletBalance?.balance ?? '0', SCALE) }).toEqual({
+          account,
+          balance: pushedSum,
+        });
+        const reconciliation = await reconcileWithWallet(t.db, wallet, CURRENCY_TABLE);
+        expect(reconciliation.differences).toEqual([]);
+        expect(reconciliation.operations).toMatchObject({ pending: 0, parked: 0, skipped: 0 });
+        const figures = await attemptFigures(t.db);
+        const w = wallet.stats();
+        Object.assign(stats, {
+          walletRows: figures.rows,
+          walletDeliveries: figures.attempts,
+          walletRetries: figures.retries,
+          walletUnavailable: w.faults.unavailable,
+          walletThrottled: w.faults.throttled,
+          walletDrops: w.faults.dropped,
+          walletRepeats: w.repeats,
+          walletMaxAttempts: figures.maxAttempts,
+        });
       }),
       {
         seed: SEED,

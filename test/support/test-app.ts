@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
+import { Test, TestingModuleBuilder } from '@nestjs/testing';
 import { createHash, createHmac } from 'node:crypto';
 import pg from 'pg';
 import type { DestinationStream } from 'pino';
@@ -53,11 +53,16 @@ export interface TestContext {
  * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose; `HOUSE_SUB_ACCOUNTS`
  * is 1 unless set, so every house entry is on `house:<currency>` where a test names it);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
- * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct).
+ * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
+ * `options.override` replaces providers ({@link startApp}).
  */
 export async function createTestApp(
   env: Record<string, string> = {},
-  options: { logDestination?: DestinationStream; via?: (databaseUrl: string) => string } = {},
+  options: {
+    logDestination?: DestinationStream;
+    via?: (databaseUrl: string) => string;
+    override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  } = {},
 ): Promise<TestContext> {
   const database = await createTestDatabase();
   const config = loadConfig({
@@ -89,15 +94,21 @@ export async function createTestApp(
 
 /**
  * Initialises the real application (same module and `configureApp` as `main.ts`) on `config`, without
- * listening: also a second replica on the database of a {@link TestContext}. The caller closes it.
+ * listening: also a second replica on the database of a {@link TestContext}. `options.override`
+ * replaces providers (e.g. `b => b.overrideProvider(WalletConnector).useValue(fake)`). The caller
+ * closes it.
  */
 export async function startApp(
   config: AppConfig,
-  options: { logDestination?: DestinationStream } = {},
+  options: {
+    logDestination?: DestinationStream;
+    override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+  } = {},
 ): Promise<INestApplication> {
-  const moduleRef = await Test.createTestingModule({
-    imports: [AppModule.forRoot(config, options)],
-  }).compile();
+  const builder = Test.createTestingModule({
+    imports: [AppModule.forRoot(config, { logDestination: options.logDestination })],
+  });
+  const moduleRef = await (options.override ? options.override(builder) : builder).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
   configureApp(app, config);
   await app.init();

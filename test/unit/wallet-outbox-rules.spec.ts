@@ -1,6 +1,6 @@
 import { outcomeOfStatus, retryAfterMs } from '../../src/wallet/connectors/http-wallet.connector.js';
 import { OperationType } from '../../src/ledger/ledger.types.js';
-import { nextStep, walletTransactionOf } from '../../src/wallet/outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from '../../src/wallet/outbox-rules.js';
 import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
 
 // docs/wallet.md: what the outbox does with each answer, and the body it sends.
@@ -55,6 +55,27 @@ describe('nextStep', () => {
       { kind: 'retry', delayMs: 8000 },
     ],
     [
+      'Retry-After above WALLET_RETRY_MAX_MS (3170 years): the maximum, within the retry budget',
+      { outcome: 'retry', reason: 'HTTP 429', afterMs: 99_999_999_999_000 },
+      1,
+      0,
+      { kind: 'retry', delayMs: 60_000 },
+    ],
+    [
+      'Retry-After of more digits than a number holds (Infinity): the backoff',
+      { outcome: 'retry', reason: 'HTTP 503', afterMs: Infinity },
+      2,
+      0,
+      { kind: 'retry', delayMs: 2000 },
+    ],
+    [
+      'an afterMs that is not a number (a connector bug): the backoff',
+      { outcome: 'retry', reason: 'x', afterMs: NaN },
+      1,
+      0,
+      { kind: 'retry', delayMs: 1000 },
+    ],
+    [
       'retry budget spent: parked',
       { outcome: 'retry', reason: 'HTTP 503' },
       40,
@@ -92,6 +113,62 @@ describe('nextStep', () => {
   ];
   it.each(cases)('%s', (_, delivery, attempt, elapsed, step) => {
     expect(nextStep(delivery, { attempt, retryFrom: T0, now: at(elapsed) }, POLICY)).toEqual(step);
+  });
+});
+
+describe('checkedDelivery: a connector answer made safe to act on and to store', () => {
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  it.each([
+    [
+      'nothing',
+      undefined,
+      { outcome: 'retry', reason: 'the acme connector answered no known outcome: undefined' },
+    ],
+    [
+      'an unknown outcome',
+      { outcome: 'ok', status: 200 },
+      {
+        outcome: 'retry',
+        reason: 'the acme connector answered no known outcome: {"outcome":"ok","status":200}',
+      },
+    ],
+    [
+      'an object JSON cannot show',
+      circular,
+      { outcome: 'retry', reason: 'the acme connector answered no known outcome: object' },
+    ],
+    [
+      'delivered, with a NUL in its answer (PostgreSQL text refuses it)',
+      { outcome: 'delivered', status: 200, answer: 'ok\u0000!' },
+      { outcome: 'delivered', status: 200, answer: 'ok\uFFFD!' },
+    ],
+    [
+      'retry with a negative afterMs and a status that is no HTTP status',
+      { outcome: 'retry', reason: 'busy', afterMs: -5, status: 1000 },
+      { outcome: 'retry', reason: 'busy' },
+    ],
+    [
+      'retry with a usable afterMs',
+      { outcome: 'retry', reason: 'busy', afterMs: 250 },
+      { outcome: 'retry', reason: 'busy', afterMs: 250 },
+    ],
+    [
+      'refused without a reason',
+      { outcome: 'refused', status: 402 },
+      { outcome: 'refused', status: 402, reason: 'the acme connector gave no reason' },
+    ],
+    [
+      'a reason of 10 000 characters',
+      { outcome: 'conflict', reason: 'y'.repeat(10_000) },
+      { outcome: 'conflict', reason: 'y'.repeat(500) },
+    ],
+  ])('%s', (_, answered, delivery) => {
+    expect(checkedDelivery(answered, 'acme')).toEqual(delivery);
+  });
+
+  it('excerpt keeps 500 characters and replaces NUL', () => {
+    expect(excerpt(`\u0000${'z'.repeat(600)}`)).toBe(`\uFFFD${'z'.repeat(499)}`);
   });
 });
 

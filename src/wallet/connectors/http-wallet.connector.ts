@@ -3,10 +3,9 @@ import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { ANSWER_EXCERPT_CHARS } from '../outbox-rules.js';
 import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../wallet-connector.js';
 
-/** Characters of the wallet's answer kept with an attempt. */
-export const ANSWER_EXCERPT_CHARS = 500;
 /** Bytes of an answer read at most (the rest is dropped). */
 const ANSWER_READ_LIMIT = 64 * 1024;
 
@@ -39,8 +38,9 @@ export function outcomeOfStatus(status: number): WalletDelivery['outcome'] {
  * The HTTP wallet connector (`WALLET_CONNECTOR=http`, the default when `WALLET_URL` is set):
  * `POST {WALLET_URL}/transactions` with the exact body bytes, `Idempotency-Key` (the transaction
  * id), `X-Request-Id` and `X-Signature: sha256=<HMAC-SHA256 of the body with WALLET_SECRET>`, on
- * undici with connect, headers and body timeouts of `WALLET_TIMEOUT_MS`. No retries of its own:
- * the outbox retries. Transport errors and timeouts are `retry`. The secret is never logged.
+ * undici with connect, headers and body timeouts of `WALLET_TIMEOUT_MS`, ended (the connection
+ * closed) when the outbox aborts the attempt. No retries of its own: the outbox retries.
+ * Transport errors and timeouts are `retry`. Redirects are not followed. The secret is never logged.
  */
 @Injectable()
 export class HttpWalletConnector extends WalletConnector implements OnModuleDestroy {
@@ -58,7 +58,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     this.agent = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
   }
 
-  async deliver({ transaction, body, requestId }: WalletDeliveryRequest): Promise<WalletDelivery> {
+  async deliver({ transaction, body, requestId, signal }: WalletDeliveryRequest): Promise<WalletDelivery> {
     const signature = createHmac('sha256', this.secret).update(body).digest('hex');
     try {
       const res = await request(this.url, {
@@ -71,6 +71,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
           'x-signature': `sha256=${signature}`,
         },
         body,
+        signal,
       });
       const answer = await readExcerpt(res.body);
       const status = res.statusCode;

@@ -17,8 +17,8 @@ import type { OutboxStatus, ParkReason } from '../wallet.types.js';
  * A financial operation to push to the wallet (docs/wallet.md), written by the posting statement
  * in the transaction that posts the operation. `id` is the order: an account's rows are delivered
  * in it. `attempts` counts claims (a claim leases the row until `leased_until`); `body` is the
- * exact request body, stored with the first recorded attempt and sent unchanged afterwards;
- * `retry_from` starts the `WALLET_RETRY_FOR` budget (reset by an operator's retry).
+ * exact request body, stored at the row's first claim before it is sent, and sent unchanged by
+ * every attempt; `retry_from` starts the `WALLET_RETRY_FOR` budget (reset by an operator's retry).
  */
 @Entity('wallet_outbox')
 @Unique('wallet_outbox_operation_unique', ['operationId'])

@@ -1,0 +1,409 @@
+import pg from 'pg';
+import { startWallet } from '../../sim/wallet.js';
+import type { RunningWallet } from '../../sim/wallet.js';
+import { OutboxRepository } from '../../src/wallet/outbox.repository.js';
+import { WalletConnector } from '../../src/wallet/wallet-connector.js';
+import type { WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
+import { createTestDatabase } from '../support/database.js';
+import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
+import { eventually, sleep } from '../support/wait.js';
+
+// docs/wallet.md: the outbox must survive what a connector and an operator can do to it. A
+// connector is the partner's code: it may throw, answer garbage or never answer; every attempt is
+// still recorded and the row delivered once the connector behaves. Operator actions race the
+// workers: skip while a row is being delivered, retry twice at once, pause mid-delivery. And the
+// claim must not cost one index probe per row of a long backlog.
+
+const WALLET_SECRET = 'test-wallet-secret-faults';
+const FAST = {
+  WALLET_TIMEOUT_MS: '100',
+  WALLET_RETRY_BASE_MS: '20',
+  WALLET_RETRY_MAX_MS: '100',
+  WALLET_POLL_INTERVAL_MS: '20',
+};
+
+interface AttemptView {
+  attempt: number;
+  outcome: string;
+  httpStatus: number | null;
+  answer: string | null;
+}
+
+/** The outbox row of `key` once it is no longer pending, as `GET /wallet/outbox/{id}` shows it. */
+async function settledRow(t: TestContext, key: string) {
+  const id = await eventually(async () => {
+    const { rows } = await t.db.query<{ id: string }>(
+      `SELECT id::text FROM wallet_outbox WHERE operation_key = $1 AND status <> 'pending'`,
+      [key],
+    );
+    return rows[0]?.id;
+  }, `outbox row ${key} settled`);
+  const res = await ops(t.app).get(`/wallet/outbox/${id}`);
+  expect(res.status).toBe(200);
+  return res.body as { id: string; status: string; attempts: number; deliveryAttempts: AttemptView[] };
+}
+
+const historyOf = (row: { deliveryAttempts: AttemptView[] }) =>
+  row.deliveryAttempts.map((a) => ({
+    attempt: a.attempt,
+    outcome: a.outcome,
+    httpStatus: a.httpStatus,
+    answer: a.answer,
+  }));
+
+/** A connector that runs the scripted answers first, then applies every transaction once. */
+class ScriptedConnector extends WalletConnector {
+  readonly name = 'scripted';
+  readonly script: ((r: WalletDeliveryRequest) => Promise<unknown>)[] = [];
+  readonly signals: AbortSignal[] = [];
+  readonly applied: string[] = [];
+
+  async deliver(r: WalletDeliveryRequest): Promise<WalletDelivery> {
+    this.signals.push(r.signal);
+    const next = this.script.shift();
+    if (next) return (await next(r)) as WalletDelivery;
+    if (this.applied.includes(r.transaction.transactionId)) return { outcome: 'delivered', answer: 'repeat' };
+    this.applied.push(r.transaction.transactionId);
+    return { outcome: 'delivered', answer: 'applied' };
+  }
+}
+
+describe('a connector that throws, answers garbage or never answers (docs/wallet.md)', () => {
+  const connector = new ScriptedConnector();
+  let t: TestContext;
+  let n = 0;
+
+  beforeAll(async () => {
+    t = await createTestApp(
+      { WALLET_URL: 'http://127.0.0.1:9', WALLET_SECRET, ...FAST },
+      { override: (b) => b.overrideProvider(WalletConnector).useValue(connector) },
+    );
+  }, 60_000);
+  afterAll(() => t?.close());
+  afterEach(() => {
+    connector.script.length = 0;
+  });
+
+  /** A new account with a coupon settled as a win of 3.00: its final_credit's key. */
+  async function settledCoupon(): Promise<string> {
+    const i = n++;
+    await deposit(t.app, `cf-${i}`, '10.00');
+    await register(t.app, `CF${i}`, `cf-${i}`, '1.00');
+    expect(
+      (await deliver(t.app, batchOf(`cf-b-${i}`, { code: `CF${i}`, status: 2, realWin: '3.00' }))).status,
+    ).toBe(200);
+    return `CF${i}:0:final_credit`;
+  }
+
+  it('a connector that throws (an Error or anything else): retry, with what it threw; then delivered', async () => {
+    connector.script.push(
+      () => Promise.reject(new Error('acme wallet client not connected')),
+      () => {
+        throw 'a string, not an Error';
+      },
+    );
+    const key = await settledCoupon();
+    const row = await settledRow(t, key);
+    expect({ status: row.status, attempts: row.attempts, history: historyOf(row) }).toEqual({
+      status: 'delivered',
+      attempts: 3,
+      history: [
+        {
+          attempt: 1,
+          outcome: 'retry',
+          httpStatus: null,
+          answer: 'the scripted connector threw: acme wallet client not connected',
+        },
+        {
+          attempt: 2,
+          outcome: 'retry',
+          httpStatus: null,
+          answer: 'the scripted connector threw: a string, not an Error',
+        },
+        { attempt: 3, outcome: 'delivered', httpStatus: null, answer: 'applied' },
+      ],
+    });
+    expect(connector.applied.filter((k) => k === key)).toHaveLength(1);
+  });
+
+  it('garbage answers (no known outcome, NUL bytes, an impossible status and afterMs): retried and recorded', async () => {
+    connector.script.push(
+      async () => ({ outcome: 'done' }),
+      async () => null,
+      async () => ({ outcome: 'retry', reason: 'busy\u0000', afterMs: Number.NaN, status: 42 }),
+      async () => ({ outcome: 'delivered', answer: 'applied\u0000', status: 200 }),
+    );
+    const key = await settledCoupon();
+    const row = await settledRow(t, key);
+    expect({ status: row.status, attempts: row.attempts, history: historyOf(row) }).toEqual({
+      status: 'delivered',
+      attempts: 4,
+      history: [
+        {
+          attempt: 1,
+          outcome: 'retry',
+          httpStatus: null,
+          answer: 'the scripted connector answered no known outcome: {"outcome":"done"}',
+        },
+        {
+          attempt: 2,
+          outcome: 'retry',
+          httpStatus: null,
+          answer: 'the scripted connector answered no known outcome: null',
+        },
+        { attempt: 3, outcome: 'retry', httpStatus: null, answer: 'busy\uFFFD' },
+        { attempt: 4, outcome: 'delivered', httpStatus: 200, answer: 'applied\uFFFD' },
+      ],
+    });
+  });
+
+  it('a connector that never answers: retry after WALLET_TIMEOUT_MS + 1 s, and its signal is aborted', async () => {
+    let hung: AbortSignal | undefined;
+    connector.script.push((r) => {
+      hung = r.signal;
+      return new Promise(() => undefined);
+    });
+    const key = await settledCoupon();
+    const row = await settledRow(t, key);
+    expect(historyOf(row)).toEqual([
+      { attempt: 1, outcome: 'retry', httpStatus: null, answer: 'no answer from the connector in 1100 ms' },
+      { attempt: 2, outcome: 'delivered', httpStatus: null, answer: 'applied' },
+    ]);
+    expect(hung?.aborted).toBe(true);
+    // Attempts that answered in time keep an unaborted signal.
+    expect(connector.signals.at(-1)?.aborted).toBe(false);
+  });
+});
+
+describe('operator actions racing the delivery workers (docs/wallet.md, "Operators")', () => {
+  let wallet: RunningWallet;
+  let t: TestContext;
+  const log: string[] = [];
+  let n = 0;
+
+  beforeAll(async () => {
+    wallet = await startWallet({ port: 0, secret: WALLET_SECRET, seed: 11, log: (line) => log.push(line) });
+    t = await createTestApp({ WALLET_URL: wallet.url, WALLET_SECRET, ...FAST, WALLET_TIMEOUT_MS: '3000' });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+    await wallet?.close();
+  });
+  afterEach(() => wallet.setFaults({ slowMs: 0 }));
+
+  /** A new account funded with 10.00 and `coupons` coupons of 1.00 registered for it. */
+  async function account(coupons: number): Promise<{ id: string; codes: string[] }> {
+    const i = n++;
+    const id = `or-${i}`;
+    await deposit(t.app, id, '10.00');
+    const codes = Array.from({ length: coupons }, (_, c) => `OR${i}-${c}`);
+    for (const code of codes) await register(t.app, code, id, '1.00');
+    return { id, codes };
+  }
+
+  const settle = async (code: string, status: number, realWin: string) =>
+    expect(
+      (await deliver(t.app, batchOf(`or-b-${code}-${status}-${realWin}`, { code, status, realWin }))).status,
+    ).toBe(200);
+
+  async function rowOf(key: string) {
+    const { rows } = await t.db.query<{ id: string; status: string; attempts: number }>(
+      `SELECT id::text, status, attempts FROM wallet_outbox WHERE operation_key = $1`,
+      [key],
+    );
+    return rows[0];
+  }
+
+  /** Waits until the stand-in wallet holds a request of `key` in its slowMs delay. */
+  async function inFlight(key: string, from: number): Promise<void> {
+    await eventually(
+      async () => log.slice(from).some((l) => l.includes('slow: handling')),
+      `${key} in flight`,
+    );
+    expect(await rowOf(key)).toMatchObject({ status: 'pending', attempts: 1 });
+  }
+
+  const applied = (id: string) =>
+    wallet
+      .transactions()
+      .filter((x) => x.accountId === id)
+      .map((x) => x.transactionId);
+
+  it('skip while a worker is delivering the row: 409, the attempt goes on; once delivered: 409 again', async () => {
+    const { id, codes } = await account(1);
+    wallet.setFaults({ slowMs: 1000 });
+    const from = log.length;
+    await settle(codes[0], 2, '4.00');
+    const key = `${codes[0]}:0:final_credit`;
+    await inFlight(key, from);
+    const row = await rowOf(key);
+    const during = await ops(t.app, 'operator').post(`/wallet/outbox/${row.id}/skip`, {
+      reason: 'paid by hand',
+    });
+    expect({ status: during.status, error: during.body.error }).toEqual({
+      status: 409,
+      error: {
+        code: 'outbox_entry_state',
+        message: `outbox row ${row.id} is being delivered right now: look at its attempt, then skip it if still needed`,
+      },
+    });
+    expect((await settledRow(t, key)).status).toBe('delivered');
+    const after = await ops(t.app, 'operator').post(`/wallet/outbox/${row.id}/skip`, {
+      reason: 'paid by hand',
+    });
+    expect({ status: after.status, message: after.body.error?.message }).toEqual({
+      status: 409,
+      message: `outbox row ${row.id} is delivered: nothing to skip`,
+    });
+    expect(applied(id)).toEqual([key]);
+  });
+
+  it('retry twice at once on a parked row: one releases it, the other is 409; delivered once', async () => {
+    const { id, codes } = await account(1);
+    await settle(codes[0], 2, '6.00');
+    await settledRow(t, `${codes[0]}:0:final_credit`);
+    // The player spends the win in the wallet: the recalculation debit is refused and parked.
+    await fetch(`${wallet.url}/accounts/${id}/withdrawals`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '6.00', currency: 'EUR' }),
+    });
+    await settle(codes[0], 15, '0');
+    const key = `${codes[0]}:1:recalculation_debit`;
+    const parked = await settledRow(t, key);
+    expect(parked.status).toBe('parked');
+    await fetch(`${wallet.url}/accounts/${id}/deposits`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '6.00', currency: 'EUR' }),
+    });
+    const answers = await Promise.all([
+      ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {}),
+      ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {}),
+    ]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    expect(answers.find((a) => a.status === 409)?.body.error.code).toBe('outbox_entry_state');
+    const row = await settledRow(t, key);
+    expect({ status: row.status, attempts: row.attempts }).toEqual({ status: 'delivered', attempts: 2 });
+    expect(applied(id)).toEqual([`${codes[0]}:0:final_credit`, key]);
+  });
+
+  it('pause while a worker is delivering: that attempt is recorded, nothing more is claimed until resume', async () => {
+    const { id, codes } = await account(2);
+    const other = await account(1);
+    wallet.setFaults({ slowMs: 1000 });
+    const from = log.length;
+    await settle(codes[0], 2, '2.00');
+    const first = `${codes[0]}:0:final_credit`;
+    await inFlight(first, from);
+    const paused = await ops(t.app, 'operator').post('/wallet/pause', { reason: 'wallet maintenance' });
+    expect(paused.body).toMatchObject({ paused: true, reason: 'wallet maintenance' });
+    await settle(codes[1], 2, '3.00');
+    await settle(other.codes[0], 2, '5.00');
+    const delivered = await settledRow(t, first);
+    expect({ status: delivered.status, attempts: delivered.attempts }).toEqual({
+      status: 'delivered',
+      attempts: 1,
+    });
+    wallet.setFaults({ slowMs: 0 });
+    // Many poll intervals (20 ms) pass: paused, no worker claims the rows written meanwhile.
+    await sleep(300);
+    const later = [`${codes[1]}:0:final_credit`, `${other.codes[0]}:0:final_credit`];
+    for (const key of later) expect(await rowOf(key)).toMatchObject({ status: 'pending', attempts: 0 });
+    expect((await ops(t.app, 'operator').post('/wallet/resume', {})).body.paused).toBe(false);
+    for (const key of later) expect((await settledRow(t, key)).status).toBe('delivered');
+    expect(applied(id)).toEqual([first, later[0]]);
+    expect(applied(other.id)).toEqual([later[1]]);
+  });
+});
+
+describe('the claim with a long backlog in one account (docs/wallet.md, "Claim cost")', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+  const claim = new OutboxRepository().claimStatement(20_000);
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    // One account with 3000 rows first, then 50 accounts of 20 rows each, interleaved.
+    await client.query(`
+      INSERT INTO accounts (id, kind, currency) VALUES ('hot', 'player', 'EUR');
+      INSERT INTO accounts (id, kind, currency) SELECT 'acc' || g, 'player', 'EUR' FROM generate_series(1, 50) g;
+      INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+        SELECT 'H' || g || ':0:final_credit', 'final_credit', 'H' || g, 0, 'hot', 1, 'EUR' FROM generate_series(1, 3000) g;
+      INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+        SELECT 'A' || g || ':0:final_credit', 'final_credit', 'A' || g, 0, 'acc' || (1 + g % 50), 1, 'EUR'
+          FROM generate_series(1, 1000) g;
+      INSERT INTO wallet_outbox (operation_id, operation_key, account_id)
+        SELECT id, operation_key, account_id FROM financial_operations ORDER BY id;
+      ANALYZE wallet_outbox;`);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await db?.drop();
+  });
+
+  /** The claim's plan run in a rolled back transaction: what it claimed and the most rows a node visited. */
+  async function explainClaim(): Promise<{ claimed: string | null; mostRowsVisited: number }> {
+    await client.query('BEGIN');
+    try {
+      const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${claim.text.replace('$1', '20000')}`,
+      );
+      const claimed = await client.query<{ operation_key: string }>(
+        `SELECT operation_key FROM wallet_outbox WHERE leased_until = now() + interval '20 seconds'`,
+      );
+      return {
+        claimed: claimed.rows[0]?.operation_key ?? null,
+        mostRowsVisited: mostRows(rows[0]['QUERY PLAN'][0].Plan),
+      };
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  }
+
+  it('the fresh backlog: the oldest row', async () => {
+    const found = await explainClaim();
+    expect(found.claimed).toBe('H1:0:final_credit');
+    expect(found.mostRowsVisited).toBeLessThanOrEqual(64);
+  });
+
+  it("the long account's head in flight, then parked: another account's head, without a probe per row", async () => {
+    await client.query(
+      `UPDATE wallet_outbox SET attempts = 1, leased_until = now() + interval '1 hour' WHERE id = 1`,
+    );
+    const inFlight = await explainClaim();
+    await client.query(
+      `UPDATE wallet_outbox SET attempts = 1, leased_until = NULL, status = 'parked', parked_reason = 'refused' WHERE id = 1`,
+    );
+    const parked = await explainClaim();
+    // The oldest head of another account is the first row after the long account's.
+    for (const found of [inFlight, parked]) {
+      expect(found.claimed).toBe('A1:0:final_credit');
+      // One probe per account with open rows (51) and the 64 oldest rows, not the 3000 rows of 'hot'.
+      expect(found.mostRowsVisited).toBeLessThanOrEqual(64);
+    }
+  });
+
+  it('every head waiting for its retry (the wallet down): nothing claimed, one probe per account', async () => {
+    await client.query(
+      `UPDATE wallet_outbox SET next_attempt_at = now() + interval '1 hour'
+        WHERE id IN (SELECT min(id) FROM wallet_outbox WHERE status IN ('pending', 'parked') GROUP BY account_id)`,
+    );
+    const found = await explainClaim();
+    expect(found.claimed).toBeNull();
+    expect(found.mostRowsVisited).toBeLessThanOrEqual(64);
+  });
+});
+
+interface PlanNode {
+  'Actual Rows': number;
+  'Actual Loops': number;
+  Plans?: PlanNode[];
+}
+
+/** The most rows one node of `plan` produced over all its loops. */
+function mostRows(plan: PlanNode): number {
+  return Math.max(plan['Actual Rows'] * plan['Actual Loops'], ...(plan.Plans ?? []).map(mostRows));
+}
