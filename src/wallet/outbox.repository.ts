@@ -54,6 +54,10 @@ export class OutboxRepository {
    * than one per row (docs/wallet.md, "Claim cost").
    */
   claimStatement(leaseMs: number): Statement<ClaimedOutboxRow> {
+    // The account's head: a min() over the open-rows index, which every PostgreSQL plans as one
+    // index probe reading one row (a NOT EXISTS may become a bitmap scan of all earlier rows).
+    const head = (r: string) =>
+      `(SELECT min(e.id) FROM wallet_outbox e WHERE e.account_id = ${r}.account_id AND e.status IN ('pending', 'parked'))`;
     const due = (r: string) =>
       `${r}.status = 'pending' AND ${r}.next_attempt_at <= now() AND (${r}.leased_until IS NULL OR ${r}.leased_until <= now())`;
     return {
@@ -66,9 +70,7 @@ export class OutboxRepository {
                 ORDER BY id LIMIT 64
              ), quick AS MATERIALIZED (
                SELECT w.id FROM oldest w
-                WHERE ${due('w')}
-                  AND NOT EXISTS (SELECT 1 FROM wallet_outbox e
-                                   WHERE e.account_id = w.account_id AND e.status IN ('pending', 'parked') AND e.id < w.id)
+                WHERE ${due('w')} AND w.id = ${head('w')}
              ), heads AS (
                (SELECT account_id, id, status, next_attempt_at, leased_until FROM wallet_outbox
                  WHERE status IN ('pending', 'parked') AND (SELECT yes FROM running) AND NOT EXISTS (SELECT 1 FROM quick)
@@ -84,9 +86,7 @@ export class OutboxRepository {
                (SELECT h.id FROM heads h WHERE ${due('h')} ORDER BY h.id LIMIT 64)
              ), next AS (
                SELECT o.id FROM wallet_outbox o
-                WHERE o.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${due('o')}
-                  AND NOT EXISTS (SELECT 1 FROM wallet_outbox e
-                                   WHERE e.account_id = o.account_id AND e.status IN ('pending', 'parked') AND e.id < o.id)
+                WHERE o.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${due('o')} AND o.id = ${head('o')}
                 ORDER BY o.id
                 LIMIT 1
                 FOR UPDATE OF o SKIP LOCKED
