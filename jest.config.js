@@ -14,7 +14,14 @@ export default {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [
     { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
-    { ...esm, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
+    // An e2e test boots apps and talks to PostgreSQL: seconds on a loaded 2-core machine, so
+    // Jest's 5 s default would fail correct tests there; a hang still fails in 30 s.
+    {
+      ...esm,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
+      setupFilesAfterEnv: ['<rootDir>/test/support/e2e-timeout.ts'],
+    },
     // Races, crashes, outages, property-based sequences, hostile input: spawns built receivers
     // (`npm run test:reliability` builds first), so it is not part of `npm test`.
     { ...esm, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.spec.ts'] },
