@@ -7,6 +7,8 @@ const esm = {
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }] },
   moduleFileExtensions: ['ts', 'js', 'json'],
 };
+/** 30 s per test and hook (test/support/test-timeout.ts) for suites that boot apps. */
+const slow = { setupFilesAfterEnv: ['<rootDir>/test/support/test-timeout.ts'] };
 
 export default {
   ...esm,
@@ -14,16 +16,11 @@ export default {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [
     { ...esm, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.spec.ts'] },
-    // An e2e test boots apps and talks to PostgreSQL: seconds on a loaded 2-core machine, so
-    // Jest's 5 s default would fail correct tests there; a hang still fails in 30 s.
-    {
-      ...esm,
-      displayName: 'e2e',
-      testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'],
-      setupFilesAfterEnv: ['<rootDir>/test/support/e2e-timeout.ts'],
-    },
+    // An e2e or reliability test boots apps and talks to PostgreSQL: seconds on a loaded 2-core
+    // machine, so Jest's 5 s default would fail correct tests there; a hang still fails in 30 s.
+    { ...esm, ...slow, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.spec.ts'] },
     // Races, crashes, outages, property-based sequences, hostile input: spawns built receivers
     // (`npm run test:reliability` builds first), so it is not part of `npm test`.
-    { ...esm, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.spec.ts'] },
+    { ...esm, ...slow, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.spec.ts'] },
   ],
 };

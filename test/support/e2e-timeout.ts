@@ -1,4 +1,0 @@
-import { jest } from '@jest/globals';
-
-// Each e2e test file: 30 s per test and hook instead of Jest's 5 s (jest.config.js says why).
-jest.setTimeout(30_000);
