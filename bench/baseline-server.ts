@@ -7,8 +7,13 @@
  * The house side is entries only: its balance is derived from them (sum of `ledger_entries` of
  * `house:<currency>`), its `accounts` row is neither locked nor updated; players' balances are
  * updated under row locks.
+ * With BASELINE_WALLET_OUTBOX_TYPES (comma-separated operation types, the receiver's
+ * WALLET_OPERATION_TYPES), the same statement also inserts a `wallet_outbox` row for each new
+ * operation of those types, as the receiver's posting statement does with a wallet connector; the
+ * table is the receiver's migration's (the database is cloned from the migrated template). The
+ * baseline never delivers them: it is the floor of the intake path (docs/benchmark.md).
  * Environment: DATABASE_URL, SPORTAPI_WEBHOOK_SECRETS, PORT (4102), HOST, BASELINE_POOL_SIZE (16),
- * BASELINE_PG_OPTIONS (extra `-c name=value` settings).
+ * BASELINE_PG_OPTIONS (extra `-c name=value` settings), BASELINE_WALLET_OUTBOX_TYPES (unset: none).
  */
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
@@ -21,6 +26,11 @@ const CALLBACK_PATH = '/sportapi/callback';
 const BODY_LIMIT = 2 * 1024 * 1024;
 const RETRIES = 3;
 const SECRETS = (process.env.SPORTAPI_WEBHOOK_SECRETS ?? '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+/** Operation types given an outbox row (BASELINE_WALLET_OUTBOX_TYPES), none when empty. */
+const OUTBOX_TYPES = (process.env.BASELINE_WALLET_OUTBOX_TYPES ?? '')
   .split(',')
   .map((s) => s.trim())
   .filter(Boolean);
@@ -307,9 +317,17 @@ WITH body AS MATERIALIZED (
   INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency, batch_id)
   SELECT key, type, code, generation, account, amount, currency, $1 FROM oin WHERE (SELECT count(*) FROM lk) >= 0
   ON CONFLICT (operation_key) DO NOTHING
-  RETURNING id, operation_key, account_id, currency,
+  RETURNING id, operation_key, type, account_id, currency,
     CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
-), mv AS (
+)${
+  // The receiver's `outbox` CTE (src/ledger/ledger.repository.ts): new operations of the types.
+  OUTBOX_TYPES.length
+    ? `, outbox AS (
+  INSERT INTO wallet_outbox (operation_id, operation_key, account_id)
+  SELECT id, operation_key, account_id FROM ops WHERE type = ANY($31::text[]) ORDER BY id
+)`
+    : ''
+}, mv AS (
   SELECT id, account_id AS account, delta FROM ops
   UNION ALL SELECT id, 'house:' || currency, -delta FROM ops
 ), ent AS (
@@ -541,6 +559,7 @@ async function applyOnce(d: Delivery): Promise<boolean> {
           Date.now() - d.receivedAt,
           d.hash,
           a.sChanged,
+          ...(OUTBOX_TYPES.length ? [OUTBOX_TYPES] : []),
         ],
       }),
       client.query('COMMIT'),

@@ -3,8 +3,9 @@
  * baseline (bench/baseline-server.ts), each on a fresh database of one PostgreSQL server, loaded by
  * autocannon with signed 100-coupon batches (bench/load.ts) of two profiles, today's mix then the
  * money-heavy one, sampling each side's sessions for lock waits; then the receiver in inbox mode
- * under the money-heavy load. `npm run bench -- --help` lists the options; docs/benchmark.md
- * explains the figures. The last line is always (today's mix, when it ran)
+ * under the money-heavy load; with `--wallet`, the money-heavy load once more with the wallet
+ * outbox on both sides (the receiver delivering to the stand-in wallet). `npm run bench -- --help`
+ * lists the options; docs/benchmark.md explains the figures. The last line is always (today's mix, when it ran)
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
  */
 import { ChildProcess, spawn } from 'node:child_process';
@@ -15,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import type { WalletStats } from '../sim/wallet.js';
+import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/config/configuration.js';
 import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
 import { Delivery, LoadGenerator, LoadProfile, PoolSpec, poolCoupons, poolPlayers } from './load.js';
 import {
@@ -42,7 +45,7 @@ const { values: args } = parseArgs({
     large: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
     duration: { type: 'string' },
-    concurrency: { type: 'string', default: '1,8,32' },
+    concurrency: { type: 'string' },
     'port-base': { type: 'string', default: '4100' },
     'pool-coupons': { type: 'string' },
     players: { type: 'string', default: '200' },
@@ -52,6 +55,8 @@ const { values: args } = parseArgs({
     'no-inbox': { type: 'boolean', default: false },
     'inbox-env': { type: 'string' },
     'drain-timeout': { type: 'string', default: '120' },
+    wallet: { type: 'boolean', default: false },
+    'wallet-env': { type: 'string' },
     'sample-ms': { type: 'string', default: '25' },
     'baseline-pool-size': { type: 'string', default: '16' },
     'keep-databases': { type: 'boolean', default: false },
@@ -77,12 +82,21 @@ const HELP = `npm run bench [-- options]: the receiver against a raw node:http +
   --no-inbox              skip the inbox-mode run after the money profile's inline runs
   --inbox-env K=V,...     extra environment of the inbox-mode receiver (default inbox settings),
                           e.g. INBOX_CONCURRENCY=8,INBOX_POLL_INTERVAL_MS=50
-  --drain-timeout S       seconds to wait for the inbox to drain after its load (120)
+  --drain-timeout S       seconds to wait for the inbox (or the wallet outbox) to drain after a load (120)
+  --wallet                then the wallet run (opt-in: its drains take minutes): the money profile
+                          again at c=8 (or at --concurrency when given) against a receiver with the
+                          http connector to the stand-in wallet (sim/wallet.ts, port base + 6) and a
+                          baseline inserting the same wallet_outbox rows (never delivering them);
+                          prints the ratio, drain rates, backlog and age, and checks the stand-in
+                          applied every outbox row once (exit 1 if not)
+  --wallet-env K=V,...    extra environment of the wallet run's receiver, e.g. WALLET_CONCURRENCY=4
   --sample-ms N           pg_stat_activity sampling interval for the wait figures (25; 0: off)
   --database-url URL      a PostgreSQL where databases can be created (default the local service,
                           else an embedded server); --embedded forces the embedded one
-  --db-prefix P           databases P_template, P_receiver, P_baseline, P_inbox (bench)
-  --port-base N           receiver N+1, baseline N+2, inbox receiver N+3, embedded PostgreSQL N+90 (4100)
+  --db-prefix P           databases P_template, P_receiver, P_baseline, P_inbox, P_wallet_receiver,
+                          P_wallet_baseline (bench)
+  --port-base N           receiver N+1, baseline N+2, inbox receiver N+3, wallet receiver N+4,
+                          wallet baseline N+5, stand-in wallet N+6, embedded PostgreSQL N+90 (4100)
   --baseline-pool-size N  the baseline's connections (16)
   --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile
                           (runs sharing a PostgreSQL need distinct --db-prefix and --port-base)`;
@@ -98,7 +112,7 @@ const DURATION = Number(args.duration ?? (QUICK ? 10 : 30));
 const WARMUP_DELIVERIES = 80;
 /** Each side's DURATION at one concurrency is split in this many interleaved slices. */
 const SLICES = Number(args.slices ?? (QUICK ? 1 : 3));
-const CONCURRENCY = (args.concurrency as string).split(',').map(Number);
+const CONCURRENCY = ((args.concurrency as string | undefined) ?? '1,8,32').split(',').map(Number);
 const PORT_BASE = Number(args['port-base']);
 const RATIO_CONCURRENCY = CONCURRENCY.includes(8) ? 8 : CONCURRENCY[0];
 const SECRET = 'bench-webhook-secret';
@@ -107,6 +121,7 @@ const CALLBACK_PATH = '/sportapi/callback';
 const ROOT = process.cwd();
 const RECEIVER_ENTRY = fileURLToPath(new URL('../src/main.js', import.meta.url));
 const BASELINE_ENTRY = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
+const SIM_CLI = fileURLToPath(new URL('../sim/cli.js', import.meta.url));
 const LOG_DIR = resolve(ROOT, '.data', 'bench');
 /** Interval of the pg_stat_activity sampler, ms (0: no wait figures). */
 const SAMPLE_MS = Number(args['sample-ms']);
@@ -115,6 +130,12 @@ const INBOX_CONCURRENCY = 8;
 const DRAIN_TIMEOUT_MS = Number(args['drain-timeout']) * 1000;
 /** Application name of the bench's own monitoring sessions (left out of the wait figures). */
 const MONITOR_APP = 'bench-monitor';
+/** Concurrencies of the wallet run: --concurrency when given, else 8 alone. */
+const WALLET_CONCURRENCY = args.concurrency ? CONCURRENCY : [8];
+/** Shared secret of the wallet run's receiver and stand-in wallet. */
+const WALLET_SECRET = 'bench-wallet-secret-0123456789';
+/** Interval of the wallet run's `GET /wallet/status` polls, ms. */
+const WALLET_POLL_MS = 500;
 
 /** A load profile as run: its pool, titles and whether the inbox-mode run follows it. */
 interface ProfileSpec {
@@ -125,6 +146,8 @@ interface ProfileSpec {
   // 40 blocks of 100 coupons or more: the 32 batches in flight at concurrency 32 never share one.
   pool: PoolSpec;
   inbox: boolean;
+  /** Whether the wallet run (`--wallet`) follows its inline runs. */
+  wallet: boolean;
 }
 
 const PROFILES: Record<LoadProfile, ProfileSpec> = {
@@ -138,6 +161,7 @@ const PROFILES: Record<LoadProfile, ProfileSpec> = {
       seed: 20261130,
     },
     inbox: false,
+    wallet: false,
   },
   money: {
     key: 'money',
@@ -151,6 +175,7 @@ const PROFILES: Record<LoadProfile, ProfileSpec> = {
       seed: 20261130,
     },
     inbox: !args['no-inbox'],
+    wallet: args.wallet as boolean,
   },
 };
 
@@ -166,17 +191,29 @@ const SELECTED: ProfileSpec[] = (args.profiles as string).split(',').map((name) 
   return PROFILES[key as LoadProfile];
 });
 
-/** `--inbox-env K=V,...`: extra environment of the inbox-mode receiver. */
-const INBOX_ENV: Record<string, string> = Object.fromEntries(
-  ((args['inbox-env'] as string | undefined) ?? '')
-    .split(',')
-    .filter(Boolean)
-    .map((item) => {
-      const eq = item.indexOf('=');
-      if (eq < 1) usage(`--inbox-env: expected NAME=VALUE, got '${item}'`);
-      return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
-    }),
-);
+if (args.wallet && !SELECTED.includes(PROFILES.money))
+  usage('--wallet: the wallet run follows the money profile (--profiles money or mixed,money)');
+
+/** An `--X-env K=V,...` option: extra environment of a receiver. */
+function envOption(name: 'inbox-env' | 'wallet-env'): Record<string, string> {
+  return Object.fromEntries(
+    ((args[name] as string | undefined) ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((item) => {
+        const eq = item.indexOf('=');
+        if (eq < 1) usage(`--${name}: expected NAME=VALUE, got '${item}'`);
+        return [item.slice(0, eq).trim(), item.slice(eq + 1).trim()];
+      }),
+  );
+}
+
+/** `--inbox-env`: extra environment of the inbox-mode receiver. */
+const INBOX_ENV = envOption('inbox-env');
+/** `--wallet-env`: extra environment of the wallet run's receiver. */
+const WALLET_ENV = envOption('wallet-env');
+/** Operation types written to the outbox in the wallet run, on both sides. */
+const WALLET_TYPES = WALLET_ENV.WALLET_OPERATION_TYPES ?? DEFAULT_WALLET_OPERATION_TYPES;
 
 type SideName = 'receiver' | 'baseline' | 'inbox';
 
@@ -207,14 +244,74 @@ class Feed {
   }
 }
 
+/** A child process of this one that the bench stops at the end (or on a signal). */
+interface Stoppable {
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `node <nodeArgs>` (with the `--profile` flags), its output to `.data/bench/<logName>.log`
+ * (appended to with `append`), and waits until `probe` answers anything (at most 90 s).
+ */
+async function startChild(
+  name: string,
+  nodeArgs: string[],
+  env: NodeJS.ProcessEnv,
+  logName: string,
+  append: boolean,
+  probe: string,
+): Promise<ChildProcess> {
+  mkdirSync(LOG_DIR, { recursive: true });
+  const logPath = resolve(LOG_DIR, `${logName}.log`);
+  const log = openSync(logPath, append ? 'a' : 'w');
+  const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(LOG_DIR, 'profile')}`] : [];
+  const child = spawn(process.execPath, [...flags, ...nodeArgs], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  const until = Date.now() + 90_000;
+  for (;;) {
+    if (exited !== undefined) {
+      const tail = readFileSync(logPath, 'utf8').split('\n').slice(-15).join('\n');
+      throw new Error(`${name} exited with ${exited} during start-up (log ${logPath}):\n${tail}`);
+    }
+    try {
+      const res = await fetch(probe, {
+        headers: { authorization: `Bearer ${OPS_KEY}` },
+        signal: AbortSignal.timeout(1000),
+      });
+      await res.arrayBuffer();
+      return child;
+    } catch {
+      if (Date.now() > until) throw new Error(`${name} did not answer ${probe} within 90 s`);
+      await sleep(200);
+    }
+  }
+}
+
+/** SIGTERM, then SIGKILL after 15 s; resolves when the child has exited. */
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  await done;
+  clearTimeout(timer);
+}
+
 /** A server under test: a child process of this one. */
-class Side {
+class Side implements Stoppable {
   child: ChildProcess | undefined;
   feed: Feed;
   bestRate = 0;
 
   /**
    * @param name `inbox` is the receiver started with `CALLBACK_MODE=inbox` and `extraEnv`.
+   * @param label its name in the per-run lines (the wallet run's sides say so).
    */
   constructor(
     readonly name: SideName,
@@ -223,6 +320,7 @@ class Side {
     batchPrefix: string,
     profile: ProfileSpec,
     private readonly extraEnv: Record<string, string> = {},
+    readonly label: string = name,
   ) {
     this.feed = new Feed(
       new LoadGenerator({ pool: profile.pool, secret: SECRET, batchPrefix, profile: profile.key }),
@@ -235,9 +333,6 @@ class Side {
 
   /** Starts the server, its output to `.data/bench/<logName>.log` (appended to with `append`). */
   async start(logName: string, append = false): Promise<void> {
-    mkdirSync(LOG_DIR, { recursive: true });
-    const logPath = resolve(LOG_DIR, `${logName}.log`);
-    const log = openSync(logPath, append ? 'a' : 'w');
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATABASE_URL: this.dbUrl,
@@ -250,41 +345,59 @@ class Side {
     };
     delete env.TEST_DATABASE_URL;
     const entry = this.name === 'baseline' ? BASELINE_ENTRY : RECEIVER_ENTRY;
-    const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(LOG_DIR, 'profile')}`] : [];
-    this.child = spawn(process.execPath, [...flags, entry], { cwd: ROOT, env, stdio: ['ignore', log, log] });
-    closeSync(log);
-    let exited: number | null | undefined;
-    this.child.once('exit', (code) => (exited = code));
     const probe = this.name === 'baseline' ? '/health' : '/accounts/bench-probe';
-    const until = Date.now() + 90_000;
-    for (;;) {
-      if (exited !== undefined) {
-        const tail = readFileSync(logPath, 'utf8').split('\n').slice(-15).join('\n');
-        throw new Error(`${this.name} exited with ${exited} during start-up (log ${logPath}):\n${tail}`);
-      }
-      try {
-        const res = await fetch(`http://127.0.0.1:${this.port}${probe}`, {
-          headers: { authorization: `Bearer ${OPS_KEY}` },
-          signal: AbortSignal.timeout(1000),
-        });
-        await res.arrayBuffer();
-        return;
-      } catch {
-        if (Date.now() > until)
-          throw new Error(`${this.name} did not answer on port ${this.port} within 90 s`);
-        await sleep(200);
-      }
-    }
+    this.child = await startChild(
+      this.label,
+      [entry],
+      env,
+      logName,
+      append,
+      `http://127.0.0.1:${this.port}${probe}`,
+    );
   }
 
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
-    const done = new Promise<void>((r) => child.once('exit', () => r()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await done;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopChild(this.child);
+  }
+}
+
+/** The stand-in wallet (sim/wallet.ts, `npm run sportapi -- wallet`) as a child process of this one. */
+class StandInWallet implements Stoppable {
+  private child: ChildProcess | undefined;
+
+  constructor(readonly port: number) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async start(logName: string): Promise<void> {
+    const argv = ['wallet', '--port', String(this.port), '--host', '127.0.0.1', '--secret', WALLET_SECRET];
+    this.child = await startChild(
+      'stand-in wallet',
+      [SIM_CLI, ...argv],
+      process.env,
+      logName,
+      false,
+      `${this.url}/stats`,
+    );
+  }
+
+  /** Its counters (`GET /stats`). */
+  async stats(): Promise<WalletStats> {
+    return (await (await fetch(`${this.url}/stats`)).json()) as WalletStats;
+  }
+
+  /** The transaction id of every transaction it applied (`GET /transactions`). */
+  async transactionIds(): Promise<string[]> {
+    const body = (await (await fetch(`${this.url}/transactions`)).json()) as {
+      transactions: { transactionId: string }[];
+    };
+    return body.transactions.map((t) => t.transactionId);
+  }
+
+  stop(): Promise<void> {
+    return stopChild(this.child);
   }
 }
 
@@ -628,6 +741,52 @@ async function runLoad(
   };
 }
 
+/** The warm-up of each side: {@link WARMUP_DELIVERIES} deliveries at concurrency 8, not measured. */
+async function warmUp(sides: Side[]): Promise<void> {
+  for (const side of sides) {
+    const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES });
+    console.log(
+      `warm-up ${side.label}: ${WARMUP_DELIVERIES} deliveries at concurrency 8, ` +
+        `${(w.ok / w.seconds).toFixed(1)} batches/s`,
+    );
+  }
+}
+
+/**
+ * The measured runs of `sides` at concurrency `c`: VACUUM (ANALYZE) and a CHECKPOINT, then
+ * {@link SLICES} interleaved slices of DURATION / SLICES s each, a line per slice. `slice` runs one
+ * (default: a load sampled for lock waits). @returns a row per side.
+ */
+async function measureConcurrency(
+  admin: string,
+  sides: Side[],
+  c: number,
+  slice: (side: Side, seconds: number) => Promise<Slice> = (side, seconds) =>
+    runLoad(side, c, seconds, { sampleWaits: true }),
+): Promise<RunStats[]> {
+  // What autovacuum would have done by now (it may be off on a shared server), then a
+  // checkpoint, so both sides start each concurrency from the same kind of state.
+  for (const side of sides) await withClient(side.dbUrl, (client) => client.query('VACUUM (ANALYZE)'));
+  await withClient(admin, (client) => client.query('CHECKPOINT')).catch(() => undefined);
+  // Interleaved slices (receiver, baseline, receiver, …): noise from other work on the machine
+  // falls on both sides alike.
+  const slices = new Map<Side, Slice[]>(sides.map((s) => [s, []]));
+  for (let i = 0; i < SLICES; i++) {
+    for (const side of sides) {
+      const load = loadavg()[0];
+      const r = await slice(side, DURATION / SLICES);
+      (slices.get(side) as Slice[]).push(r);
+      console.log(
+        `  ${side.label} c=${c}${SLICES > 1 ? ` slice ${i + 1}/${SLICES}` : ''}: ` +
+          `${(r.ok / r.seconds).toFixed(1)} batches/s, ${r.errors} errors, lock waits ${lockShare(r.waits)}, ` +
+          `load average ${load.toFixed(1)} before` +
+          (r.madeDuringRun ? ` (${r.madeDuringRun} batches signed during the run)` : ''),
+      );
+    }
+  }
+  return sides.map((side) => summarize(side.name, c, slices.get(side) as Slice[]));
+}
+
 /** Waits until the side's database has no transaction left from the run (at most 10 s). */
 async function waitIdle(side: Side): Promise<void> {
   const dbName = new URL(side.dbUrl).pathname.slice(1);
@@ -644,7 +803,7 @@ async function waitIdle(side: Side): Promise<void> {
   });
 }
 
-const children: Side[] = [];
+const children: Stoppable[] = [];
 let embedded: EmbeddedPostgresServer | undefined;
 
 async function cleanup(): Promise<void> {
@@ -720,6 +879,7 @@ function perBatch(c: TableCounts): string {
   return (
     `${c.batches} batches, ${c.snapshots} snapshots, ${c.operations} operations ` +
     `(${(c.operations / b).toFixed(1)} per batch), ${c.entries} ledger entries, ` +
+    (c.outboxRows ? `${c.outboxRows} wallet outbox rows, ` : '') +
     `players net ${c.playersNet}, house net ${c.houseNet}`
   );
 }
@@ -749,12 +909,14 @@ interface PhaseResult {
   dataset: Dataset;
   rows: RunStats[];
   inbox?: InboxStats;
+  wallet?: WalletRunStats;
 }
 
 /**
  * One profile on one dataset: fresh receiver and baseline databases cloned from `template`, the
  * pool registered, then every concurrency in interleaved slices; for a profile with `inbox`, the
- * registered receiver database is cloned first and the inbox-mode run follows on it.
+ * registered receiver database is cloned first and the inbox-mode run follows on it; likewise,
+ * with `wallet`, both databases for the wallet run.
  */
 async function runPhase(
   admin: string,
@@ -769,9 +931,12 @@ async function runPhase(
     receiver: `${dbPrefix}_receiver`,
     baseline: `${dbPrefix}_baseline`,
     inbox: `${dbPrefix}_inbox`,
+    walletReceiver: `${dbPrefix}_wallet_receiver`,
+    walletBaseline: `${dbPrefix}_wallet_baseline`,
   };
   const withInbox = profile.inbox && !dataset.large;
-  await dropDatabases(admin, [dbs.receiver, dbs.baseline, dbs.inbox]);
+  const withWallet = profile.wallet && !dataset.large;
+  await dropDatabases(admin, Object.values(dbs));
   await cloneDatabase(admin, template, dbs.receiver, dataset.large);
   await cloneDatabase(admin, template, dbs.baseline, dataset.large);
 
@@ -784,6 +949,7 @@ async function runPhase(
   const coupons = poolCoupons(profile.pool);
   const players = poolPlayers(profile.pool);
   await seedBaseline(baseline.dbUrl, players, coupons);
+  if (withWallet) await cloneDatabase(admin, dbs.baseline, dbs.walletBaseline, false);
   process.env.BASELINE_POOL_SIZE = args['baseline-pool-size'] as string;
   await Promise.all([receiver.start(`${logKey}-receiver`), baseline.start(`${logKey}-baseline`)]);
   const tReg = performance.now();
@@ -798,44 +964,17 @@ async function runPhase(
       `through the receiver's partner API in ${regSeconds.toFixed(1)} s (baseline: bulk SQL); ` +
       `player balances ${rt.balance} on both sides`,
   );
-  if (withInbox) {
-    // The inbox run gets the same registered coupons: a copy of the receiver's database as it is now.
+  if (withInbox || withWallet) {
+    // The inbox and wallet runs get the same registered coupons: copies of the receiver's database as it is now.
     await receiver.stop();
-    await cloneDatabase(admin, dbs.receiver, dbs.inbox, false);
+    if (withInbox) await cloneDatabase(admin, dbs.receiver, dbs.inbox, false);
+    if (withWallet) await cloneDatabase(admin, dbs.receiver, dbs.walletReceiver, false);
     await receiver.start(`${logKey}-receiver`, true);
   }
-  for (const side of [receiver, baseline]) {
-    const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES });
-    console.log(
-      `warm-up ${side.name}: ${WARMUP_DELIVERIES} deliveries at concurrency 8, ` +
-        `${(w.ok / w.seconds).toFixed(1)} batches/s`,
-    );
-  }
-  const rows: RunStats[] = [];
   const sides = [receiver, baseline];
-  for (const c of CONCURRENCY) {
-    // What autovacuum would have done by now (it may be off on a shared server), then a
-    // checkpoint, so both sides start each concurrency from the same kind of state.
-    for (const side of sides) await withClient(side.dbUrl, (client) => client.query('VACUUM (ANALYZE)'));
-    await withClient(admin, (client) => client.query('CHECKPOINT')).catch(() => undefined);
-    // Interleaved slices (receiver, baseline, receiver, …): noise from other work on the machine
-    // falls on both sides alike.
-    const slices = new Map<SideName, Slice[]>(sides.map((s) => [s.name, []]));
-    for (let i = 0; i < SLICES; i++) {
-      for (const side of sides) {
-        const load = loadavg()[0];
-        const r = await runLoad(side, c, DURATION / SLICES, { sampleWaits: true });
-        (slices.get(side.name) as Slice[]).push(r);
-        console.log(
-          `  ${side.name} c=${c}${SLICES > 1 ? ` slice ${i + 1}/${SLICES}` : ''}: ` +
-            `${(r.ok / r.seconds).toFixed(1)} batches/s, ${r.errors} errors, lock waits ${lockShare(r.waits)}, ` +
-            `load average ${load.toFixed(1)} before` +
-            (r.madeDuringRun ? ` (${r.madeDuringRun} batches signed during the run)` : ''),
-        );
-      }
-    }
-    for (const side of sides) rows.push(summarize(side.name, c, slices.get(side.name) as Slice[]));
-  }
+  await warmUp(sides);
+  const rows: RunStats[] = [];
+  for (const c of CONCURRENCY) rows.push(...(await measureConcurrency(admin, sides, c)));
   // Both sides got the same sequence; up to the last batch both reached they wrote the same rows.
   const last = await Promise.all([lastBatchId(receiver.dbUrl, prefix), lastBatchId(baseline.dbUrl, prefix)]);
   const common = [last[0] ?? '', last[1] ?? ''].sort()[0];
@@ -854,7 +993,17 @@ async function runPhase(
     const inline = rows.find((r) => r.side === 'receiver' && r.connections === INBOX_CONCURRENCY);
     inbox = await runInbox(databaseUrl(admin, dbs.inbox), prefix, profile, logKey, inline);
   }
-  if (!args['keep-databases']) await dropDatabases(admin, [dbs.receiver, dbs.baseline, dbs.inbox]);
+  const wallet = withWallet
+    ? await runWallet(
+        admin,
+        databaseUrl(admin, dbs.walletReceiver),
+        databaseUrl(admin, dbs.walletBaseline),
+        prefix,
+        profile,
+        logKey,
+      )
+    : undefined;
+  if (!args['keep-databases']) await dropDatabases(admin, Object.values(dbs));
 
   console.log('');
   console.log(
@@ -890,8 +1039,9 @@ async function runPhase(
   const peak = Math.max(...rows.filter((r) => r.side === 'receiver').map((r) => r.hwmMb));
   console.log(`receiver peak RSS (VmHWM over the phase): ${mb(peak)}`);
   if (inbox) printInbox(inbox);
+  if (wallet) printWallet(wallet);
   console.log('');
-  return { profile, dataset, rows, inbox };
+  return { profile, dataset, rows, inbox, wallet };
 }
 
 /** Figures of the inbox-mode run (docs/benchmark.md, "Inbox mode"). */
@@ -919,33 +1069,41 @@ interface InboxStats {
   inline?: RunStats;
 }
 
-/** Polls the inbox's pending rows (count, oldest age) and keeps their worst values. */
-class InboxWatch {
+/** A queue's pending rows and the age of the oldest, seconds. */
+interface Backlog {
+  pending: number;
+  age: number;
+}
+
+/** Polls a queue's backlog (the inbox, the wallet outbox) every `intervalMs`; keeps its worst values. */
+class BacklogWatch {
   maxPending = 0;
   maxAge = 0;
   private stopped = false;
   private loop: Promise<void> = Promise.resolve();
 
-  constructor(private readonly client: pg.Client) {}
+  constructor(
+    private readonly read: () => Promise<Backlog>,
+    private readonly intervalMs: number,
+  ) {}
 
-  /** Pending rows now (and the age of the oldest, seconds). */
-  async poll(): Promise<{ pending: number; age: number }> {
-    const { rows } = await this.client.query<{ pending: number; age: number }>(
-      `SELECT count(*)::int AS pending,
-              coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8 AS age
-       FROM callback_inbox WHERE status = 'pending'`,
-    );
-    this.maxPending = Math.max(this.maxPending, rows[0].pending);
-    this.maxAge = Math.max(this.maxAge, rows[0].age);
-    return rows[0];
+  /** The backlog now. */
+  async poll(): Promise<Backlog> {
+    const b = await this.read();
+    this.maxPending = Math.max(this.maxPending, b.pending);
+    this.maxAge = Math.max(this.maxAge, b.age);
+    return b;
   }
 
+  /** Polls in the background from now on, the worst values starting afresh. */
   start(): void {
+    this.maxPending = 0;
+    this.maxAge = 0;
     this.stopped = false;
     this.loop = (async () => {
       while (!this.stopped) {
         await this.poll();
-        await sleep(200);
+        await sleep(this.intervalMs);
       }
     })();
   }
@@ -955,15 +1113,69 @@ class InboxWatch {
     await this.loop;
   }
 
-  /** Polls until no row is pending or `timeoutMs` passed. @returns whether the inbox drained. */
+  /** Polls until no row is pending or `timeoutMs` passed. @returns whether the queue drained. */
   async drain(timeoutMs: number): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     for (;;) {
       if ((await this.poll()).pending === 0) return true;
       if (Date.now() > until) return false;
-      await sleep(200);
+      await sleep(this.intervalMs);
     }
   }
+}
+
+/** The inbox's backlog, from `callback_inbox`. */
+async function inboxBacklog(client: pg.Client): Promise<Backlog> {
+  const { rows } = await client.query<Backlog>(
+    `SELECT count(*)::int AS pending,
+            coalesce(extract(epoch FROM clock_timestamp() - min(received_at)), 0)::float8 AS age
+     FROM callback_inbox WHERE status = 'pending'`,
+  );
+  return rows[0];
+}
+
+/**
+ * A load of `side` with its queue watched: the database clock at its start and end (on `client`),
+ * `watch` polling while it lasts (its worst values then are returned), then the wait for the queue
+ * to drain (at most `--drain-timeout`; those polls count in `watch`'s worst values too).
+ */
+async function watchedLoad(
+  side: Side,
+  connections: number,
+  seconds: number,
+  client: pg.Client,
+  watch: BacklogWatch,
+): Promise<{
+  slice: Slice;
+  start: string;
+  end: string;
+  drained: boolean;
+  maxPending: number;
+  maxAge: number;
+}> {
+  let start = '';
+  let end = '';
+  const slice = await runLoad(side, connections, seconds, {
+    sampleWaits: true,
+    // The drain below waits for the queue, rather than for an idle database.
+    waitIdle: false,
+    onStart: async () => {
+      start = await dbNow(client);
+      watch.start();
+    },
+    onFinish: async () => {
+      end = await dbNow(client);
+      await watch.stop();
+    },
+  });
+  const { maxPending, maxAge } = watch;
+  const drained = await watch.drain(DRAIN_TIMEOUT_MS);
+  return { slice, start, end, drained, maxPending, maxAge };
+}
+
+/** The database's clock now (text), for intervals measured against rows' timestamps. */
+async function dbNow(client: pg.Client): Promise<string> {
+  return (await client.query<{ t: string }>('SELECT clock_timestamp()::text AS t')).rows[0].t;
 }
 
 /**
@@ -986,7 +1198,7 @@ async function runInbox(
   const client = new pg.Client({ connectionString: dbUrl, application_name: MONITOR_APP });
   await client.connect();
   try {
-    const watch = new InboxWatch(client);
+    const watch = new BacklogWatch(() => inboxBacklog(client), 200);
     const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES, waitIdle: false });
     const tWarm = performance.now();
     const warmDrained = await watch.drain(DRAIN_TIMEOUT_MS);
@@ -999,26 +1211,13 @@ async function runInbox(
     const first = (
       await client.query<{ id: string }>('SELECT coalesce(max(id), 0)::text AS id FROM callback_inbox')
     ).rows[0].id;
-    const now = async () =>
-      (await client.query<{ t: string }>('SELECT clock_timestamp()::text AS t')).rows[0].t;
-    let start = '';
-    let end = '';
-    watch.maxPending = 0;
-    watch.maxAge = 0;
     const load = loadavg()[0];
-    const r = await runLoad(side, INBOX_CONCURRENCY, DURATION, {
-      sampleWaits: true,
-      waitIdle: false,
-      onStart: async () => {
-        start = await now();
-        watch.start();
-      },
-      onFinish: async () => {
-        end = await now();
-      },
-    });
-    await watch.stop();
-    const drained = await watch.drain(DRAIN_TIMEOUT_MS);
+    const {
+      slice: r,
+      start,
+      end,
+      drained,
+    } = await watchedLoad(side, INBOX_CONCURRENCY, DURATION, client, watch);
     const intake = summarize('inbox', INBOX_CONCURRENCY, [r]);
     console.log(
       `  inbox c=${INBOX_CONCURRENCY}: ${intake.batchesPerSecond.toFixed(1)} batches/s accepted, ${r.errors} errors, ` +
@@ -1126,6 +1325,330 @@ function printInbox(s: InboxStats): void {
   console.log(`  ${inboxRatioLine(s)}`);
 }
 
+/** The outbox figures of the wallet run's receiver at one concurrency, its slices summed. */
+interface WalletLoadFigures {
+  connections: number;
+  /** Seconds the load lasted (database clock). */
+  seconds: number;
+  /** Outbox rows written while the load lasted. */
+  written: number;
+  /** Rows delivered to the stand-in wallet while the load lasted, and after it until none was pending. */
+  deliveredDuring: number;
+  deliveredAfter: number;
+  /** Seconds from the end of each load to its last delivery: summed, and the longest. */
+  drainSeconds: number;
+  longestDrain: number;
+  /** Most pending rows and the oldest pending row's age (s) at the `GET /wallet/status` polls during the load. */
+  maxBacklog: number;
+  maxAgeSeconds: number;
+  /** Whether every slice's backlog drained within `--drain-timeout`. */
+  drained: boolean;
+}
+
+/** The wallet outbox of one side at the end of the wallet run. */
+interface OutboxTotals {
+  rows: number;
+  delivered: number;
+  pending: number;
+  parked: number;
+  skipped: number;
+  /** Financial operations of the pushed types: each must have its row. */
+  operations: number;
+  /** Delivery attempts recorded (the receiver's; more than `delivered` means retries). */
+  attempts: number;
+}
+
+/** Figures of the wallet run (docs/benchmark.md, "Wallet run"). */
+interface WalletRunStats {
+  rows: RunStats[];
+  loads: WalletLoadFigures[];
+  receiver: OutboxTotals;
+  baseline: OutboxTotals;
+  /** The rows both sides wrote for the batches both committed (up to `common`). */
+  common: string;
+  receiverCounts: TableCounts;
+  baselineCounts: TableCounts;
+  wallet: WalletStats;
+  /** Outbox operation keys the stand-in never applied, and transaction ids it applied that no row has. */
+  missing: number;
+  unexpected: number;
+  /** What is wrong with exactly-once delivery; empty when every row was delivered once. */
+  problems: string[];
+}
+
+async function outboxTotals(client: pg.Client): Promise<OutboxTotals> {
+  const { rows } = await client.query<OutboxTotals>(
+    `SELECT count(*)::int AS rows,
+            count(*) FILTER (WHERE status = 'delivered')::int AS delivered,
+            count(*) FILTER (WHERE status = 'pending')::int AS pending,
+            count(*) FILTER (WHERE status = 'parked')::int AS parked,
+            count(*) FILTER (WHERE status = 'skipped')::int AS skipped,
+            (SELECT count(*)::int FROM financial_operations WHERE type = ANY($1::text[])) AS operations,
+            (SELECT count(*)::int FROM wallet_delivery_attempts) AS attempts
+     FROM wallet_outbox`,
+    [WALLET_TYPES.split(',')],
+  );
+  return rows[0];
+}
+
+/** The receiver's outbox backlog as `GET /wallet/status` reports it (ops key, read scope). */
+async function walletBacklog(side: Side): Promise<Backlog> {
+  const res = await fetch(`http://127.0.0.1:${side.port}/wallet/status`, {
+    headers: { authorization: `Bearer ${OPS_KEY}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = (await res.json()) as { pending: number; oldestPendingAgeSeconds: number; paused: boolean };
+  if (!res.ok || body.paused) throw new Error(`GET /wallet/status: ${res.status} ${JSON.stringify(body)}`);
+  return { pending: body.pending, age: body.oldestPendingAgeSeconds };
+}
+
+/**
+ * The wallet run: the stand-in wallet (port base + 6), the receiver with the http connector to it
+ * (port base + 4, `--wallet-env` added) on a copy of the registered receiver database, the baseline
+ * inserting the same outbox rows without delivering them (port base + 5) on a copy of its seeded
+ * one; the same delivery sequence (warm-up, then {@link WALLET_CONCURRENCY} in interleaved slices).
+ * After each receiver slice the bench waits for its outbox to drain (at most `--drain-timeout`)
+ * before the baseline's slice, so that the baseline never shares the machine with the receiver's
+ * deliveries. Ends by checking that the stand-in applied every outbox row once.
+ */
+async function runWallet(
+  admin: string,
+  receiverDb: string,
+  baselineDb: string,
+  prefix: string,
+  profile: ProfileSpec,
+  logKey: string,
+): Promise<WalletRunStats> {
+  const stand = new StandInWallet(PORT_BASE + 6);
+  children.push(stand);
+  await stand.start(`${logKey}-stand-in-wallet`);
+  const walletEnv = { WALLET_URL: stand.url, WALLET_SECRET, ...WALLET_ENV };
+  const receiver = new Side(
+    'receiver',
+    PORT_BASE + 4,
+    receiverDb,
+    prefix,
+    profile,
+    walletEnv,
+    'wallet receiver',
+  );
+  const baseline = new Side(
+    'baseline',
+    PORT_BASE + 5,
+    baselineDb,
+    prefix,
+    profile,
+    { BASELINE_WALLET_OUTBOX_TYPES: WALLET_TYPES },
+    'wallet baseline',
+  );
+  children.push(receiver, baseline);
+  const client = new pg.Client({ connectionString: receiverDb, application_name: MONITOR_APP });
+  try {
+    await Promise.all([
+      receiver.start(`${logKey}-wallet-receiver`),
+      baseline.start(`${logKey}-wallet-baseline`),
+    ]);
+    await client.connect();
+    const watch = new BacklogWatch(() => walletBacklog(receiver), WALLET_POLL_MS);
+    const sides = [receiver, baseline];
+    await warmUp(sides);
+    const tWarm = performance.now();
+    const warmDrained = await watch.drain(DRAIN_TIMEOUT_MS);
+    console.log(
+      `warm-up outbox ${warmDrained ? 'drained' : 'NOT drained'} ${((performance.now() - tWarm) / 1000).toFixed(1)} s ` +
+        'after the warm-up',
+    );
+    const rows: RunStats[] = [];
+    const loads: WalletLoadFigures[] = [];
+    for (const c of WALLET_CONCURRENCY) {
+      const f: WalletLoadFigures = {
+        connections: c,
+        seconds: 0,
+        written: 0,
+        deliveredDuring: 0,
+        deliveredAfter: 0,
+        drainSeconds: 0,
+        longestDrain: 0,
+        maxBacklog: 0,
+        maxAgeSeconds: 0,
+        drained: true,
+      };
+      const slice = async (side: Side, seconds: number): Promise<Slice> => {
+        if (side !== receiver) return runLoad(side, c, seconds, { sampleWaits: true });
+        const {
+          slice: r,
+          start,
+          end,
+          drained,
+          maxPending,
+          maxAge,
+        } = await watchedLoad(side, c, seconds, client, watch);
+        f.maxBacklog = Math.max(f.maxBacklog, maxPending);
+        f.maxAgeSeconds = Math.max(f.maxAgeSeconds, maxAge);
+        f.drained &&= drained;
+        const { rows: q } = await client.query<{
+          seconds: number;
+          written: number;
+          during: number;
+          after: number;
+          drain: number;
+        }>(
+          `SELECT extract(epoch FROM $2::timestamptz - $1::timestamptz)::float8 AS seconds,
+                  count(*) FILTER (WHERE created_at BETWEEN $1 AND $2)::int AS written,
+                  count(*) FILTER (WHERE delivered_at BETWEEN $1 AND $2)::int AS during,
+                  count(*) FILTER (WHERE delivered_at > $2)::int AS after,
+                  coalesce(extract(epoch FROM max(delivered_at) - $2::timestamptz), 0)::float8 AS drain
+           FROM wallet_outbox`,
+          [start, end],
+        );
+        const drain = Math.max(0, q[0].drain);
+        f.seconds += q[0].seconds;
+        f.written += q[0].written;
+        f.deliveredDuring += q[0].during;
+        f.deliveredAfter += q[0].after;
+        f.drainSeconds += drain;
+        f.longestDrain = Math.max(f.longestDrain, drain);
+        console.log(
+          `    outbox: ${q[0].written} rows written, ${q[0].during} delivered during the load, ` +
+            `backlog up to ${maxPending}, ${q[0].after} delivered in the ${drain.toFixed(1)} s after it` +
+            (drained ? '' : ` (NOT drained within ${DRAIN_TIMEOUT_MS / 1000} s)`),
+        );
+        return r;
+      };
+      rows.push(...(await measureConcurrency(admin, sides, c, slice)));
+      loads.push(f);
+    }
+    await watch.drain(DRAIN_TIMEOUT_MS);
+    // Both sides got the same sequence; up to the last batch both reached they wrote the same rows.
+    const last = await Promise.all([
+      lastBatchId(receiver.dbUrl, prefix),
+      lastBatchId(baseline.dbUrl, prefix),
+    ]);
+    const common = [last[0] ?? '', last[1] ?? ''].sort()[0];
+    const [receiverCounts, baselineCounts, receiverTotals, baselineTotals, wallet, ids, keys] =
+      await Promise.all([
+        tableCounts(receiver.dbUrl, prefix, common),
+        tableCounts(baseline.dbUrl, prefix, common),
+        outboxTotals(client),
+        withClient(baseline.dbUrl, outboxTotals),
+        stand.stats(),
+        stand.transactionIds(),
+        client.query<{ key: string }>('SELECT operation_key AS key FROM wallet_outbox'),
+      ]);
+    const applied = new Set(ids);
+    const keySet = new Set(keys.rows.map((r) => r.key));
+    const missing = [...keySet].filter((k) => !applied.has(k)).length;
+    const unexpected = ids.filter((id) => !keySet.has(id)).length;
+    const t = receiverTotals;
+    const problems = [
+      t.pending ? `${t.pending} rows still pending` : '',
+      t.parked ? `${t.parked} rows parked` : '',
+      t.skipped ? `${t.skipped} rows skipped` : '',
+      t.delivered !== t.rows ? `${t.delivered} of ${t.rows} rows delivered` : '',
+      wallet.applied !== t.rows
+        ? `the stand-in applied ${wallet.applied} transactions for ${t.rows} rows`
+        : '',
+      missing ? `${missing} rows' operation keys never applied` : '',
+      unexpected ? `${unexpected} applied transaction ids of no outbox row` : '',
+      ids.length !== applied.size ? `${ids.length - applied.size} transaction ids applied twice` : '',
+      wallet.conflicts || wallet.refused || wallet.invalid || wallet.unauthorized
+        ? `the stand-in answered ${wallet.conflicts} conflicts, ${wallet.refused} refusals, ${wallet.invalid} invalid, ${wallet.unauthorized} unauthorized`
+        : '',
+      t.rows !== t.operations
+        ? `receiver: ${t.rows} rows for ${t.operations} operations of ${WALLET_TYPES}`
+        : '',
+      baselineTotals.rows !== baselineTotals.operations
+        ? `baseline: ${baselineTotals.rows} rows for ${baselineTotals.operations} operations of ${WALLET_TYPES}`
+        : '',
+    ].filter(Boolean);
+    return {
+      rows,
+      loads,
+      receiver: receiverTotals,
+      baseline: baselineTotals,
+      common,
+      receiverCounts,
+      baselineCounts,
+      wallet,
+      missing,
+      unexpected,
+      problems,
+    };
+  } finally {
+    await client.end().catch(() => undefined);
+    for (const child of [receiver, baseline, stand]) {
+      await child.stop();
+      children.splice(children.indexOf(child), 1);
+    }
+  }
+}
+
+const perSecond = (n: number, seconds: number) => (seconds > 0 ? (n / seconds).toFixed(0) : 'n/a');
+
+/** `wallet throughput ratio receiver/baseline: R (…)` at {@link RATIO_CONCURRENCY} (or the first one run). */
+function walletRatioLine(w: WalletRunStats): string {
+  const c = WALLET_CONCURRENCY.includes(RATIO_CONCURRENCY) ? RATIO_CONCURRENCY : WALLET_CONCURRENCY[0];
+  const r = w.rows.find((x) => x.side === 'receiver' && x.connections === c) as RunStats;
+  const b = w.rows.find((x) => x.side === 'baseline' && x.connections === c) as RunStats;
+  const f = w.loads.find((x) => x.connections === c) as WalletLoadFigures;
+  return (
+    `wallet throughput ratio receiver/baseline: ${(r.batchesPerSecond / b.batchesPerSecond).toFixed(2)} ` +
+    `(c=${c}, receiver ${r.batchesPerSecond.toFixed(1)} batches/s, baseline ${b.batchesPerSecond.toFixed(1)} ` +
+    `batches/s, receiver p99 ${ms(r.p99)} ms; drain ${perSecond(f.deliveredDuring, f.seconds)} operations/s ` +
+    `during the load, ${perSecond(f.deliveredAfter, f.drainSeconds)}/s after it; largest backlog ${f.maxBacklog}, ` +
+    `oldest ${f.maxAgeSeconds.toFixed(1)} s; ${w.problems.length ? 'delivery check FAILED' : 'each row delivered once'})`
+  );
+}
+
+function printWallet(w: WalletRunStats): void {
+  const settings = Object.entries(WALLET_ENV)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
+  console.log(
+    `wallet run (WALLET_CONNECTOR=http to the stand-in wallet, ${settings || 'default wallet settings'}; ` +
+      `outbox types ${WALLET_TYPES}; the baseline inserts the same outbox rows and delivers none):`,
+  );
+  printTable(w.rows);
+  for (const r of w.rows)
+    console.log(`  ${r.side} c=${r.connections} wait events: ${describeWaits(r.waits)}`);
+  for (const f of w.loads) {
+    console.log(
+      `  outbox c=${f.connections}: ${f.written} rows written during ${f.seconds.toFixed(1)} s of load ` +
+        `(${perSecond(f.written, f.seconds)}/s); delivered to the stand-in wallet ${f.deliveredDuring} during the ` +
+        `load (${perSecond(f.deliveredDuring, f.seconds)} operations/s), ${f.deliveredAfter} after it in ` +
+        `${f.drainSeconds.toFixed(1)} s (${perSecond(f.deliveredAfter, f.drainSeconds)} operations/s)`,
+    );
+    console.log(
+      `    largest backlog ${f.maxBacklog} pending rows, oldest pending row's age at its worst ` +
+        `${f.maxAgeSeconds.toFixed(1)} s (GET /wallet/status every ${WALLET_POLL_MS} ms during the load); ` +
+        (f.drained
+          ? `drained ${f.longestDrain.toFixed(1)} s after the load stopped` +
+            (SLICES > 1 ? ` (the longest of ${SLICES} slices)` : '')
+          : `NOT drained within ${DRAIN_TIMEOUT_MS / 1000} s`),
+    );
+  }
+  const r = w.receiver;
+  const b = w.baseline;
+  console.log(
+    `  outbox rows written: receiver ${r.rows} (its operations of those types: ${r.operations}), ` +
+      `baseline ${b.rows} (${b.operations}); of the batches both committed (up to ${w.common}): ` +
+      `receiver ${w.receiverCounts.outboxRows}, baseline ${w.baselineCounts.outboxRows}`,
+  );
+  console.log(
+    `  receiver outbox at the end: ${r.delivered} delivered, ${r.pending} pending, ${r.parked} parked, ` +
+      `${r.skipped} skipped; ${r.attempts} delivery attempts`,
+  );
+  const s = w.wallet;
+  console.log(
+    `  stand-in wallet applied ${s.applied} transactions (${s.repeats} repeats, ${s.conflicts} conflicts, ` +
+      `${s.refused} refused, ${s.invalid} invalid, ${s.unauthorized} unauthorized); ` +
+      (w.problems.length
+        ? `DELIVERY CHECK FAILED: ${w.problems.join('; ')}`
+        : `= the ${r.rows} outbox rows, each operation key applied once, none parked`),
+  );
+  console.log(`  ${walletRatioLine(w)}`);
+}
+
 async function main(): Promise<void> {
   const t0 = performance.now();
   const admin = await serverUrl();
@@ -1164,6 +1687,13 @@ async function main(): Promise<void> {
   }
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   for (const r of results) if (r.inbox) console.log(inboxRatioLine(r.inbox));
+  for (const r of results) if (r.wallet) console.log(walletRatioLine(r.wallet));
+  const walletProblems = results.flatMap((r) => r.wallet?.problems ?? []);
+  if (walletProblems.length) {
+    // Loud, and the exit status says so; the ratio lines still follow.
+    console.error(`wallet delivery check FAILED: ${walletProblems.join('; ')}`);
+    process.exitCode = 1;
+  }
   // Today's mix last: its line is the one CI and the docs read.
   for (const profile of [...SELECTED].sort((a, b) => Number(a.key === 'mixed') - Number(b.key === 'mixed'))) {
     const rows = rowsOf(profile, false);

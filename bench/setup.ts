@@ -298,6 +298,8 @@ export interface TableCounts {
   snapshots: number;
   operations: number;
   entries: number;
+  /** Wallet outbox rows of their operations (0 without a wallet connector or outbox insert). */
+  outboxRows: number;
   /** Net amount the load's ledger entries moved to players (decimal string; the house got the opposite). */
   playersNet: string;
   /** Net amount of the load's entries on house accounts (`kind = 'house'`, any number per currency). */
@@ -345,6 +347,10 @@ export async function tableCounts(url: string, prefix: string, lastBatchId: stri
       ),
       entries: await one(
         `SELECT count(*) AS n FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
+         WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
+      ),
+      outboxRows: await one(
+        `SELECT count(*) AS n FROM wallet_outbox w JOIN financial_operations o ON o.id = w.operation_id
          WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
       ),
       ...(

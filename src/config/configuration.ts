@@ -159,6 +159,9 @@ const csv = (v: string | undefined): string[] =>
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
 
+/** `WALLET_OPERATION_TYPES` when unset: the settlement's credits and their reversals (docs/wallet.md). */
+export const DEFAULT_WALLET_OPERATION_TYPES = 'final_credit,recalculation_debit';
+
 /** Joi schema of every environment variable the receiver reads (see `.env.example`). */
 export const envSchema = Joi.object({
   PORT: Joi.number().port().default(3000),
@@ -303,7 +306,7 @@ export const envSchema = Joi.object({
           })
         : v;
     })
-    .default('final_credit,recalculation_debit'),
+    .default(DEFAULT_WALLET_OPERATION_TYPES),
   WALLET_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5000),
   WALLET_RETRY_FOR: duration()
     .custom((v: number, helpers) =>
