@@ -11,7 +11,7 @@ import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
  * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
  * inbox append holds from before its INSERT to COMMIT. Two batches sharing a coupon therefore get
  * their inbox ids in the order they commit: a snapshot that shows a row also shows every earlier
- * row sharing one of its coupons (see {@link InboxRepository.claimDue}). Batches on disjoint
+ * row sharing one of its coupons (see {@link InboxRepository.claimNext}). Batches on disjoint
  * coupons do not wait for each other.
  */
 export const INBOX_COUPON_LOCK_NAMESPACE = 727_002;
@@ -128,15 +128,14 @@ export class InboxRepository {
   }
 
   /**
-   * Claims up to `limit` of the oldest pending rows that are due and that no earlier pending row
-   * shares a coupon with, locking them `FOR UPDATE SKIP LOCKED` (other workers skip them; the locks
-   * last until the caller's transaction ends), in arrival order. An earlier pending row (being
-   * applied by another worker, or waiting for its retry) holds back every later row touching one
-   * of its coupons, so two batches touching one coupon are never applied concurrently nor out of
-   * arrival order, and the rows claimed together share no coupon; batches on disjoint coupons are
-   * applied in parallel.
+   * Claims the oldest pending row that is due and that no earlier pending row shares a coupon
+   * with, locking it `FOR UPDATE SKIP LOCKED` (other workers skip it; the lock lasts until the
+   * caller's transaction ends). An earlier pending row (being applied by another worker, or
+   * waiting for its retry) holds back every later row touching one of its coupons, so two
+   * batches touching one coupon are never applied concurrently nor out of arrival order; batches
+   * on disjoint coupons are applied in parallel.
    */
-  async claimDue(tx: Tx, limit: number): Promise<ClaimedInboxRow[]> {
+  async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
     const { rows } = await tx.query<{
       id: string;
       batch_id: string;
@@ -152,18 +151,20 @@ export class InboxRepository {
                 SELECT 1 FROM callback_inbox e
                  WHERE e.status = 'pending' AND e.id < i.id AND e.coupon_codes && i.coupon_codes)
         ORDER BY i.id
-        LIMIT $1
+        LIMIT 1
         FOR UPDATE OF i SKIP LOCKED`,
-      [limit],
     );
-    return rows.map((r) => ({
-      id: r.id,
-      batchId: r.batch_id,
-      payloadHash: r.payload_hash,
-      payload: r.payload,
-      attempts: r.attempts,
-      requestId: r.request_id,
-    }));
+    const r = rows[0];
+    return (
+      r && {
+        id: r.id,
+        batchId: r.batch_id,
+        payloadHash: r.payload_hash,
+        payload: r.payload,
+        attempts: r.attempts,
+        requestId: r.request_id,
+      }
+    );
   }
 
   /** Marks a claimed row applied, in the transaction that applied it (a worker sends it with COMMIT). */

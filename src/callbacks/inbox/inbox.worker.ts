@@ -2,21 +2,15 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { PollingLoops } from '../../common/polling-loops.js';
-import { StatementGroup, TransactionRunner } from '../../database/transaction.js';
+import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
-import { ClaimedInboxRow, InboxRepository } from './inbox.repository.js';
+import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
 /**
- * Rows a worker applies in one transaction (one COMMIT for them all): fewer round trips and WAL
- * flushes per batch under a backlog, while a failing row is isolated by its savepoint.
- */
-export const ROWS_PER_TRANSACTION = 4;
-
-/**
- * The inbox workers of this process: `INBOX_CONCURRENCY` {@link PollingLoops}, each applying up
- * to {@link ROWS_PER_TRANSACTION} inbox rows per transaction ({@link applyNext}) until none is due, then sleeping
+ * The inbox workers of this process: `INBOX_CONCURRENCY` {@link PollingLoops}, each applying one
+ * inbox row at a time ({@link applyNext}) until none is due, then sleeping
  * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch or another of its
  * workers finishes a row). Every replica runs them; `FOR UPDATE SKIP LOCKED` and the per-coupon
  * order of the claim keep them apart. Started in inbox mode, and in inline mode too while rows are
@@ -37,50 +31,47 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ) {}
 
   /**
-   * Claims up to {@link ROWS_PER_TRANSACTION} due rows ({@link InboxRepository.claimDue}) and
-   * applies each ({@link CallbackService.applyClaimed}) in ONE transaction that marks them done:
-   * never applied twice nor lost. A failed apply is rolled back to its savepoint and counted in
-   * that transaction; when the transaction fails, each row's failure is counted in a new one.
-   * @returns false when no row was due; true when rows were applied or their failures recorded.
+   * Claims the next due inbox row ({@link InboxRepository.claimNext}) and applies it through
+   * {@link CallbackService.applyClaimed} in ONE transaction that also marks it done: never
+   * applied twice nor lost. A failed apply is rolled back to a savepoint and counted in that
+   * transaction; when the transaction itself fails (connection lost, deadline), in a new one.
+   * @returns false when no row was due; true when one was applied or its failure recorded.
    * @throws only when claiming itself failed (e.g. the database is down).
    */
   async applyNext(): Promise<boolean> {
-    let claimed: ClaimedInboxRow[] = [];
+    let claimed: ClaimedInboxRow | undefined;
     try {
       return await this.transactions.run(
         async (tx) => {
-          claimed = await this.rows.claimDue(tx, ROWS_PER_TRANSACTION);
-          if (!claimed.length) return false;
-          const done: StatementGroup = {};
-          for (const row of claimed) {
-            try {
-              const outcome = await tx.savepoint('inbox_apply', async () => {
-                const batch = parseBatch(row.payload, this.config.currencies.maxMinorUnits);
-                return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed'
-                  ? 'processed'
-                  : 'duplicate';
-              });
-              done[`done_${row.id}`] = this.rows.markDoneStatement(row.id, outcome);
-            } catch (err) {
-              // The apply is undone; the failure is counted while this worker still holds the row.
-              await this.inbox.recordFailure(tx, row, err);
-            }
+          claimed = undefined;
+          const row = await this.rows.claimNext(tx);
+          if (!row) return false;
+          claimed = row;
+          let outcome: InboxOutcome;
+          try {
+            outcome = await tx.savepoint('inbox_apply', async () => {
+              const batch = parseBatch(row.payload, this.config.currencies.maxMinorUnits);
+              return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
+            });
+          } catch (err) {
+            // The apply is undone; the failure is counted while this worker still holds the row.
+            await this.inbox.recordFailure(tx, row, err);
+            return true;
           }
-          await tx.commitWith(done);
+          await tx.commitWith({ done: this.rows.markDoneStatement(row.id, outcome) });
           return true;
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );
     } catch (err) {
-      if (!claimed.length) throw err;
-      for (const row of claimed) {
-        await this.transactions
-          .run((tx) => this.inbox.recordFailure(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
-          .catch((e: unknown) =>
-            // The row stays pending and due: it is claimed and tried again.
-            this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
-          );
-      }
+      if (!claimed) throw err;
+      const row = claimed;
+      await this.transactions
+        .run((tx) => this.inbox.recordFailure(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
+        .catch((e: unknown) =>
+          // The row stays pending and due: it is claimed and tried again.
+          this.logger.error(`could not record the failure of inbox row ${row.id}: ${(e as Error).message}`),
+        );
       return true;
     }
   }
