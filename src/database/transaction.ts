@@ -66,9 +66,10 @@ type TimedQuery = pg.QueryConfig & { query_timeout: number };
 /**
  * One open PostgreSQL transaction, carried explicitly to every repository that works for it
  * (vendure style). Statements go in named groups ({@link send}): a group is written to the
- * connection at once (node-postgres pipeline mode) and costs one round trip; {@link commitWith}
- * ends the last group with COMMIT. Before a group, `statement_timeout` and `lock_timeout` are
- * lowered to the time left before the deadline (SET LOCAL), so no statement outlives it.
+ * connection at once (node-postgres pipeline mode) and costs one round trip; START TRANSACTION
+ * travels with the first, {@link commitWith} ends the last with COMMIT. Before a group,
+ * `statement_timeout` and `lock_timeout` are lowered to the time left before the deadline (SET
+ * LOCAL), so no statement outlives it.
  * `manager` is TypeORM's EntityManager inside this same transaction. Created only by
  * {@link TransactionRunner.run}.
  */
@@ -78,8 +79,12 @@ export class Tx {
   private current: { statement: number; lock: number } | undefined;
   /** A statement failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. */
   private aborted = false;
-  /** Statements without results (SAVEPOINT, RELEASE) sent first with the next group. */
-  private readonly pending: Statement[] = [];
+  /** Statements without results (START, SAVEPOINT, RELEASE) sent first with the next group. */
+  private readonly pending: Statement[] = [{ text: 'START TRANSACTION' }];
+  /** Statements of {@link pending} sent ahead of a group (see {@link manager}), not yet awaited. */
+  private readonly sent: Promise<pg.QueryResult>[] = [];
+  /** START TRANSACTION was sent: ROLLBACK is needed unless COMMIT was. */
+  private started = false;
   private done = false;
   /** @internal COMMIT was sent: a lost connection from here on leaves its outcome unknown. */
   committing = false;
@@ -91,8 +96,12 @@ export class Tx {
     private readonly limits: TransactionLimits,
   ) {}
 
-  /** TypeORM's EntityManager bound to this transaction's connection. */
+  /**
+   * TypeORM's EntityManager bound to this transaction's connection (reads: its writes would open
+   * transactions of their own). The statements waiting for the next group are sent first.
+   */
   get manager(): EntityManager {
+    this.sendPending();
     return this.runner.manager;
   }
 
@@ -166,6 +175,24 @@ export class Tx {
     if (!this.done) await this.commitWith({});
   }
 
+  /** @internal ROLLBACK unless nothing was sent or COMMIT was (its outcome stands or is unknown). */
+  async rollback(): Promise<void> {
+    await Promise.allSettled(this.sent.splice(0));
+    if (!this.started || this.committing || this.done) return;
+    this.done = true;
+    await this.client.query('ROLLBACK').catch(() => undefined);
+  }
+
+  /** Writes the statements waiting for the next group now; their results are awaited with it. */
+  private sendPending(query_timeout = this.timeLeft() + CLIENT_TIMEOUT_MARGIN_MS): void {
+    for (const { text } of this.pending.splice(0)) {
+      if (text === 'START TRANSACTION') this.started = true;
+      const sent = this.client.query({ text, query_timeout } as TimedQuery);
+      sent.catch(() => undefined); // its failure is taken by the next group (or rollback)
+      this.sent.push(sent);
+    }
+  }
+
   private async dispatch<G extends StatementGroup>(group: G, commit: boolean): Promise<GroupResults<G>> {
     if (this.done) throw new Error('the transaction has ended');
     if (this.aborted) throw new Error('the transaction is aborted: a statement failed');
@@ -174,8 +201,8 @@ export class Tx {
     const pending: Promise<pg.QueryResult>[] = [];
     const at: number[] = [];
     const query_timeout = left + CLIENT_TIMEOUT_MARGIN_MS;
-    for (const { text } of this.pending.splice(0))
-      pending.push(this.client.query({ text, query_timeout } as TimedQuery));
+    this.sendPending(query_timeout);
+    pending.push(...this.sent.splice(0));
     for (const name of names) {
       const timeouts = this.timeoutsFor(group[name], left);
       if (timeouts) pending.push(this.client.query({ ...timeouts, query_timeout } as TimedQuery));
@@ -189,7 +216,8 @@ export class Tx {
     if (commit) {
       this.done = true;
       this.committing = true;
-      commitFailure = this.runner.commitTransaction().then(
+      // The pool's backstop timeout, not the deadline's: a COMMIT cut short leaves its outcome unknown.
+      commitFailure = this.client.query('COMMIT').then(
         () => undefined,
         (error: unknown) => ({ error }),
       );
@@ -305,7 +333,6 @@ export class TransactionRunner {
     let tx: Tx | undefined;
     try {
       const client = await this.connectBy(runner, deadline);
-      await runner.startTransaction();
       tx = new Tx(runner, client, deadline, {
         statementTimeoutMs: this.config.statementTimeoutMs,
         lockTimeoutMs: this.config.lockTimeoutMs,
@@ -319,7 +346,7 @@ export class TransactionRunner {
           `COMMIT outcome unknown (${(err as Error).message}): the sender's redelivery finds the batch committed (duplicate) or applies it`,
         );
       }
-      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      await tx?.rollback();
       throw err;
     } finally {
       await runner.release().catch(() => undefined);

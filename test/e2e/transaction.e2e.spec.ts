@@ -127,3 +127,70 @@ describe('Tx.savepoint', () => {
     expect(await marks()).toEqual(['a-inside']);
   });
 });
+
+// START TRANSACTION travels with the first group (or goes out when `tx.manager` is first used),
+// COMMIT with the last: a transaction is two round trips at least, never one of its own for
+// START. These check that everything still runs inside the one transaction.
+describe('Tx: START TRANSACTION with the first group', () => {
+  const t = useTestApp();
+  let transactions: TransactionRunner;
+
+  beforeAll(async () => {
+    transactions = t.app.get(TransactionRunner);
+    await t.db.query('CREATE TABLE tx_starts (mark text PRIMARY KEY)');
+  });
+  beforeEach(() => t.db.query('TRUNCATE tx_starts'));
+
+  const marks = async () =>
+    (await t.db.query<{ mark: string }>('SELECT mark FROM tx_starts ORDER BY mark')).rows.map((r) => r.mark);
+
+  it('the first group runs inside the transaction: one transaction id for every group', async () => {
+    const ids = await transactions.run(async (tx) => {
+      const first = await tx.query<{ id: string }>('SELECT txid_current()::text AS id');
+      const second = await tx.query<{ id: string }>('SELECT txid_current()::text AS id');
+      return [first.rows[0].id, second.rows[0].id];
+    });
+    expect(ids[0]).toBe(ids[1]);
+  });
+
+  it('tx.manager before any group: START goes out first, the read sees the later writes of the same transaction', async () => {
+    const seen = await transactions.run(async (tx) => {
+      const before = await tx.manager.query('SELECT count(*)::int AS n FROM tx_starts');
+      await tx.query("INSERT INTO tx_starts (mark) VALUES ('a')");
+      const after = await tx.manager.query(
+        'SELECT count(*)::int AS n, txid_current()::text AS id FROM tx_starts',
+      );
+      const id = await tx.query<{ id: string }>('SELECT txid_current()::text AS id');
+      return { before: before[0].n, after: after[0].n, sameTx: after[0].id === id.rows[0].id };
+    });
+    expect(seen).toEqual({ before: 0, after: 1, sameTx: true });
+    expect(await marks()).toEqual(['a']);
+  });
+
+  it('work that throws after writing: rolled back, nothing kept, the connection reusable', async () => {
+    const err = await transactions
+      .run(async (tx) => {
+        await tx.query("INSERT INTO tx_starts (mark) VALUES ('b')");
+        throw new Error('work failed');
+      })
+      .catch((e: Error) => e);
+    expect((err as Error).message).toBe('work failed');
+    expect(await marks()).toEqual([]);
+    // Every pooled connection is outside a transaction again: a fresh one commits on its own.
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        transactions.run((tx) => tx.query('INSERT INTO tx_starts (mark) VALUES ($1)', [`c${i}`])),
+      ),
+    );
+    expect(await marks()).toHaveLength(8);
+  });
+
+  it('work that throws before sending anything: nothing sent, nothing to roll back', async () => {
+    const err = await transactions
+      .run(() => Promise.reject(new Error('refused before any statement')))
+      .catch((e: Error) => e);
+    expect((err as Error).message).toBe('refused before any statement');
+    await transactions.run((tx) => tx.query("INSERT INTO tx_starts (mark) VALUES ('d')"));
+    expect(await marks()).toEqual(['d']);
+  });
+});
