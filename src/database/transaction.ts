@@ -14,6 +14,17 @@ export class DeadlineExceededError extends Error {
   }
 }
 
+/**
+ * Thrown when COMMIT was answered ROLLBACK: a statement of the transaction had failed and its
+ * error was caught by the work, so nothing was committed (and no after-commit hook ran).
+ */
+export class TransactionRolledBackError extends Error {
+  constructor() {
+    super('COMMIT answered ROLLBACK: a statement of this transaction had failed; nothing was committed');
+    this.name = 'TransactionRolledBackError';
+  }
+}
+
 /** Rows and affected-row count of one SQL statement. */
 export interface SqlResult<R> {
   rows: R[];
@@ -217,8 +228,10 @@ export class Tx {
       this.done = true;
       this.committing = true;
       // The pool's backstop timeout, not the deadline's: a COMMIT cut short leaves its outcome unknown.
+      // PostgreSQL answers the COMMIT of an aborted transaction (a failed statement whose error
+      // the work swallowed, e.g. through tx.manager) with ROLLBACK: nothing was committed.
       commitFailure = this.client.query('COMMIT').then(
-        () => undefined,
+        (answer) => (answer.command === 'COMMIT' ? undefined : { error: new TransactionRolledBackError() }),
         (error: unknown) => ({ error }),
       );
     }

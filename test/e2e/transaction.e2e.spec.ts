@@ -1,4 +1,4 @@
-import { TransactionRunner, Tx } from '../../src/database/transaction.js';
+import { TransactionRolledBackError, TransactionRunner, Tx } from '../../src/database/transaction.js';
 import { useTestApp } from '../support/test-app.js';
 
 // Tx.savepoint (used by the inbox workers, CONTRACT §4 step 5): SAVEPOINT and RELEASE travel
@@ -192,5 +192,29 @@ describe('Tx: START TRANSACTION with the first group', () => {
     expect((err as Error).message).toBe('refused before any statement');
     await transactions.run((tx) => tx.query("INSERT INTO tx_starts (mark) VALUES ('d')"));
     expect(await marks()).toEqual(['d']);
+  });
+});
+
+describe('Tx: a COMMIT that PostgreSQL answers with ROLLBACK', () => {
+  const t = useTestApp();
+  let transactions: TransactionRunner;
+
+  beforeAll(async () => {
+    transactions = t.app.get(TransactionRunner);
+    await t.db.query('CREATE TABLE tx_aborts (mark text PRIMARY KEY)');
+  });
+
+  it('a failed statement whose error the work swallowed: the run fails, nothing committed, no hook', async () => {
+    const hooks: string[] = [];
+    const err = await transactions
+      .run(async (tx) => {
+        await tx.query("INSERT INTO tx_aborts (mark) VALUES ('a')");
+        tx.afterCommit(() => hooks.push('committed'));
+        await tx.manager.query('SELECT 1/0').catch(() => undefined);
+      })
+      .catch((e: Error) => e);
+    expect(err).toBeInstanceOf(TransactionRolledBackError);
+    expect(hooks).toEqual([]);
+    expect((await t.db.query('SELECT mark FROM tx_aborts')).rows).toEqual([]);
   });
 });
