@@ -44,3 +44,18 @@ export async function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>
     await embedded?.stop();
   }
 }
+
+/**
+ * Runs a command-line tool's `main` and exits with the code it returns; exit code 2 when it
+ * reached no database ({@link NoDatabaseError}: its message) or failed (`<what> failed: …`).
+ */
+export function runCli(what: string, main: () => Promise<number>): void {
+  main().then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      if (err instanceof NoDatabaseError) console.error(err.message);
+      else console.error(`${what} failed:`, err instanceof Error ? err.message : err);
+      process.exit(2);
+    },
+  );
+}

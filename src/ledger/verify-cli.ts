@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { loadCurrencyTable } from '../config/configuration.js';
-import { NoDatabaseError, withCliDatabase } from '../database/cli-database.js';
+import { runCli, withCliDatabase } from '../database/cli-database.js';
 import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
 
 /**
@@ -18,21 +18,9 @@ async function main(): Promise<number> {
     console.error((err as Error).message);
     return 2;
   }
-  try {
-    const report = await withCliDatabase((client) => new LedgerVerifier(client, currencies).verify());
-    process.stdout.write(`${formatLedgerReport(report)}\n`);
-    return report.ok ? 0 : 1;
-  } catch (err) {
-    if (!(err instanceof NoDatabaseError)) throw err;
-    console.error(err.message);
-    return 2;
-  }
+  const report = await withCliDatabase((client) => new LedgerVerifier(client, currencies).verify());
+  process.stdout.write(`${formatLedgerReport(report)}\n`);
+  return report.ok ? 0 : 1;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error('ledger verification failed:', err instanceof Error ? err.message : err);
-    process.exit(2);
-  },
-);
+runCli('ledger verification', main);

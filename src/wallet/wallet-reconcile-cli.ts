@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadCurrencyTable } from '../config/configuration.js';
-import { NoDatabaseError, withCliDatabase } from '../database/cli-database.js';
+import { runCli, withCliDatabase } from '../database/cli-database.js';
 import {
   formatWalletReconciliation,
   pushedOperations,
@@ -29,25 +29,13 @@ async function main(): Promise<number> {
     return 2;
   }
   const currencies = loadCurrencyTable(process.env);
-  try {
-    const ledger = await withCliDatabase((client) => pushedOperations(client));
-    const wallet = await walletExport(url, timeoutMs);
-    const report = reconcileWallet(ledger, wallet.transactions, wallet.balances, (amount, currency) =>
-      currencies.format(amount.toFixed(), currency),
-    );
-    process.stdout.write(`${formatWalletReconciliation(report)}\n`);
-    return report.differences.length ? 1 : 0;
-  } catch (err) {
-    if (!(err instanceof NoDatabaseError)) throw err;
-    console.error(err.message);
-    return 2;
-  }
+  const ledger = await withCliDatabase((client) => pushedOperations(client));
+  const wallet = await walletExport(url, timeoutMs);
+  const report = reconcileWallet(ledger, wallet.transactions, wallet.balances, (amount, currency) =>
+    currencies.format(amount.toFixed(), currency),
+  );
+  process.stdout.write(`${formatWalletReconciliation(report)}\n`);
+  return report.differences.length ? 1 : 0;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error('wallet reconciliation failed:', err instanceof Error ? err.message : err);
-    process.exit(2);
-  },
-);
+runCli('wallet reconciliation', main);
