@@ -171,7 +171,7 @@ export const envSchema = Joi.object({
     .optional(),
   EMBEDDED_PG_DATA_DIR: Joi.string().default('.data/postgres'),
   EMBEDDED_PG_PORT: Joi.number().port().default(54329),
-  DB_POOL_SIZE: Joi.number().integer().min(1).max(200).default(40),
+  DB_POOL_SIZE: Joi.number().integer().min(1).max(200).default(16),
   DB_STATEMENT_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
   DB_LOCK_TIMEOUT_MS: Joi.number().integer().min(50).max(7000).default(3000),
   DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),

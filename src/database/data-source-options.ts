@@ -45,7 +45,7 @@ export function buildDataSourceOptions(
     lockTimeoutMs: 3000,
     idleInTransactionTimeoutMs: 5000,
   },
-  poolSize = 40,
+  poolSize = 16,
 ): DataSourceOptions {
   return {
     type: 'postgres',
