@@ -106,6 +106,8 @@ export interface WalletConfig {
   retryMaxMs: number;
   /** Delivery workers per process. */
   concurrency: number;
+  /** Rows (of distinct accounts) a worker claims at once and delivers in parallel. */
+  claimSize: number;
   /** Milliseconds an idle delivery worker waits before looking for work again. */
   pollIntervalMs: number;
 }
@@ -321,6 +323,7 @@ export const envSchema = Joi.object({
     .default(300_000)
     .messages({ 'number.min': 'WALLET_RETRY_MAX_MS must not be below WALLET_RETRY_BASE_MS' }),
   WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
+  WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(100).default(8),
   WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
 }).unknown(true);
 
@@ -347,6 +350,7 @@ function walletConfig(v: Record<string, unknown>): WalletConfig {
     retryBaseMs: v.WALLET_RETRY_BASE_MS as number,
     retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
     concurrency: v.WALLET_CONCURRENCY as number,
+    claimSize: v.WALLET_CLAIM_SIZE as number,
     pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
   };
 }

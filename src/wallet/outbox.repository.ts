@@ -44,16 +44,16 @@ export interface OutboxCounts {
 @Injectable()
 export class OutboxRepository {
   /**
-   * Claims a due pending row whose account has no earlier pending or parked row (its account's
-   * *head*: an account's rows go out in order, other accounts in parallel), the oldest such head
-   * first, unless delivery is paused: leases it for `leaseMs` and counts the attempt, in one
-   * statement (`FOR UPDATE SKIP LOCKED`: claimers never wait for each other). A lease that runs out
-   * (a crashed worker) makes the row due again. Cost: the 64 oldest pending rows usually hold a
+   * Claims up to `limit` due pending rows whose account has no earlier pending or parked row (each
+   * its account's *head*, so no two of one account: an account's rows go out in order, other
+   * accounts in parallel), the oldest such heads first, unless delivery is paused: leases them for
+   * `leaseMs` and counts the attempt, in one statement (`FOR UPDATE SKIP LOCKED`: claimers never
+   * wait for each other). A lease that runs out (a crashed worker) makes the row due again. Cost: the 64 oldest pending rows usually hold a
    * due head; when they do not (one account's long backlog whose head is in flight, parked or
    * waiting to be retried), one index probe per account with open rows finds the heads, rather
    * than one per row (docs/wallet.md, "Claim cost").
    */
-  claimStatement(leaseMs: number): Statement<ClaimedOutboxRow> {
+  claimStatement(leaseMs: number, limit: number): Statement<ClaimedOutboxRow> {
     // The account's head: a min() over the open-rows index, which every PostgreSQL plans as one
     // index probe reading one row (a NOT EXISTS may become a bitmap scan of all earlier rows).
     const head = (r: string) =>
@@ -88,7 +88,7 @@ export class OutboxRepository {
                SELECT o.id FROM wallet_outbox o
                 WHERE o.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${due('o')} AND o.id = ${head('o')}
                 ORDER BY o.id
-                LIMIT 1
+                LIMIT $2
                 FOR UPDATE OF o SKIP LOCKED
              )
              UPDATE wallet_outbox o
@@ -99,7 +99,7 @@ export class OutboxRepository {
                        f.operation_key AS "operationKey", f.type, f.account_id AS "accountId",
                        f.amount::text AS amount, f.currency::text AS currency, f.coupon_code AS "couponCode",
                        f.generation, f.batch_id AS "batchId", f.created_at AS "createdAt"`,
-      values: [leaseMs],
+      values: [leaseMs, limit],
     };
   }
 
@@ -166,14 +166,16 @@ export class OutboxRepository {
   }
 
   /**
-   * Stores a row's request body at its first claim, before it is sent: every later attempt sends
-   * these bytes (docs/wallet.md, "Byte-identical"). Never replaces a stored body.
+   * Stores the request bodies of rows at their first claim, before they are sent: every later
+   * attempt sends these bytes (docs/wallet.md, "Byte-identical"). Never replaces a stored body.
    */
-  bodyStatement(id: string, body: Buffer): Statement {
+  bodiesStatement(rows: { id: string; body: Buffer }[]): Statement {
     return {
-      name: 'wo_body',
-      text: `UPDATE wallet_outbox SET body = $2 WHERE id = $1 AND body IS NULL`,
-      values: [id, body],
+      name: 'wo_bodies',
+      text: `UPDATE wallet_outbox o SET body = b.body
+               FROM unnest($1::bigint[], $2::bytea[]) AS b(id, body)
+              WHERE o.id = b.id AND o.body IS NULL`,
+      values: [rows.map((r) => r.id), rows.map((r) => r.body)],
     };
   }
 

@@ -3,20 +3,21 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { TransactionRunner } from '../database/transaction.js';
+import { StatementGroup, TransactionRunner } from '../database/transaction.js';
 import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
-import { ClaimedOutboxRow, OutboxRepository } from './outbox.repository.js';
+import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
 import { WalletConnector, WalletDelivery, WalletTransaction } from './wallet-connector.js';
 import { WalletMetrics } from './wallet-metrics.js';
 
-/** Milliseconds given to each of the two short transactions of a delivery. */
+/** Milliseconds given to each short transaction of a claim (claim, bodies, record). */
 const TRANSACTION_DEADLINE_MS = 5000;
 
 /**
  * The outbox's delivery workers (docs/wallet.md): `WALLET_CONCURRENCY` {@link PollingLoops} per
- * process, in every replica, each delivering one row at a time ({@link deliverNext}). No database
- * transaction is open during the network call: a row is claimed (leased) in one, delivered, and
- * its attempt recorded in another. Started only when a connector is configured.
+ * process, in every replica, each delivering up to `WALLET_CLAIM_SIZE` rows at a time
+ * ({@link deliverNext}). No database transaction is open during the network calls: rows are
+ * claimed (leased) in one, delivered, and their attempts recorded in another. Started only when a
+ * connector is configured.
  */
 @Injectable()
 export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -52,26 +53,55 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Claims the next due row (see {@link OutboxRepository.claimStatement}); on its first claim
-   * stores the request body before anything is sent (every later attempt, in any process, sends
-   * those bytes); hands the transaction to the connector (at most `WALLET_TIMEOUT_MS` + 1 s, then
-   * its `signal` is aborted); and records the attempt with the step {@link nextStep} decides. When
-   * recording fails, the lease runs out and the row is delivered again with the same key and body
-   * (the wallet applies a transaction id once).
+   * Claims up to `WALLET_CLAIM_SIZE` due rows, heads of distinct accounts (see
+   * {@link OutboxRepository.claimStatement}); stores the request bodies of first claims before
+   * anything is sent (every later attempt, in any process, sends those bytes); hands each
+   * transaction to the connector, all in parallel (each at most `WALLET_TIMEOUT_MS` + 1 s, then its
+   * `signal` is aborted); and records every attempt with the step {@link nextStep} decides, in one
+   * transaction. When recording fails, the leases run out and the rows are delivered again with the
+   * same keys and bodies (the wallet applies a transaction id once). Three short transactions per
+   * claim, whatever its size (docs/wallet.md).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
     const { claimed } = await this.transactions.run(
-      (tx) => tx.commitWith({ claimed: this.outbox.claimStatement(this.leaseMs) }),
+      (tx) =>
+        tx.commitWith({ claimed: this.outbox.claimStatement(this.leaseMs, this.config.wallet.claimSize) }),
       { deadline: Date.now() + TRANSACTION_DEADLINE_MS },
     );
-    const row = claimed.rows[0];
-    if (!row) return false;
-    const { transaction, body } = this.requestOf(row);
-    if (!row.body)
-      await this.transactions.run((tx) => tx.commitWith({ body: this.outbox.bodyStatement(row.id, body) }), {
+    if (!claimed.rows.length) return false;
+    const requests = claimed.rows.map((row) => ({ row, ...this.requestOf(row) }));
+    const first = requests.filter((r) => !r.row.body).map((r) => ({ id: r.row.id, body: r.body }));
+    if (first.length)
+      await this.transactions.run((tx) => tx.commitWith({ bodies: this.outbox.bodiesStatement(first) }), {
         deadline: Date.now() + TRANSACTION_DEADLINE_MS,
       });
+    const attempts = await Promise.all(requests.map((r) => this.attempt(r.row, r.transaction, r.body)));
+    const group: StatementGroup = {};
+    attempts.forEach((a, i) => {
+      for (const [name, statement] of Object.entries(this.outbox.recordStatements(a)))
+        group[`${name}${i}`] = statement;
+    });
+    try {
+      await this.transactions.run((tx) => tx.commitWith(group), {
+        deadline: Date.now() + TRANSACTION_DEADLINE_MS,
+      });
+      for (const a of attempts) this.metrics.attempted(a.outcome);
+    } catch (err) {
+      for (const a of attempts)
+        this.logger.error(
+          `outbox row ${a.row.id} attempt ${a.row.attempt} not recorded (${(err as Error).message}): delivered again after its lease`,
+        );
+    }
+    return true;
+  }
+
+  /** One delivery attempt of a claimed row: the connector's answer and the row's next step, logged. */
+  private async attempt(
+    row: ClaimedOutboxRow,
+    transaction: WalletTransaction,
+    body: Buffer,
+  ): Promise<RecordedAttempt> {
     const requestId = randomUUID();
     const startedAt = new Date();
     const delivery = await this.deliver(row, transaction, body, requestId);
@@ -89,31 +119,17 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (step.kind === 'delivered') this.logger.debug(line);
     else if (step.kind === 'retry') this.logger.warn(`${line} in ${step.delayMs} ms`);
     else this.logger.error(`${line}: ${step.reason}`);
-    try {
-      await this.transactions.run(
-        (tx) =>
-          tx.commitWith(
-            this.outbox.recordStatements({
-              row,
-              requestId,
-              connector: this.connector.name,
-              startedAt,
-              durationMs,
-              outcome: delivery.outcome,
-              httpStatus: delivery.status ?? null,
-              answer,
-              step,
-            }),
-          ),
-        { deadline: Date.now() + TRANSACTION_DEADLINE_MS },
-      );
-      this.metrics.attempted(delivery.outcome);
-    } catch (err) {
-      this.logger.error(
-        `outbox row ${row.id} attempt ${row.attempt} not recorded (${(err as Error).message}): delivered again after its lease`,
-      );
-    }
-    return true;
+    return {
+      row,
+      requestId,
+      connector: this.connector.name,
+      startedAt,
+      durationMs,
+      outcome: delivery.outcome,
+      httpStatus: delivery.status ?? null,
+      answer,
+      step,
+    };
   }
 
   /** The row's stored body, or the one built from its operation (stored at its first claim). */

@@ -317,10 +317,74 @@ describe('operator actions racing the delivery workers (docs/wallet.md, "Operato
   });
 });
 
+describe('one worker, a claim of several rows (docs/wallet.md, WALLET_CLAIM_SIZE)', () => {
+  /** Applies every transaction after 50 ms, noting the most deliveries it held at once. */
+  class CountingConnector extends WalletConnector {
+    readonly name = 'counting';
+    readonly applied: string[] = [];
+    inFlight = 0;
+    mostInFlight = 0;
+
+    async deliver(r: WalletDeliveryRequest): Promise<WalletDelivery> {
+      this.mostInFlight = Math.max(this.mostInFlight, ++this.inFlight);
+      await sleep(50);
+      this.inFlight--;
+      this.applied.push(r.transaction.transactionId);
+      return { outcome: 'delivered', answer: 'applied' };
+    }
+  }
+  const connector = new CountingConnector();
+  let t: TestContext;
+
+  beforeAll(async () => {
+    t = await createTestApp(
+      {
+        WALLET_URL: 'http://127.0.0.1:9',
+        WALLET_SECRET,
+        ...FAST,
+        WALLET_TIMEOUT_MS: '2000',
+        WALLET_CONCURRENCY: '1',
+        WALLET_CLAIM_SIZE: '4',
+      },
+      { override: (b) => b.overrideProvider(WalletConnector).useValue(connector) },
+    );
+  }, 60_000);
+  afterAll(() => t?.close());
+
+  it("the heads of four accounts go out together; an account's second row waits for its first", async () => {
+    expect((await ops(t.app, 'operator').post('/wallet/pause', { reason: 'collect rows' })).status).toBe(200);
+    const settle = async (code: string, account: string, batch: string) => {
+      await register(t.app, code, account, '1.00');
+      expect((await deliver(t.app, batchOf(batch, { code, status: 2, realWin: '2.50' }))).status).toBe(200);
+    };
+    for (let i = 0; i < 4; i++) {
+      await deposit(t.app, `cs-${i}`, '10.00');
+      await settle(`CS${i}`, `cs-${i}`, `cs-b-${i}`);
+    }
+    await settle('CS0-second', 'cs-0', 'cs-b-second');
+    expect((await ops(t.app, 'operator').post('/wallet/resume', {})).status).toBe(200);
+    const keys = ['CS0', 'CS1', 'CS2', 'CS3', 'CS0-second'].map((c) => `${c}:0:final_credit`);
+    for (const key of keys) {
+      const row = await settledRow(t, key);
+      expect({ status: row.status, attempts: row.attempts }).toEqual({ status: 'delivered', attempts: 1 });
+    }
+    // One claim of four rows (the worker is alone), delivered in parallel; then the second row.
+    expect(connector.mostInFlight).toBe(4);
+    expect(connector.applied.slice(0, 4).sort()).toEqual(keys.slice(0, 4));
+    expect(connector.applied[4]).toBe(keys[4]);
+    const { rows } = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM wallet_delivery_attempts a JOIN wallet_outbox o ON o.id = a.outbox_id
+        WHERE o.operation_key = ANY($1::text[])`,
+      [keys],
+    );
+    expect(rows[0].n).toBe(5);
+  });
+});
+
 describe('the claim with a long backlog in one account (docs/wallet.md, "Claim cost")', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
-  const claim = new OutboxRepository().claimStatement(20_000);
+  const claim = new OutboxRepository().claimStatement(20_000, 1);
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -344,18 +408,24 @@ describe('the claim with a long backlog in one account (docs/wallet.md, "Claim c
     await db?.drop();
   });
 
-  /** The claim's plan run in a rolled back transaction: what it claimed and the most rows a node visited. */
-  async function explainClaim(): Promise<{ claimed: string | null; mostRowsVisited: number }> {
+  /**
+   * The claim of up to `limit` rows, its plan run in a rolled back transaction: the first row it
+   * claimed, every row it claimed (id order) and the most rows a node visited.
+   */
+  async function explainClaim(
+    limit = 1,
+  ): Promise<{ claimed: string | null; all: string[]; mostRowsVisited: number }> {
     await client.query('BEGIN');
     try {
       const { rows } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) ${claim.text.replace('$1', '20000')}`,
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${claim.text.replace('$1', '20000').replace('$2', String(limit))}`,
       );
       const claimed = await client.query<{ operation_key: string }>(
-        `SELECT operation_key FROM wallet_outbox WHERE leased_until = now() + interval '20 seconds'`,
+        `SELECT operation_key FROM wallet_outbox WHERE leased_until = now() + interval '20 seconds' ORDER BY id`,
       );
       return {
         claimed: claimed.rows[0]?.operation_key ?? null,
+        all: claimed.rows.map((r) => r.operation_key),
         mostRowsVisited: mostRows(rows[0]['QUERY PLAN'][0].Plan),
       };
     } finally {
@@ -384,6 +454,16 @@ describe('the claim with a long backlog in one account (docs/wallet.md, "Claim c
       // One probe per account with open rows (51) and the 64 oldest rows, not the 3000 rows of 'hot'.
       expect(found.mostRowsVisited).toBeLessThanOrEqual(64);
     }
+  });
+
+  it('a claim of several rows: the oldest heads, one per account, in id order', async () => {
+    // 'hot' is parked (the test before): the heads of acc2, acc3, … are the rows A1, A2, …
+    const found = await explainClaim(5);
+    expect(found.all).toEqual([1, 2, 3, 4, 5].map((g) => `A${g}:0:final_credit`));
+    expect(found.mostRowsVisited).toBeLessThanOrEqual(64);
+    // 50 accounts besides 'hot' have a head: a claim of 64 takes each once, and no later row.
+    const all = await explainClaim(64);
+    expect(all.all).toEqual(Array.from({ length: 50 }, (_, i) => `A${i + 1}:0:final_credit`));
   });
 
   it('every head waiting for its retry (the wallet down): nothing claimed, one probe per account', async () => {

@@ -167,6 +167,7 @@ describe('loadConfig (validated at start-up)', () => {
         retryBaseMs: 1000,
         retryMaxMs: 300_000,
         concurrency: 8,
+        claimSize: 8,
         pollIntervalMs: 250,
       });
     });
