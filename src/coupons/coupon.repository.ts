@@ -119,6 +119,7 @@ export class CouponRepository {
     const statesParam = w.payloadsJson === null ? 3 : attempt ? 13 : 4;
     return {
       name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
+      genericPlan: true,
       text: `WITH meta AS MATERIALIZED (
                SELECT * FROM jsonb_to_recordset($2::jsonb) AS m(coupon_code text, position int, status int,
                  real_win numeric, applied boolean, transition text, generation int, operations jsonb,

@@ -42,6 +42,13 @@ export interface Statement<R = Record<string, unknown>> {
   name?: string;
   /** Waits for locks until the transaction's deadline rather than the lock timeout. */
   waitsUntilDeadline?: boolean;
+  /**
+   * Runs under `plan_cache_mode = force_generic_plan` (needs `name`): planned once per connection,
+   * not at every execution. For the hot path's large statements, whose custom planning costs more
+   * than it wins (docs/architecture.md, "Generic plans"); not for a statement whose plan depends on
+   * a parameter's value (a partial index matched by a parameter).
+   */
+  genericPlan?: boolean;
   /** Turns this statement's error into its module's own exception (e.g. the ledger's). */
   mapError?: (err: unknown) => unknown;
   /** Called with the statement's result when its group has returned (before COMMIT hooks). */
@@ -56,13 +63,21 @@ export type GroupResults<G extends StatementGroup> = {
   [K in keyof G]: G[K] extends Statement<infer R> ? SqlResult<R> : never;
 };
 
+/** The SET LOCAL settings in force in a transaction: timeouts (milliseconds) and plan mode. */
+interface SessionSettings {
+  statement: number;
+  lock: number;
+  genericPlan: boolean;
+}
+
 /** Session timeouts (milliseconds) that hold in a transaction unless the deadline is nearer. */
 export interface TransactionLimits {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
 }
 
-const SET_TIMEOUTS = "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true)";
+const SET_LOCAL_SETTINGS =
+  "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true), set_config('plan_cache_mode', $3, true)";
 
 /**
  * Milliseconds past the deadline after which a statement still unanswered is given up on this
@@ -87,7 +102,7 @@ type TimedQuery = pg.QueryConfig & { query_timeout: number };
 export class Tx {
   private readonly commitHooks: (() => void)[] = [];
   /** Timeouts in force in this transaction (ms), once set by this class. */
-  private current: { statement: number; lock: number } | undefined;
+  private current: SessionSettings | undefined;
   /** A statement failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. */
   private aborted = false;
   /** Statements without results (START, SAVEPOINT, RELEASE) sent first with the next group. */
@@ -215,8 +230,8 @@ export class Tx {
     this.sendPending(query_timeout);
     pending.push(...this.sent.splice(0));
     for (const name of names) {
-      const timeouts = this.timeoutsFor(group[name], left);
-      if (timeouts) pending.push(this.client.query({ ...timeouts, query_timeout } as TimedQuery));
+      const settings = this.settingsFor(group[name], left);
+      if (settings) pending.push(this.client.query({ ...settings, query_timeout } as TimedQuery));
       at.push(pending.length);
       const { text, values, name: prepared } = group[name];
       pending.push(this.client.query({ text, values, name: prepared, query_timeout } as TimedQuery));
@@ -256,24 +271,42 @@ export class Tx {
   }
 
   /**
-   * The SET LOCAL of timeouts `statement` needs before it (`left` ms before the deadline): the
-   * configured ones, or the time left when that is shorter, or the time left for both when it
-   * waits until the deadline; undefined when those in force already are these.
+   * The SET LOCAL of timeouts and plan mode `statement` needs before it (`left` ms before the
+   * deadline): the configured timeouts, or the time left when that is shorter, or the time left
+   * for both when it waits until the deadline; generic plans when it asks for them; undefined when
+   * those in force already are these.
    */
-  private timeoutsFor(statement: Statement<unknown>, left: number): pg.QueryConfig | undefined {
-    const wanted = statement.waitsUntilDeadline
-      ? { statement: left, lock: left }
-      : {
-          statement: Math.min(this.limits.statementTimeoutMs, left),
-          lock: Math.min(this.limits.lockTimeoutMs, left),
-        };
+  private settingsFor(statement: Statement<unknown>, left: number): pg.QueryConfig | undefined {
+    const wanted: SessionSettings = {
+      ...(statement.waitsUntilDeadline
+        ? { statement: left, lock: left }
+        : {
+            statement: Math.min(this.limits.statementTimeoutMs, left),
+            lock: Math.min(this.limits.lockTimeoutMs, left),
+          }),
+      genericPlan: statement.genericPlan === true,
+    };
     const current = this.current ?? {
       statement: this.limits.statementTimeoutMs,
       lock: this.limits.lockTimeoutMs,
+      genericPlan: false,
     };
-    if (current.statement === wanted.statement && current.lock === wanted.lock) return undefined;
+    if (
+      current.statement === wanted.statement &&
+      current.lock === wanted.lock &&
+      current.genericPlan === wanted.genericPlan
+    )
+      return undefined;
     this.current = wanted;
-    return { name: 'tx_timeouts', text: SET_TIMEOUTS, values: [`${wanted.statement}ms`, `${wanted.lock}ms`] };
+    return {
+      name: 'tx_settings',
+      text: SET_LOCAL_SETTINGS,
+      values: [
+        `${wanted.statement}ms`,
+        `${wanted.lock}ms`,
+        wanted.genericPlan ? 'force_generic_plan' : 'auto',
+      ],
+    };
   }
 }
 

@@ -84,6 +84,7 @@ export class LedgerRepository {
     const code = LEDGER_SQLSTATE;
     return {
       name: 'lg_post',
+      genericPlan: true,
       text: `WITH oin AS MATERIALIZED (
                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::numeric[],
                                     $7::text[], $8::text[], $9::boolean[]) WITH ORDINALITY

@@ -218,3 +218,33 @@ describe('Tx: a COMMIT that PostgreSQL answers with ROLLBACK', () => {
     expect((await t.db.query('SELECT mark FROM tx_aborts')).rows).toEqual([]);
   });
 });
+
+describe('Tx: generic plans for the statements that ask for them (Statement.genericPlan)', () => {
+  const t = useTestApp();
+
+  it('planned generic under force_generic_plan; the next statement is back under auto, and so is the session', async () => {
+    const { generic, plain, plans } = await t.app.get(TransactionRunner).run((tx) =>
+      tx.commitWith({
+        generic: {
+          name: 'tx_test_generic',
+          text: `SELECT current_setting('plan_cache_mode') AS mode, $1::int AS n`,
+          values: [7],
+          genericPlan: true,
+        },
+        plain: { text: `SELECT current_setting('plan_cache_mode') AS mode` },
+        plans: {
+          text: `SELECT generic_plans::int AS generic, custom_plans::int AS custom
+                   FROM pg_prepared_statements WHERE name = 'tx_test_generic'`,
+        },
+      }),
+    );
+    expect(generic.rows).toEqual([{ mode: 'force_generic_plan', n: 7 }]);
+    expect(plain.rows).toEqual([{ mode: 'auto' }]);
+    expect(plans.rows).toEqual([{ generic: 1, custom: 0 }]);
+    // SET LOCAL: the next transaction on any pooled connection starts under auto again.
+    const after = await t.app
+      .get(TransactionRunner)
+      .run((tx) => tx.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`));
+    expect(after.rows).toEqual([{ mode: 'auto' }]);
+  });
+});
