@@ -323,7 +323,7 @@ export const envSchema = Joi.object({
     .default(300_000)
     .messages({ 'number.min': 'WALLET_RETRY_MAX_MS must not be below WALLET_RETRY_BASE_MS' }),
   WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
-  WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(100).default(8),
+  WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(64).default(8),
   WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
 }).unknown(true);
 

@@ -104,15 +104,17 @@ export class OutboxRepository {
   }
 
   /**
-   * Records an attempt and applies its step to the row, only while the row is still this
-   * attempt's (pending, same attempt count: a lease that ran out and was claimed again leaves the
-   * row to the newer attempt). A row parked as refused or conflict flags its coupon `needs_review`
-   * (`wallet_refused`); a pause step pauses all delivery.
+   * Records the attempts of a claim and applies each one's step to its row, only while the row is
+   * still that attempt's (pending, same attempt count: a lease that ran out and was claimed again
+   * leaves the row to the newer attempt). The coupons of rows parked as refused or conflict are
+   * flagged `needs_review` (`wallet_refused`) in one statement that locks them in the callback's
+   * order (`coupon_code` bytewise, no deadlock with a batch); a pause step pauses all delivery.
    */
-  recordStatements(a: RecordedAttempt): StatementGroup {
-    const { step } = a;
-    const group: StatementGroup = {
-      attempt: {
+  recordStatements(attempts: RecordedAttempt[]): StatementGroup {
+    const group: StatementGroup = {};
+    attempts.forEach((a, i) => {
+      const { step } = a;
+      group[`attempt${i}`] = {
         name: 'wo_attempt',
         text: `INSERT INTO wallet_delivery_attempts
                  (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
@@ -128,8 +130,8 @@ export class OutboxRepository {
           a.httpStatus,
           a.answer,
         ],
-      },
-      row: {
+      };
+      group[`row${i}`] = {
         name: 'wo_step',
         text: `UPDATE wallet_outbox
                   SET leased_until = NULL, last_status = $3, last_error = $4,
@@ -150,18 +152,33 @@ export class OutboxRepository {
           step.kind === 'park' ? step.reason : null,
           step.kind === 'retry' ? step.delayMs : 0,
         ],
-      },
-    };
-    if (step.kind === 'park' && step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null) {
+      };
+    });
+    const flagged = attempts.filter(
+      (a) =>
+        a.step.kind === 'park' && a.step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null,
+    );
+    if (flagged.length) {
       group.flag = {
-        name: 'wo_flag_coupon',
-        text: `UPDATE coupons SET needs_review = true, review_reason = $3, updated_at = now()
-                WHERE coupon_code = $2
-                  AND EXISTS (SELECT 1 FROM wallet_outbox WHERE id = $1 AND status = 'parked')`,
-        values: [a.row.id, a.row.couponCode, WALLET_REFUSED_REVIEW_REASON],
+        name: 'wo_flag_coupons',
+        text: `WITH parked AS (
+                 SELECT f.code FROM unnest($1::bigint[], $2::text[]) AS f(id, code)
+                 JOIN wallet_outbox o ON o.id = f.id AND o.status = 'parked'
+               ), locked AS MATERIALIZED (
+                 SELECT c.coupon_code FROM coupons c WHERE c.coupon_code IN (SELECT code FROM parked)
+                 ORDER BY c.coupon_code COLLATE "C" FOR UPDATE
+               )
+               UPDATE coupons c SET needs_review = true, review_reason = $3, updated_at = now()
+                 FROM locked l WHERE c.coupon_code = l.coupon_code`,
+        values: [
+          flagged.map((a) => a.row.id),
+          flagged.map((a) => a.row.couponCode),
+          WALLET_REFUSED_REVIEW_REASON,
+        ],
       };
     }
-    if (step.kind === 'pause') group.pause = this.pauseStatement(true, step.reason, null);
+    const pause = attempts.find((a) => a.step.kind === 'pause');
+    if (pause?.step.kind === 'pause') group.pause = this.pauseStatement(true, pause.step.reason, null);
     return group;
   }
 

@@ -3,7 +3,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { StatementGroup, TransactionRunner } from '../database/transaction.js';
+import { TransactionRunner } from '../database/transaction.js';
 import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
 import { WalletConnector, WalletDelivery, WalletTransaction } from './wallet-connector.js';
@@ -58,9 +58,9 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
    * anything is sent (every later attempt, in any process, sends those bytes); hands each
    * transaction to the connector, all in parallel (each at most `WALLET_TIMEOUT_MS` + 1 s, then its
    * `signal` is aborted); and records every attempt with the step {@link nextStep} decides, in one
-   * transaction. When recording fails, the leases run out and the rows are delivered again with the
-   * same keys and bodies (the wallet applies a transaction id once). Three short transactions per
-   * claim, whatever its size (docs/wallet.md).
+   * transaction, or, when that fails, each in its own. A row whose record fails is delivered again
+   * after its lease with the same key and body (the wallet applies a transaction id once). Three
+   * short transactions per claim, whatever its size (docs/wallet.md).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
@@ -77,23 +77,31 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
         deadline: Date.now() + TRANSACTION_DEADLINE_MS,
       });
     const attempts = await Promise.all(requests.map((r) => this.attempt(r.row, r.transaction, r.body)));
-    const group: StatementGroup = {};
-    attempts.forEach((a, i) => {
-      for (const [name, statement] of Object.entries(this.outbox.recordStatements(a)))
-        group[`${name}${i}`] = statement;
-    });
+    if (await this.record(attempts)) return true;
+    // One row's record may fail alone (its coupon's flag waiting on a lock): record each by
+    // itself, so that the others are not delivered again after their leases.
+    if (attempts.length > 1) for (const a of attempts) await this.record([a]);
+    return true;
+  }
+
+  /**
+   * Records `attempts` in one transaction. @returns false when that failed (logged): the rows are
+   * delivered again after their leases, with the same keys and bodies.
+   */
+  private async record(attempts: RecordedAttempt[]): Promise<boolean> {
     try {
-      await this.transactions.run((tx) => tx.commitWith(group), {
+      await this.transactions.run((tx) => tx.commitWith(this.outbox.recordStatements(attempts)), {
         deadline: Date.now() + TRANSACTION_DEADLINE_MS,
       });
       for (const a of attempts) this.metrics.attempted(a.outcome);
+      return true;
     } catch (err) {
-      for (const a of attempts)
-        this.logger.error(
-          `outbox row ${a.row.id} attempt ${a.row.attempt} not recorded (${(err as Error).message}): delivered again after its lease`,
-        );
+      const rows = attempts.map((a) => `${a.row.id} attempt ${a.row.attempt}`).join(', ');
+      this.logger.error(
+        `outbox row ${rows} not recorded (${(err as Error).message})${attempts.length > 1 ? ': recording each by itself' : ': delivered again after its lease'}`,
+      );
+      return false;
     }
-    return true;
   }
 
   /** One delivery attempt of a claimed row: the connector's answer and the row's next step, logged. */

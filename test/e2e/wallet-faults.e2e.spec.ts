@@ -381,6 +381,154 @@ describe('one worker, a claim of several rows (docs/wallet.md, WALLET_CLAIM_SIZE
   });
 });
 
+describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", () => {
+  /** Answers `refused` for the keys `refuse` accepts, `delivered` for the rest; counts requests. */
+  class RefusingConnector extends WalletConnector {
+    readonly name = 'refusing';
+    readonly sent: string[] = [];
+    refuse: (key: string) => boolean = () => false;
+
+    deliver(r: WalletDeliveryRequest): Promise<WalletDelivery> {
+      const key = r.transaction.transactionId;
+      this.sent.push(key);
+      return Promise.resolve(
+        this.refuse(key)
+          ? { outcome: 'refused', reason: 'insufficient wallet funds' }
+          : { outcome: 'delivered' },
+      );
+    }
+    count(key: string): number {
+      return this.sent.filter((k) => k === key).length;
+    }
+  }
+
+  /** An app whose single worker claims two rows at once, with `lockTimeoutMs` as DB_LOCK_TIMEOUT_MS. */
+  async function twoRowClaims(connector: WalletConnector, lockTimeoutMs: number): Promise<TestContext> {
+    return createTestApp(
+      {
+        WALLET_URL: 'http://127.0.0.1:9',
+        WALLET_SECRET,
+        ...FAST,
+        WALLET_CONCURRENCY: '1',
+        WALLET_CLAIM_SIZE: '2',
+        DB_LOCK_TIMEOUT_MS: String(lockTimeoutMs),
+      },
+      { override: (b) => b.overrideProvider(WalletConnector).useValue(connector) },
+    );
+  }
+
+  /** Two coupons settled as wins while delivery is paused (their rows in this order); their keys. */
+  async function twoSettled(t: TestContext, codes: [string, string]): Promise<string[]> {
+    expect((await ops(t.app, 'operator').post('/wallet/pause', { reason: 'collect rows' })).status).toBe(200);
+    for (const code of codes) {
+      await deposit(t.app, `acc-${code}`, '10.00');
+      await register(t.app, code, `acc-${code}`, '1.00');
+      expect((await deliver(t.app, batchOf(`b-${code}`, { code, status: 2, realWin: '2.50' }))).status).toBe(
+        200,
+      );
+    }
+    return codes.map((c) => `${c}:0:final_credit`);
+  }
+
+  describe('one row cannot be recorded (its coupon is held past the lock timeout)', () => {
+    const connector = new RefusingConnector();
+    let t: TestContext;
+    beforeAll(async () => {
+      t = await twoRowClaims(connector, 200);
+    }, 60_000);
+    afterAll(() => t?.close());
+
+    it('the other row of the claim is recorded by itself, delivered once; the held one after the lock', async () => {
+      connector.refuse = (key) => key.startsWith('RLA');
+      const [refused, delivered] = await twoSettled(t, ['RLA', 'RLB']);
+      const holder = await t.db.connect(); // a callback holding RLA's coupon row
+      try {
+        await holder.query('BEGIN');
+        await holder.query(`SELECT 1 FROM coupons WHERE coupon_code = 'RLA' FOR UPDATE`);
+        expect((await ops(t.app, 'operator').post('/wallet/resume', {})).status).toBe(200);
+        const row = await settledRow(t, delivered);
+        expect({ status: row.status, attempts: row.attempts, lines: row.deliveryAttempts.length }).toEqual({
+          status: 'delivered',
+          attempts: 1,
+          lines: 1,
+        });
+        expect(connector.count(delivered)).toBe(1);
+      } finally {
+        await holder.query('COMMIT');
+        holder.release();
+      }
+      // RLA's record failed twice (lock timeout): after its lease it is sent again and parked.
+      const parked = await eventually(
+        async () => {
+          const { rows } = await t.db.query<{ status: string; review: boolean }>(
+            `SELECT o.status, c.needs_review AS review FROM wallet_outbox o JOIN coupons c ON c.coupon_code = 'RLA'
+              WHERE o.operation_key = $1`,
+            [refused],
+          );
+          return rows[0]?.status === 'parked' && rows[0];
+        },
+        'RLA parked',
+        { timeoutMs: 20_000 },
+      );
+      expect(parked).toEqual({ status: 'parked', review: true });
+    }, 30_000);
+  });
+
+  describe('two refused rows whose coupons a batch is locking', () => {
+    const connector = new RefusingConnector();
+    let t: TestContext;
+    beforeAll(async () => {
+      t = await twoRowClaims(connector, 5000);
+    }, 60_000);
+    afterAll(() => t?.close());
+
+    it('flags them in coupon_code order, as the batch locks them: no deadlock, both flagged', async () => {
+      connector.refuse = () => true;
+      // DLZ's row comes first, its coupon code last.
+      const keys = await twoSettled(t, ['DLZ', 'DLA']);
+      const database = (await t.db.query<{ db: string }>('SELECT current_database() AS db')).rows[0].db;
+      const deadlocks = async () =>
+        (
+          await t.db.query<{ n: number }>(
+            `SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = $1`,
+            [database],
+          )
+        ).rows[0].n;
+      const before = await deadlocks();
+      const batch = await t.db.connect(); // a batch of both coupons, locking them in coupon_code order
+      try {
+        await batch.query('BEGIN');
+        await batch.query(`SELECT 1 FROM coupons WHERE coupon_code = 'DLA' FOR UPDATE`);
+        expect((await ops(t.app, 'operator').post('/wallet/resume', {})).status).toBe(200);
+        await eventually(
+          async () =>
+            (
+              await t.db.query(
+                `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%needs_review = true%'`,
+                [database],
+              )
+            ).rowCount,
+          'the record waiting for DLA',
+        );
+        await batch.query(`SELECT 1 FROM coupons WHERE coupon_code = 'DLZ' FOR UPDATE`);
+        await batch.query('COMMIT');
+      } finally {
+        batch.release();
+      }
+      for (const key of keys) expect((await settledRow(t, key)).status).toBe('parked');
+      const { rows } = await t.db.query<{ code: string; review: boolean }>(
+        `SELECT coupon_code AS code, needs_review AS review FROM coupons WHERE coupon_code IN ('DLA', 'DLZ') ORDER BY 1`,
+      );
+      expect(rows).toEqual([
+        { code: 'DLA', review: true },
+        { code: 'DLZ', review: true },
+      ]);
+      expect(await deadlocks()).toBe(before);
+      expect(keys.map((k) => connector.count(k))).toEqual([1, 1]);
+    }, 30_000);
+  });
+});
+
 describe('the claim with a long backlog in one account (docs/wallet.md, "Claim cost")', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
