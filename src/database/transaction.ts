@@ -127,6 +127,11 @@ export class Tx {
    * transactions of their own). The statements waiting for the next group are sent first.
    */
   get manager(): EntityManager {
+    if (this.current?.genericPlan) {
+      // Its queries do not pass through settingsFor: back to auto before them.
+      this.pending.push({ text: "SELECT set_config('plan_cache_mode', 'auto', true)" });
+      this.current = { ...this.current, genericPlan: false };
+    }
     this.sendPending();
     return this.runner.manager;
   }
@@ -189,9 +194,17 @@ export class Tx {
     } catch (err) {
       this.commitHooks.splice(hooks);
       if (unsent()) throw err; // nothing was sent under it: nothing to undo
+      // Straight on the connection: the transaction may be aborted, so nothing may go before it
+      // (not even the SET LOCAL a group sends when the deadline is near). What was sent or queued
+      // under the savepoint (an inner RELEASE) is undone with it.
+      this.pending.splice(0);
+      await Promise.allSettled(this.sent.splice(0));
+      await this.client.query({
+        text: `ROLLBACK TO SAVEPOINT ${name}`,
+        query_timeout: this.timeLeft() + CLIENT_TIMEOUT_MARGIN_MS,
+      } as TimedQuery);
       this.aborted = false;
       this.current = current;
-      await this.query(`ROLLBACK TO SAVEPOINT ${name}`);
       throw err;
     }
   }

@@ -247,4 +247,41 @@ describe('Tx: generic plans for the statements that ask for them (Statement.gene
       .run((tx) => tx.query<{ mode: string }>(`SELECT current_setting('plan_cache_mode') AS mode`));
     expect(after.rows).toEqual([{ mode: 'auto' }]);
   });
+
+  it('a read through tx.manager after a genericPlan statement runs under auto', async () => {
+    const mode = await t.app.get(TransactionRunner).run(async (tx) => {
+      await tx.send({
+        g: { name: 'tx_test_generic_n', text: 'SELECT $1::int AS n', values: [1], genericPlan: true },
+      });
+      const rows = (await tx.manager.query(`SELECT current_setting('plan_cache_mode') AS mode`)) as {
+        mode: string;
+      }[];
+      return rows[0].mode;
+    });
+    expect(mode).toBe('auto');
+  });
+});
+
+describe('Tx.savepoint less than statement_timeout before the deadline', () => {
+  const t = useTestApp();
+
+  it('a statement that fails under it: its own error, and the transaction stays usable', async () => {
+    // With less than the 5 s statement_timeout left, every group lowers the timeouts first; the
+    // rollback to the savepoint must not (the transaction is aborted until it is done).
+    const result = await t.app.get(TransactionRunner).run(
+      async (tx) => {
+        await tx.query('SELECT 1');
+        const thrown = await tx
+          .savepoint('sp', () => tx.query('SELECT 1/0'))
+          .then(
+            () => 'no error',
+            (e: Error & { code?: string }) => `${e.code} ${e.message}`,
+          );
+        const after = await tx.query<{ n: number }>('SELECT 2 AS n');
+        return { thrown, after: after.rows };
+      },
+      { deadline: Date.now() + 4000 },
+    );
+    expect(result).toEqual({ thrown: '22012 division by zero', after: [{ n: 2 }] });
+  });
 });
