@@ -106,7 +106,8 @@ export class OutboxRepository {
   /**
    * Records the attempts of a claim and applies each one's step to its row, only while the row is
    * still that attempt's (pending, same attempt count: a lease that ran out and was claimed again
-   * leaves the row to the newer attempt). The coupons of rows parked as refused or conflict are
+   * leaves the row to the newer attempt, and its coupon unflagged); a record run again adds no
+   * second history line. The coupons of rows this record parked as refused or conflict are
    * flagged `needs_review` (`wallet_refused`) in one statement that locks them in the callback's
    * order (`coupon_code` bytewise, no deadlock with a batch); a pause step pauses all delivery.
    */
@@ -116,9 +117,11 @@ export class OutboxRepository {
       const { step } = a;
       group[`attempt${i}`] = {
         name: 'wo_attempt',
+        // Once per request id: a record run again (a COMMIT whose outcome was unknown) adds no line.
         text: `INSERT INTO wallet_delivery_attempts
                  (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+               SELECT $1, $2, $3::text, $4, $5, $6, $7, $8, $9
+                WHERE NOT EXISTS (SELECT 1 FROM wallet_delivery_attempts WHERE outbox_id = $1 AND request_id = $3::text)`,
         values: [
           a.row.id,
           a.row.attempt,
@@ -162,8 +165,8 @@ export class OutboxRepository {
       group.flag = {
         name: 'wo_flag_coupons',
         text: `WITH parked AS (
-                 SELECT f.code FROM unnest($1::bigint[], $2::text[]) AS f(id, code)
-                 JOIN wallet_outbox o ON o.id = f.id AND o.status = 'parked'
+                 SELECT f.code FROM unnest($1::bigint[], $2::text[], $4::int[]) AS f(id, code, attempt)
+                 JOIN wallet_outbox o ON o.id = f.id AND o.status = 'parked' AND o.attempts = f.attempt
                ), locked AS MATERIALIZED (
                  SELECT c.coupon_code FROM coupons c WHERE c.coupon_code IN (SELECT code FROM parked)
                  ORDER BY c.coupon_code COLLATE "C" FOR UPDATE
@@ -174,6 +177,7 @@ export class OutboxRepository {
           flagged.map((a) => a.row.id),
           flagged.map((a) => a.row.couponCode),
           WALLET_REFUSED_REVIEW_REASON,
+          flagged.map((a) => a.row.attempt),
         ],
       };
     }

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
+import { TransactionRunner } from '../../src/database/transaction.js';
 import { OutboxRepository } from '../../src/wallet/outbox.repository.js';
+import type { ClaimedOutboxRow, RecordedAttempt } from '../../src/wallet/outbox.repository.js';
 import { WalletConnector } from '../../src/wallet/wallet-connector.js';
 import type { WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
 import { createTestDatabase } from '../support/database.js';
@@ -526,6 +528,60 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
       expect(await deadlocks()).toBe(before);
       expect(keys.map((k) => connector.count(k))).toEqual([1, 1]);
     }, 30_000);
+
+    /** A refused attempt `attempt` of the row of `key`, as the worker would record it. */
+    async function refusedAttempt(key: string, attempt: number, requestId: string): Promise<RecordedAttempt> {
+      const { rows } = await t.db.query<{ id: string; code: string }>(
+        `SELECT o.id::text, f.coupon_code AS code FROM wallet_outbox o JOIN financial_operations f ON f.id = o.operation_id
+          WHERE o.operation_key = $1`,
+        [key],
+      );
+      return {
+        row: { id: rows[0].id, attempt, couponCode: rows[0].code } as ClaimedOutboxRow,
+        requestId,
+        connector: 'refusing',
+        startedAt: new Date(),
+        durationMs: 1,
+        outcome: 'refused',
+        httpStatus: 422,
+        answer: 'insufficient wallet funds',
+        step: { kind: 'park', reason: 'refused' },
+      };
+    }
+    const record = (attempts: RecordedAttempt[]) =>
+      t.app
+        .get(TransactionRunner)
+        .run((tx) => tx.commitWith(t.app.get(OutboxRepository).recordStatements(attempts)));
+
+    it('an attempt whose row a newer attempt took over and parked for its retry budget: no flag, no step', async () => {
+      const [key] = await twoSettled(t, ['STALE1', 'STALE2']);
+      const late = await refusedAttempt(key, 1, 'late-request');
+      await t.db.query(
+        `UPDATE wallet_outbox SET attempts = 2, status = 'parked', parked_reason = 'retry_budget_exhausted', parked_at = now()
+          WHERE id = $1`,
+        [late.row.id],
+      );
+      const result = await record([late]);
+      expect({ step: result.row0.rowCount, flag: result.flag.rowCount }).toEqual({ step: 0, flag: 0 });
+      const { rows } = await t.db.query(`SELECT needs_review FROM coupons WHERE coupon_code = 'STALE1'`);
+      expect(rows).toEqual([{ needs_review: false }]);
+    });
+
+    it('a record run again (its COMMIT outcome unknown): one history line per attempt, one flag', async () => {
+      const key = 'STALE2:0:final_credit';
+      const attempt = await refusedAttempt(key, 1, 'request-once');
+      await t.db.query(`UPDATE wallet_outbox SET attempts = 1 WHERE operation_key = $1`, [key]);
+      const first = await record([attempt]);
+      const again = await record([attempt]);
+      expect([first.attempt0.rowCount, again.attempt0.rowCount]).toEqual([1, 0]);
+      const { rows } = await t.db.query<{ lines: number; status: string; review: boolean }>(
+        `SELECT (SELECT count(*)::int FROM wallet_delivery_attempts a WHERE a.outbox_id = o.id) AS lines, o.status,
+                (SELECT needs_review FROM coupons WHERE coupon_code = 'STALE2') AS review
+           FROM wallet_outbox o WHERE o.operation_key = $1`,
+        [key],
+      );
+      expect(rows).toEqual([{ lines: 1, status: 'parked', review: true }]);
+    });
   });
 });
 
