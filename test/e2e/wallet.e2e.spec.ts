@@ -125,7 +125,15 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     await register(t.app, 'WC1', 'w-c', '10.00');
     wallet.setFaults({ down: true });
     await deliver(t.app, batchOf('wc-1', { code: 'WC1', status: 2, realWin: '7.25' }));
-    await eventually(async () => (await outbox('w-c'))[0]?.attempts >= 3, 'three failed attempts');
+    // Recorded 503s, not claims: a claimed attempt may reach the wallet only after it is back up.
+    const recorded503 = async () =>
+      (
+        await t.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM wallet_delivery_attempts a JOIN wallet_outbox o ON o.id = a.outbox_id
+            WHERE o.account_id = 'w-c' AND a.http_status = 503`,
+        )
+      ).rows[0].n;
+    await eventually(async () => (await recorded503()) >= 3, 'three failed attempts recorded');
     expect((await outbox('w-c'))[0].status).toBe('pending');
     wallet.setFaults({ down: false, dropAfterApply: 1 });
     await eventually(async () => wallet.stats().faults.dropped >= 1, 'an answer lost after applying');
