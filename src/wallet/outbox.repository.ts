@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { FindOptionsWhere, LessThan } from 'typeorm';
+import { CouponRepository } from '../coupons/coupon.repository.js';
 import { Statement, StatementGroup, Tx } from '../database/transaction.js';
 import { OperationType } from '../ledger/ledger.types.js';
 import { WalletDeliveryAttemptEntity } from './entities/wallet-delivery-attempt.entity.js';
@@ -43,15 +44,17 @@ export interface OutboxCounts {
 /** SQL of the wallet outbox (docs/wallet.md): claims, attempts, operator actions, pause state. */
 @Injectable()
 export class OutboxRepository {
+  constructor(private readonly coupons: CouponRepository) {}
+
   /**
    * Claims up to `limit` due pending rows whose account has no earlier pending or parked row (each
    * its account's *head*, so no two of one account: an account's rows go out in order, other
    * accounts in parallel), the oldest such heads first, unless delivery is paused: leases them for
    * `leaseMs` and counts the attempt, in one statement (`FOR UPDATE SKIP LOCKED`: claimers never
-   * wait for each other). A lease that runs out (a crashed worker) makes the row due again. Cost: the 64 oldest pending rows usually hold a
-   * due head; when they do not (one account's long backlog whose head is in flight, parked or
-   * waiting to be retried), one index probe per account with open rows finds the heads, rather
-   * than one per row (docs/wallet.md, "Claim cost").
+   * wait for each other). A lease that runs out (a crashed worker) makes the row due again. Cost:
+   * the 64 oldest pending rows usually hold a due head; when they do not (one account's long
+   * backlog whose head is in flight, parked or waiting to be retried), one index probe per account
+   * with open rows finds the heads, rather than one per row (docs/wallet.md, "Claim cost").
    */
   claimStatement(leaseMs: number, limit: number): Statement<ClaimedOutboxRow> {
     // The account's head: a min() over the open-rows index, which every PostgreSQL plans as one
@@ -108,8 +111,8 @@ export class OutboxRepository {
    * still that attempt's (pending, same attempt count: a lease that ran out and was claimed again
    * leaves the row to the newer attempt, and its coupon unflagged); a record run again adds no
    * second history line. The coupons of rows this record parked as refused or conflict are
-   * flagged `needs_review` (`wallet_refused`) in one statement that locks them in the callback's
-   * order (`coupon_code` bytewise, no deadlock with a batch); a pause step pauses all delivery.
+   * flagged `needs_review` (`wallet_refused`), locked first in the order batches lock coupons in
+   * (no deadlock with a batch); a pause step pauses all delivery.
    */
   recordStatements(attempts: RecordedAttempt[]): StatementGroup {
     const group: StatementGroup = {};
@@ -162,17 +165,14 @@ export class OutboxRepository {
         a.step.kind === 'park' && a.step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null,
     );
     if (flagged.length) {
+      // Locked first in the batches' order (CouponRepository.lockStatement), then flagged.
+      group.lockCoupons = this.coupons.lockStatement(flagged.map((a) => a.row.couponCode as string));
       group.flag = {
         name: 'wo_flag_coupons',
-        text: `WITH parked AS (
-                 SELECT f.code FROM unnest($1::bigint[], $2::text[], $4::int[]) AS f(id, code, attempt)
+        text: `UPDATE coupons c SET needs_review = true, review_reason = $3, updated_at = now()
+                 FROM unnest($1::bigint[], $2::text[], $4::int[]) AS f(id, code, attempt)
                  JOIN wallet_outbox o ON o.id = f.id AND o.status = 'parked' AND o.attempts = f.attempt
-               ), locked AS MATERIALIZED (
-                 SELECT c.coupon_code FROM coupons c WHERE c.coupon_code IN (SELECT code FROM parked)
-                 ORDER BY c.coupon_code COLLATE "C" FOR UPDATE
-               )
-               UPDATE coupons c SET needs_review = true, review_reason = $3, updated_at = now()
-                 FROM locked l WHERE c.coupon_code = l.coupon_code`,
+                WHERE c.coupon_code = f.code`,
         values: [
           flagged.map((a) => a.row.id),
           flagged.map((a) => a.row.couponCode),

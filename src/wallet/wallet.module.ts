@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/configuration.js';
+import { CouponsModule } from '../coupons/coupons.module.js';
 import { OutboxRepository } from './outbox.repository.js';
 import { OutboxWorker } from './outbox.worker.js';
 import { WALLET_CONNECTORS } from './wallet-connectors.js';
@@ -18,6 +19,7 @@ export class WalletModule {
   static forRoot(config: AppConfig): DynamicModule {
     const base = {
       module: WalletModule,
+      imports: [CouponsModule],
       controllers: [WalletController],
       providers: [OutboxRepository, WalletMetrics, WalletService],
     };
@@ -29,6 +31,6 @@ export class WalletModule {
         `Invalid configuration:\n  - WALLET_CONNECTOR: no connector '${name}' (known: ${Object.keys(WALLET_CONNECTORS).join(', ')}, none)`,
       );
     }
-    return { ...base, imports: [connector], providers: [...base.providers, OutboxWorker] };
+    return { ...base, imports: [...base.imports, connector], providers: [...base.providers, OutboxWorker] };
   }
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
+import { CouponRepository } from '../../src/coupons/coupon.repository.js';
 import { TransactionRunner } from '../../src/database/transaction.js';
 import { OutboxRepository } from '../../src/wallet/outbox.repository.js';
 import type { ClaimedOutboxRow, RecordedAttempt } from '../../src/wallet/outbox.repository.js';
@@ -506,7 +507,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
           async () =>
             (
               await t.db.query(
-                `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND query LIKE '%needs_review = true%'`,
+                `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock' AND application_name = 'settlement-receiver'`,
                 [database],
               )
             ).rowCount,
@@ -588,7 +589,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
 describe('the claim with a long backlog in one account (docs/wallet.md, "Claim cost")', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
-  const claim = new OutboxRepository().claimStatement(20_000, 1);
+  const claim = new OutboxRepository(new CouponRepository()).claimStatement(20_000, 1);
 
   beforeAll(async () => {
     db = await createTestDatabase();
