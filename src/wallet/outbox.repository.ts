@@ -118,25 +118,6 @@ export class OutboxRepository {
     const group: StatementGroup = {};
     attempts.forEach((a, i) => {
       const { step } = a;
-      group[`attempt${i}`] = {
-        name: 'wo_attempt',
-        // Once per request id: a record run again (a COMMIT whose outcome was unknown) adds no line.
-        text: `INSERT INTO wallet_delivery_attempts
-                 (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
-               SELECT $1, $2, $3::text, $4, $5, $6, $7, $8, $9
-                WHERE NOT EXISTS (SELECT 1 FROM wallet_delivery_attempts WHERE outbox_id = $1 AND request_id = $3::text)`,
-        values: [
-          a.row.id,
-          a.row.attempt,
-          a.requestId,
-          a.connector,
-          a.startedAt,
-          a.durationMs,
-          a.outcome,
-          a.httpStatus,
-          a.answer,
-        ],
-      };
       group[`row${i}`] = {
         name: 'wo_step',
         text: `UPDATE wallet_outbox
@@ -157,6 +138,27 @@ export class OutboxRepository {
           step.kind,
           step.kind === 'park' ? step.reason : null,
           step.kind === 'retry' ? step.delayMs : 0,
+        ],
+      };
+      group[`attempt${i}`] = {
+        name: 'wo_attempt',
+        // Once per request id: a record run again (a COMMIT whose outcome was unknown) adds no line.
+        // After the row's step, whose row lock waits for a first run still committing, so that this
+        // statement's snapshot sees that run's line.
+        text: `INSERT INTO wallet_delivery_attempts
+                 (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
+               SELECT $1, $2, $3::text, $4, $5, $6, $7, $8, $9
+                WHERE NOT EXISTS (SELECT 1 FROM wallet_delivery_attempts WHERE outbox_id = $1 AND request_id = $3::text)`,
+        values: [
+          a.row.id,
+          a.row.attempt,
+          a.requestId,
+          a.connector,
+          a.startedAt,
+          a.durationMs,
+          a.outcome,
+          a.httpStatus,
+          a.answer,
         ],
       };
     });

@@ -583,6 +583,43 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
       );
       expect(rows).toEqual([{ lines: 1, status: 'parked', review: true }]);
     });
+
+    it('a record run again while the first run is still committing: one history line', async () => {
+      const [key] = await twoSettled(t, ['RACE1', 'RACE2']); // delivery stays paused
+      const attempt = await refusedAttempt(key, 1, 'request-racing');
+      await t.db.query(`UPDATE wallet_outbox SET attempts = 1 WHERE operation_key = $1`, [key]);
+      let sent!: () => void;
+      let commit!: () => void;
+      const firstSent = new Promise<void>((resolve) => (sent = resolve));
+      const gate = new Promise<void>((resolve) => (commit = resolve));
+      const first = t.app.get(TransactionRunner).run(async (tx) => {
+        const result = await tx.send(t.app.get(OutboxRepository).recordStatements([attempt]));
+        sent();
+        await gate; // its COMMIT not sent yet: the run again starts meanwhile
+        return result;
+      });
+      await firstSent;
+      const again = record([attempt]);
+      await eventually(
+        async () =>
+          (
+            await t.db.query(
+              `SELECT 1 FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND application_name = 'settlement-receiver'`,
+            )
+          ).rowCount,
+        'the run again waiting for the first',
+      );
+      commit();
+      const results = [(await first).attempt0.rowCount, (await again).attempt0.rowCount];
+      expect(results).toEqual([1, 0]);
+      const { rows } = await t.db.query<{ lines: number }>(
+        `SELECT count(*)::int AS lines FROM wallet_delivery_attempts a JOIN wallet_outbox o ON o.id = a.outbox_id
+          WHERE o.operation_key = $1`,
+        [key],
+      );
+      expect(rows).toEqual([{ lines: 1 }]);
+    });
   });
 });
 
