@@ -262,6 +262,48 @@ describe('Tx: generic plans for the statements that ask for them (Statement.gene
   });
 });
 
+describe('Tx: array parameters', () => {
+  const t = useTestApp();
+
+  it('reach PostgreSQL as node-postgres would send them, one array shared by a group included', async () => {
+    const texts = [
+      'A-1',
+      'quote"d',
+      'back\\slash',
+      '\\"',
+      'a,b',
+      '{x}',
+      ' spaced ',
+      '',
+      'NULL',
+      'null',
+      null,
+      'ü€',
+    ];
+    const numbers = [1, -2.5, 0, null, 9007199254740991];
+    const flags = [true, false, null];
+    const dates = [new Date('2026-12-02T10:00:00.000Z')];
+    const select = {
+      text: 'SELECT $1::text[] AS texts, $2::numeric[]::text[] AS numbers, $3::boolean[] AS flags, $4::timestamptz[] AS dates',
+      values: [texts, numbers, flags, dates],
+    };
+    const viaTx = await t.app
+      .get(TransactionRunner)
+      .run((tx) =>
+        tx.commitWith({ first: select, second: { text: 'SELECT $1::text[] AS texts', values: [texts] } }),
+      );
+    const viaPg = await t.db.query(select.text, select.values);
+    expect(viaTx.first.rows).toEqual(viaPg.rows);
+    expect(viaTx.first.rows[0]).toEqual({
+      texts,
+      numbers: ['1', '-2.5', '0', null, '9007199254740991'],
+      flags,
+      dates,
+    });
+    expect(viaTx.second.rows).toEqual([{ texts }]);
+  });
+});
+
 describe('Tx.savepoint less than statement_timeout before the deadline', () => {
   const t = useTestApp();
 
