@@ -112,6 +112,22 @@ describe('parseExactJson equals the lossless-json reference (CONTRACT §3)', () 
   });
 
   it.each([
+    ['"" (the document itself)', '1171078241', ''],
+    ['an array index', '[5,{"0":7},[1.5]]', '0'],
+    ['an array index that is not the first', '[5,6]', '1'],
+  ])('a kept-as-text key the reviver also meets outside objects: %s', (_name, text, key) => {
+    expect(expectSame(text, new Set([key]))).toMatchObject({ ok: true, lossless: true });
+  });
+
+  it('nesting deeper than the stack allows, under a very large limit: the reference error', () => {
+    const text = '['.repeat(20000) + ']'.repeat(20000);
+    expect(expectSame(text, AMOUNTS, 1e9)).toEqual({
+      ok: false,
+      error: 'SyntaxError: nested deeper than 1000000000 levels',
+    });
+  });
+
+  it.each([
     ['equal values', '{"a":1,"a":1}', 'a', 8],
     ['[] and {}', '{"x":[],"x":{}}', 'x', 9],
     ['an escaped repeat', '{"b":{"a":1,"\\u0061":1}}', 'a', 13],
