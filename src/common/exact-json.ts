@@ -28,6 +28,7 @@ function isExtremeNumber(text: string): boolean {
 
 const NO_KEYS: ReadonlySet<string> = new Set();
 
+const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 /** A character of a JSON number token after its first: digit, `.`, `e`, `E`, `+`, `-`. */
 const isNumberTail = (c: number) =>
@@ -60,7 +61,7 @@ function nativeTokensAgree(text: string, keepAsText: ReadonlySet<string>, keys: 
   let keyed = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d) continue;
+    if (isJsonWhitespace(c)) continue;
     if (c === 0x22) {
       // Without backslashes the next quote closes the string.
       stringStart = i + 1;
@@ -202,8 +203,6 @@ export function parseLosslessJson(
     throw new SyntaxError(`Duplicate key '${repeated.key}' encountered at position ${repeated.position}`);
   return { value, lossless, extreme };
 }
-
-const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
 
 /**
  * The first key that appears twice in one object of `text`, which must be valid JSON (decoded:
