@@ -117,6 +117,7 @@ export class CouponRepository {
    */
   applyBatchStatement(w: BatchWrites, attempt: unknown[] | null): Statement {
     const statesParam = w.payloadsJson === null ? 3 : attempt ? 13 : 4;
+    const codesParam = w.payloadsJson === null ? (attempt ? 13 : 4) : attempt ? 14 : 5;
     return {
       name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
       genericPlan: true,
@@ -143,8 +144,7 @@ export class CouponRepository {
                  real_win numeric, generation int, generation_settled boolean, settled_amount numeric,
                  recalculation_open boolean, needs_review boolean, review_reason text)
                -- The codes as an array too: an index scan however few coupons the generic plan saw.
-               WHERE c.coupon_code = r.coupon_code AND c.coupon_code = ANY (ARRAY(
-                 SELECT k.coupon_code FROM jsonb_to_recordset($${statesParam}::jsonb) AS k(coupon_code text)))
+               WHERE c.coupon_code = r.coupon_code AND c.coupon_code = ANY ($${codesParam}::text[])
              ), bet AS (
                INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id)
                SELECT m.coupon_code, e.value ->> 'uuid', (m.event_statuses ->> (e.ord::int - 1))::int, e.value, $1
@@ -182,6 +182,7 @@ export class CouponRepository {
         w.payloadsJson === null ? statesJson(w.states) : w.payloadsJson,
         ...(attempt ?? []),
         ...(w.payloadsJson === null ? [] : [statesJson(w.states)]),
+        w.states.map((st) => st.couponCode),
       ],
     };
   }

@@ -90,8 +90,12 @@ export class LedgerRepository {
                                     $7::text[], $8::text[], $9::boolean[]) WITH ORDINALITY
                  AS o(key, type, code, generation, account, amount, currency, batch_id, require_funds, ord)
              ), lk AS MATERIALIZED (
-               SELECT id, currency::text AS currency, balance FROM accounts
-               WHERE id = ANY($11::text[]) ORDER BY id COLLATE "C" FOR NO KEY UPDATE
+               -- Joined to the ids, not filtered by \`= ANY($11)\`: the generic plan may scan
+               -- accounts, and a scan filtered by an array parameter compares each row with
+               -- every id (the joins below too).
+               SELECT a.id, a.currency::text AS currency, a.balance
+               FROM unnest($11::text[]) AS p(id) JOIN accounts a ON a.id = p.id
+               ORDER BY a.id COLLATE "C" FOR NO KEY UPDATE OF a
              ), funds AS MATERIALIZED (
                -- Only when an operation requires funds: each new operation's player balance after
                -- it, the operations before it (in the given order) included.
@@ -116,12 +120,12 @@ export class LedgerRepository {
                -- After the players (it waits for the checks): one house sub-account per currency.
                SELECT currency, id FROM (
                  SELECT c.currency, coalesce(
-                   (SELECT h.id FROM accounts h
-                     WHERE h.id = ANY($10::text[]) AND h.kind = 'house' AND h.currency = c.currency
-                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED),
-                   (SELECT h.id FROM accounts h
-                     WHERE h.id = ANY($10::text[]) AND h.kind = 'house' AND h.currency = c.currency
-                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE)) AS id
+                   (SELECT h.id FROM unnest($10::text[]) AS p(id) JOIN accounts h ON h.id = p.id
+                     WHERE h.kind = 'house' AND h.currency = c.currency
+                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE OF h SKIP LOCKED),
+                   (SELECT h.id FROM unnest($10::text[]) AS p(id) JOIN accounts h ON h.id = p.id
+                     WHERE h.kind = 'house' AND h.currency = c.currency
+                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE OF h)) AS id
                  FROM (SELECT DISTINCT currency FROM oin) c
                  WHERE (SELECT ok FROM checked)) h
                WHERE receiver_assert(id IS NOT NULL, '${code[ErrorCode.NOT_FOUND]}', format('no house account holds %s', currency))
