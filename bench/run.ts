@@ -1,5 +1,5 @@
 /**
- * Throughput benchmark: the receiver as users start it (`node dist/src/main.js`) against the raw
+ * Throughput benchmark: the receiver as `npm start` starts it (`node … dist/src/main.js`) against the raw
  * baseline (bench/baseline-server.ts), each on a fresh database of one PostgreSQL server, loaded by
  * autocannon with signed 100-coupon batches (bench/load.ts) of two profiles, today's mix then the
  * money-heavy one, sampling each side's sessions for lock waits; then the receiver in inbox mode
@@ -120,6 +120,11 @@ const OPS_KEY = 'bench-ops-key';
 const CALLBACK_PATH = '/sportapi/callback';
 const ROOT = process.cwd();
 const RECEIVER_ENTRY = fileURLToPath(new URL('../src/main.js', import.meta.url));
+/** Node's flags in package.json's `start` script (`exec node <flags> dist/src/main.js`), as `npm start` runs it. */
+const RECEIVER_NODE_FLAGS = startScriptNodeFlags(
+  (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
+    .start,
+);
 const BASELINE_ENTRY = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
 const SIM_CLI = fileURLToPath(new URL('../sim/cli.js', import.meta.url));
 const LOG_DIR = resolve(ROOT, '.data', 'bench');
@@ -249,6 +254,13 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
+/** The `--flags` between `node` and `dist/src/main.js` of an npm script. @throws Error when it runs no such command. */
+function startScriptNodeFlags(script: string): string[] {
+  const match = /\bnode((?:\s+--\S+)*)\s+dist\/src\/main\.js\b/.exec(script);
+  if (!match) throw new Error(`package.json's start script does not run node dist/src/main.js: ${script}`);
+  return match[1].split(/\s+/).filter(Boolean);
+}
+
 /**
  * Starts `node <nodeArgs>` (with the `--profile` flags), its output to `.data/bench/<logName>.log`
  * (appended to with `append`), and waits until `probe` answers anything (at most 90 s).
@@ -344,11 +356,11 @@ class Side implements Stoppable {
       ...this.extraEnv,
     };
     delete env.TEST_DATABASE_URL;
-    const entry = this.name === 'baseline' ? BASELINE_ENTRY : RECEIVER_ENTRY;
+    const nodeArgs = this.name === 'baseline' ? [BASELINE_ENTRY] : [...RECEIVER_NODE_FLAGS, RECEIVER_ENTRY];
     const probe = this.name === 'baseline' ? '/health' : '/accounts/bench-probe';
     this.child = await startChild(
       this.label,
-      [entry],
+      nodeArgs,
       env,
       logName,
       append,
