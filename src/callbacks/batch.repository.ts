@@ -53,14 +53,17 @@ export class BatchRepository {
    * transaction owns the batch for {@link CLAIMED_BY_THIS_TRANSACTION}. With `checkInbox` (the
    * hot path) it claims nothing while a pending inbox row holds the batch id or one of
    * `couponCodes` (docs/inbox-mode.md); an inbox worker applying that row claims without it.
+   * A batch with `inboxId` takes its bytes from that inbox row (as stored, still compressed) and
+   * fails (payload NOT NULL) unless the row's payload hash is the batch's.
    */
   claimStatement(
-    batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer },
+    batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer; inboxId?: string },
     couponCodes: string[],
     options: { checkInbox: boolean; actor?: string | null },
   ): Statement<{ claimed: boolean; inboxPending: boolean }> {
+    const fromInbox = batch.inboxId !== undefined;
     return {
-      name: 'cb_claim',
+      name: fromInbox ? 'cb_claim_from_inbox' : 'cb_claim',
       text: `WITH held AS (
                SELECT $6::boolean AND EXISTS (
                  SELECT 1 FROM callback_inbox
@@ -68,7 +71,11 @@ export class BatchRepository {
                ) AS inbox_pending
              ), claim AS (
                INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, actor)
-               SELECT $1, $2, $3, $4, $7 FROM held WHERE NOT held.inbox_pending
+               SELECT $1, $2, $3, ${
+                 fromInbox
+                   ? '(SELECT payload FROM callback_inbox WHERE id = $4::bigint AND payload_hash = $2::char(64))'
+                   : '$4'
+               }, $7 FROM held WHERE NOT held.inbox_pending
                ON CONFLICT (batch_id) DO NOTHING RETURNING 1
              )
              SELECT set_config('${CLAIMED_SETTING}', (EXISTS (SELECT 1 FROM claim))::text, true)::boolean AS claimed,
@@ -77,7 +84,7 @@ export class BatchRepository {
         batch.batchId,
         batch.payloadHash,
         batch.couponCount,
-        batch.rawBody,
+        batch.inboxId ?? batch.rawBody,
         couponCodes,
         options.checkInbox,
         options.actor ?? null,

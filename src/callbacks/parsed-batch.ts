@@ -24,4 +24,9 @@ export interface ParsedBatch {
    * numbers equal as numbers), so they need not be sent to the database again.
    */
   payloadsAsSent: boolean;
+  /**
+   * Set by the inbox workers: the `callback_inbox` row holding these exact bytes, which the claim
+   * copies as stored instead of sending (and compressing) them again.
+   */
+  inboxId?: string;
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import request from 'supertest';
+import { BatchRepository } from '../../src/callbacks/batch.repository.js';
 import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import { injectTrigger, lockWaiters } from '../support/database-faults.js';
@@ -146,6 +147,66 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect((await inboxRows(t, 'ib-b1')).map((r) => [r.status, r.outcome, r.last_error])).toEqual([
       ['done', 'processed', null],
     ]);
+  });
+
+  it("stores an applied batch's body as its inbox row holds it, copied in the database and bound to its hash", async () => {
+    // Over 2 KB: PostgreSQL stores it compressed, and the worker's claim copies it as stored.
+    const events = Array.from({ length: 60 }, (_, i) => ({
+      uuid: `IB-BIG-event-${i}-${'x'.repeat(20)}`,
+      status: 0,
+    }));
+    const body = JSON.stringify(batchOf('ib-big', { code: 'IB-BIG', status: 1, events }));
+    // A body sent again by the worker would reach the insert uncompressed.
+    const remove = await injectTrigger(
+      t.db,
+      'ib_big_copied',
+      'callback_batches',
+      `IF NEW.batch_id = 'ib-big' AND pg_column_compression(NEW.payload) IS NULL THEN
+         RAISE EXCEPTION 'the body was sent again, not copied';
+       END IF;`,
+    );
+    expect((await deliver(t.app, body)).status).toBe(200);
+    await drained(t);
+    await remove();
+    expect((await inboxRows(t, 'ib-big')).map((r) => [r.status, r.attempts, r.last_error])).toEqual([
+      ['done', 0, null],
+    ]);
+    const stored = await t.db.query(
+      `SELECT b.payload = i.payload AS same, octet_length(b.payload) AS bytes,
+              pg_column_compression(b.payload) AS compression, i.id AS "inboxId"
+         FROM callback_batches b JOIN callback_inbox i USING (batch_id) WHERE batch_id = 'ib-big'`,
+    );
+    const { inboxId } = stored.rows[0];
+    expect(stored.rows).toEqual([
+      { same: true, bytes: Buffer.byteLength(body), compression: 'pglz', inboxId },
+    ]);
+
+    // The claim names the inbox row and the hash: another hash stores no body (payload NOT NULL).
+    const claim = (payloadHash: string) =>
+      new BatchRepository().claimStatement(
+        { batchId: 'ib-big-copy', payloadHash, couponCount: 1, rawBody: Buffer.alloc(0), inboxId },
+        ['IB-BIG'],
+        { checkInbox: false },
+      );
+    const client = await t.db.connect();
+    try {
+      await client.query('BEGIN');
+      const right = claim(sha256Hex(body));
+      expect((await client.query(right.text, right.values)).rows).toEqual([
+        { claimed: true, inboxPending: false },
+      ]);
+      const copy = await client.query(`SELECT payload FROM callback_batches WHERE batch_id = 'ib-big-copy'`);
+      expect(copy.rows[0].payload.toString()).toBe(body);
+      await client.query('ROLLBACK');
+      const wrong = claim(sha256Hex('another body'));
+      await expect(client.query(wrong.text, wrong.values)).rejects.toMatchObject({
+        code: '23502',
+        column: 'payload',
+      });
+    } finally {
+      client.release();
+    }
+    expect(await rowsOfBatch(t.db, 'ib-big-copy')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
   });
 
   it("counts a worker's financial operations in the ledger-operations metric once committed, as inline (CONTRACT §7)", async () => {

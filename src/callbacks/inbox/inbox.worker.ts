@@ -50,7 +50,10 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           let outcome: InboxOutcome;
           try {
             outcome = await tx.savepoint('inbox_apply', async () => {
-              const batch = parseBatch(row.payload, this.config.currencies.maxMinorUnits);
+              const batch = {
+                ...parseBatch(row.payload, this.config.currencies.maxMinorUnits),
+                inboxId: row.id,
+              };
               return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
             });
           } catch (err) {
