@@ -88,11 +88,16 @@ export class OutboxRepository {
                UNION ALL
                (SELECT h.id FROM heads h WHERE ${due('h')} ORDER BY h.id LIMIT 64)
              ), next AS (
-               SELECT o.id FROM wallet_outbox o
-                WHERE o.id = ANY (ARRAY(SELECT id FROM candidates)) AND ${due('o')} AND o.id = ${head('o')}
-                ORDER BY o.id
-                LIMIT $2
-                FOR UPDATE OF o SKIP LOCKED
+               -- Each candidate looked up by its id, oldest first, until the limit is locked. Not one
+               -- filtered scan: with statistics that call pending rows rare, PostgreSQL scanned
+               -- every pending row in id order to keep that order.
+               SELECT o.id FROM (SELECT id FROM candidates ORDER BY id) c
+               CROSS JOIN LATERAL (
+                 SELECT o.id FROM wallet_outbox o
+                  WHERE o.id = c.id AND ${due('o')} AND o.id = ${head('o')}
+                  FOR UPDATE OF o SKIP LOCKED) o
+               ORDER BY c.id
+               LIMIT $2
              )
              UPDATE wallet_outbox o
                 SET attempts = o.attempts + 1, leased_until = now() + make_interval(secs => $1::double precision / 1000)
