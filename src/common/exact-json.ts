@@ -28,6 +28,9 @@ function isExtremeNumber(text: string): boolean {
 
 const NO_KEYS: ReadonlySet<string> = new Set();
 
+/** Keys a reviver also gets for values outside objects: `""` (the document) and array indices. */
+const REVIVER_NON_OBJECT_KEY = /^(?:0|[1-9][0-9]*)?$/;
+
 const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x09 || c === 0x0d;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
 /** A character of a JSON number token after its first: digit, `.`, `e`, `E`, `+`, `-`. */
@@ -143,9 +146,6 @@ function parseNative(text: string, keepAsText: ReadonlySet<string>, maxDepth: nu
   if (keys < 0) return undefined;
   return nativeTokensAgree(text, keepAsText, keys) ? value : undefined;
 }
-
-/** Keys a reviver also gets for values outside objects: `""` (the document) and array indices. */
-const REVIVER_NON_OBJECT_KEY = /^(?:0|[1-9][0-9]*)?$/;
 
 /**
  * JSON without floating point (CONTRACT §3: amounts never pass through it; other fields are kept

@@ -116,8 +116,28 @@ export class CouponRepository {
    * The coupons must be locked by this transaction.
    */
   applyBatchStatement(w: BatchWrites, attempt: unknown[] | null): Statement {
-    const statesParam = w.payloadsJson === null ? 3 : attempt ? 13 : 4;
-    const codesParam = w.payloadsJson === null ? (attempt ? 13 : 4) : attempt ? 14 : 5;
+    // $1 batch id, $2 snapshots, $3 the sent payloads (or the states), $4–$12 the attempt, then
+    // (sent payloads) the states, and the changed coupons' codes: `push` answers each one's number.
+    const values: unknown[] = [
+      w.batchId,
+      JSON.stringify(
+        w.snapshots.map((s) => ({
+          coupon_code: s.couponCode,
+          position: s.position,
+          status: s.status,
+          real_win: s.realWin,
+          applied: s.applied,
+          transition: s.transition,
+          generation: s.generation,
+          operations: s.operations,
+          event_statuses: s.eventStatuses,
+        })),
+      ),
+      w.payloadsJson ?? statesJson(w.states),
+      ...(attempt ?? []),
+    ];
+    const statesParam = w.payloadsJson === null ? 3 : values.push(statesJson(w.states));
+    const codesParam = values.push(w.states.map((st) => st.couponCode));
     return {
       name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
       genericPlan: true,
@@ -164,26 +184,7 @@ export class CouponRepository {
                  : ''
              }
              SELECT count(*)::int AS snapshots FROM meta`,
-      values: [
-        w.batchId,
-        JSON.stringify(
-          w.snapshots.map((s) => ({
-            coupon_code: s.couponCode,
-            position: s.position,
-            status: s.status,
-            real_win: s.realWin,
-            applied: s.applied,
-            transition: s.transition,
-            generation: s.generation,
-            operations: s.operations,
-            event_statuses: s.eventStatuses,
-          })),
-        ),
-        w.payloadsJson === null ? statesJson(w.states) : w.payloadsJson,
-        ...(attempt ?? []),
-        ...(w.payloadsJson === null ? [] : [statesJson(w.states)]),
-        w.states.map((st) => st.couponCode),
-      ],
+      values,
     };
   }
 

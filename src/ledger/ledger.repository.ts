@@ -82,6 +82,12 @@ export class LedgerRepository {
     outboxTypes: readonly string[],
   ): Statement<PostingRow> {
     const code = LEDGER_SQLSTATE;
+    // One of the house sub-accounts $10 of currency c.currency, at random: a free one, or with
+    // `wait` any one, waiting for its lock.
+    const pickHouse = (wait: boolean) =>
+      `(SELECT h.id FROM unnest($10::text[]) AS p(id) JOIN accounts h ON h.id = p.id
+         WHERE h.kind = 'house' AND h.currency = c.currency
+         ORDER BY random() LIMIT 1 FOR NO KEY UPDATE OF h${wait ? '' : ' SKIP LOCKED'})`;
     return {
       name: 'lg_post',
       genericPlan: true,
@@ -92,7 +98,7 @@ export class LedgerRepository {
              ), lk AS MATERIALIZED (
                -- Joined to the ids, not filtered by \`= ANY($11)\`: the generic plan may scan
                -- accounts, and a scan filtered by an array parameter compares each row with
-               -- every id (the joins below too).
+               -- every id (pickHouse too).
                SELECT a.id, a.currency::text AS currency, a.balance
                FROM unnest($11::text[]) AS p(id) JOIN accounts a ON a.id = p.id
                ORDER BY a.id COLLATE "C" FOR NO KEY UPDATE OF a
@@ -119,13 +125,7 @@ export class LedgerRepository {
              ), house AS MATERIALIZED (
                -- After the players (it waits for the checks): one house sub-account per currency.
                SELECT currency, id FROM (
-                 SELECT c.currency, coalesce(
-                   (SELECT h.id FROM unnest($10::text[]) AS p(id) JOIN accounts h ON h.id = p.id
-                     WHERE h.kind = 'house' AND h.currency = c.currency
-                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE OF h SKIP LOCKED),
-                   (SELECT h.id FROM unnest($10::text[]) AS p(id) JOIN accounts h ON h.id = p.id
-                     WHERE h.kind = 'house' AND h.currency = c.currency
-                     ORDER BY random() LIMIT 1 FOR NO KEY UPDATE OF h)) AS id
+                 SELECT c.currency, coalesce(${pickHouse(false)}, ${pickHouse(true)}) AS id
                  FROM (SELECT DISTINCT currency FROM oin) c
                  WHERE (SELECT ok FROM checked)) h
                WHERE receiver_assert(id IS NOT NULL, '${code[ErrorCode.NOT_FOUND]}', format('no house account holds %s', currency))
