@@ -25,6 +25,7 @@ import {
   BalanceTotals,
   CURRENCY,
   cloneDatabase,
+  createDatabase,
   createMigratedDatabase,
   databaseUrl,
   dropDatabases,
@@ -64,6 +65,7 @@ const { values: args } = parseArgs({
     slices: { type: 'string' },
     embedded: { type: 'boolean', default: false },
     'db-prefix': { type: 'string', default: 'bench' },
+    'receiver-build': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -98,6 +100,10 @@ const HELP = `npm run bench [-- options]: the receiver against a raw node:http +
   --port-base N           receiver N+1, baseline N+2, inbox receiver N+3, wallet receiver N+4,
                           wallet baseline N+5, stand-in wallet N+6, embedded PostgreSQL N+90 (4100)
   --baseline-pool-size N  the baseline's connections (16)
+  --receiver-build DIR    run the receiver built in DIR (a built checkout, e.g. a worktree of an
+                          earlier commit: its dist/src/main.js with its start script's node flags)
+                          on a database it migrates itself, to measure before and after against
+                          the same baseline; not with --large or --wallet
   --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile
                           (runs sharing a PostgreSQL need distinct --db-prefix and --port-base)`;
 
@@ -119,11 +125,16 @@ const SECRET = 'bench-webhook-secret';
 const OPS_KEY = 'bench-ops-key';
 const CALLBACK_PATH = '/sportapi/callback';
 const ROOT = process.cwd();
-const RECEIVER_ENTRY = fileURLToPath(new URL('../src/main.js', import.meta.url));
+/** The checkout whose receiver runs: this one, or `--receiver-build`'s. */
+const RECEIVER_BUILD = args['receiver-build'] ? resolve(args['receiver-build']) : undefined;
+const RECEIVER_ROOT = RECEIVER_BUILD ?? ROOT;
+const RECEIVER_ENTRY = RECEIVER_BUILD
+  ? resolve(RECEIVER_BUILD, 'dist/src/main.js')
+  : fileURLToPath(new URL('../src/main.js', import.meta.url));
 /** Node's flags in package.json's `start` script (`exec node <flags> dist/src/main.js`), as `npm start` runs it. */
 const RECEIVER_NODE_FLAGS = startScriptNodeFlags(
-  (JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts
-    .start,
+  (JSON.parse(readFileSync(resolve(RECEIVER_ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } })
+    .scripts.start,
 );
 const BASELINE_ENTRY = fileURLToPath(new URL('./baseline-server.js', import.meta.url));
 const SIM_CLI = fileURLToPath(new URL('../sim/cli.js', import.meta.url));
@@ -196,6 +207,7 @@ const SELECTED: ProfileSpec[] = (args.profiles as string).split(',').map((name) 
   return PROFILES[key as LoadProfile];
 });
 
+if (RECEIVER_BUILD && (args.large || args.wallet)) usage('--receiver-build: not with --large or --wallet');
 if (args.wallet && !SELECTED.includes(PROFILES.money))
   usage('--wallet: the wallet run follows the money profile (--profiles money or mixed,money)');
 
@@ -272,13 +284,14 @@ async function startChild(
   logName: string,
   append: boolean,
   probe: string,
+  cwd = ROOT,
 ): Promise<ChildProcess> {
   mkdirSync(LOG_DIR, { recursive: true });
   const logPath = resolve(LOG_DIR, `${logName}.log`);
   const log = openSync(logPath, append ? 'a' : 'w');
   const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(LOG_DIR, 'profile')}`] : [];
   const child = spawn(process.execPath, [...flags, ...nodeArgs], {
-    cwd: ROOT,
+    cwd,
     env,
     stdio: ['ignore', log, log],
   });
@@ -365,6 +378,7 @@ class Side implements Stoppable {
       logName,
       append,
       `http://127.0.0.1:${this.port}${probe}`,
+      this.name === 'baseline' ? ROOT : RECEIVER_ROOT,
     );
   }
 
@@ -949,7 +963,9 @@ async function runPhase(
   const withInbox = profile.inbox && !dataset.large;
   const withWallet = profile.wallet && !dataset.large;
   await dropDatabases(admin, Object.values(dbs));
-  await cloneDatabase(admin, template, dbs.receiver, dataset.large);
+  // Another build's receiver migrates its own, empty database at start-up.
+  if (RECEIVER_BUILD) await createDatabase(admin, dbs.receiver);
+  else await cloneDatabase(admin, template, dbs.receiver, dataset.large);
   await cloneDatabase(admin, template, dbs.baseline, dataset.large);
 
   const logKey = `${profile.key}-${dataset.key}`;

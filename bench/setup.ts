@@ -73,9 +73,14 @@ export async function cloneDatabase(adminUrl: string, template: string, name: st
   });
 }
 
+/** Creates the empty database `name`. */
+export async function createDatabase(adminUrl: string, name: string): Promise<void> {
+  await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
+}
+
 /** Creates `name` and applies the receiver's migrations to it (the same code as `npm start`). */
 export async function createMigratedDatabase(adminUrl: string, name: string): Promise<void> {
-  await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(name)}`));
+  await createDatabase(adminUrl, name);
   const dataSource = await new DataSource(buildDataSourceOptions(databaseUrl(adminUrl, name))).initialize();
   try {
     await runMigrationsLocked(dataSource);
@@ -286,7 +291,7 @@ export async function seededTotals(url: string): Promise<{ coupons: number; bala
   return withClient(url, async (c) => {
     const { rows } = await c.query<{ coupons: string; balance: string }>(
       `SELECT (SELECT count(*) FROM coupons WHERE coupon_code LIKE '2%' AND account_id IS NOT NULL) AS coupons,
-              (SELECT coalesce(sum(balance), 0)::text FROM accounts WHERE id LIKE 'bench-p%') AS balance`,
+              (SELECT trim_scale(coalesce(sum(balance), 0))::text FROM accounts WHERE id LIKE 'bench-p%') AS balance`,
     );
     return { coupons: Number(rows[0].coupons), balance: rows[0].balance };
   });
@@ -349,14 +354,17 @@ export async function tableCounts(url: string, prefix: string, lastBatchId: stri
         `SELECT count(*) AS n FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
          WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
       ),
-      outboxRows: await one(
-        `SELECT count(*) AS n FROM wallet_outbox w JOIN financial_operations o ON o.id = w.operation_id
-         WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
-      ),
+      // (a receiver built before the wallet outbox has no such table: 0)
+      outboxRows: (await c.query("SELECT to_regclass('wallet_outbox') IS NOT NULL AS t")).rows[0].t
+        ? await one(
+            `SELECT count(*) AS n FROM wallet_outbox w JOIN financial_operations o ON o.id = w.operation_id
+             WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
+          )
+        : 0,
       ...(
         await c.query<{ players: string; house: string }>(
-          `SELECT coalesce(sum(e.amount) FILTER (WHERE a.kind = 'player'), 0)::text AS players,
-                  coalesce(sum(e.amount) FILTER (WHERE a.kind = 'house'), 0)::text AS house
+          `SELECT trim_scale(coalesce(sum(e.amount) FILTER (WHERE a.kind = 'player'), 0))::text AS players,
+                  trim_scale(coalesce(sum(e.amount) FILTER (WHERE a.kind = 'house'), 0))::text AS house
            FROM ledger_entries e JOIN financial_operations o ON o.id = e.operation_id
            JOIN accounts a ON a.id = e.account_id
            WHERE o.batch_id LIKE $1 AND o.batch_id <= $2`,
@@ -399,8 +407,8 @@ export async function balanceTotals(url: string, currency = CURRENCY): Promise<B
                   WHERE kind = 'house' AND currency = $1),
             he AS (SELECT coalesce(sum(e.amount), 0) AS v FROM ledger_entries e
                    JOIN accounts a ON a.id = e.account_id WHERE a.kind = 'house' AND a.currency = $1)
-       SELECT p.v::text AS players, h.v::text AS house_balance, he.v::text AS house_entries,
-              h.n AS house_accounts, (p.v + he.v)::text AS net
+       SELECT trim_scale(p.v)::text AS players, trim_scale(h.v)::text AS house_balance,
+              trim_scale(he.v)::text AS house_entries, h.n AS house_accounts, trim_scale(p.v + he.v)::text AS net
        FROM p, h, he`,
       [currency],
     );
