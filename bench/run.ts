@@ -475,6 +475,24 @@ async function backendCpu(dbUrl: string): Promise<Map<number, number>> {
   return cpu;
 }
 
+/** The server's current WAL insert position (an LSN), for {@link walBytesSince}. */
+async function walPosition(dbUrl: string): Promise<string> {
+  return withClient(
+    dbUrl,
+    async (c) => (await c.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn,
+  );
+}
+
+/** WAL bytes the server wrote since `lsn` ({@link walPosition}). */
+async function walBytesSince(dbUrl: string, lsn: string): Promise<number> {
+  return withClient(dbUrl, async (c) =>
+    Number(
+      (await c.query<{ n: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS n', [lsn]))
+        .rows[0].n,
+    ),
+  );
+}
+
 /** CPU ms the backends used between two {@link backendCpu} samples (new backends count whole). */
 function backendCpuUsed(before: Map<number, number>, after: Map<number, number>): number {
   let total = 0;
@@ -604,6 +622,8 @@ interface Slice {
   /** CPU ms of the server process and of its PostgreSQL backends during the run. */
   serverCpuMs: number;
   dbCpuMs: number;
+  /** WAL the server wrote during the run, bytes (the whole server's: the other side is idle). */
+  walBytes: number;
   answered: number;
   madeDuringRun: number;
   waits: WaitStats;
@@ -629,6 +649,8 @@ interface RunStats {
   /** CPU ms per answered delivery of the server process and of its PostgreSQL backends. */
   serverCpuMs: number;
   dbCpuMs: number;
+  /** WAL kB per answered delivery. */
+  walKb: number;
   madeDuringRun: number;
   waits: WaitStats;
 }
@@ -660,6 +682,7 @@ function summarize(side: SideName, connections: number, slices: Slice[]): RunSta
     hwmMb: Math.max(...slices.map((s) => s.hwmMb)),
     serverCpuMs: sum((s) => s.serverCpuMs) / answered,
     dbCpuMs: sum((s) => s.dbCpuMs) / answered,
+    walKb: sum((s) => s.walBytes) / 1024 / answered,
     madeDuringRun: sum((s) => s.madeDuringRun),
     waits: slices.reduce((w, s) => addWaits(w, s.waits), emptyWaits()),
   };
@@ -716,6 +739,7 @@ async function runLoad(
   const sampler = setInterval(sample, 100);
   const cpuBefore = cpuMsOf(side.pid) ?? NaN;
   const dbBefore = await backendCpu(side.dbUrl);
+  const walBefore = await walPosition(side.dbUrl);
   const waitSampler = sampleWaits ? new WaitSampler(side.dbUrl).start() : undefined;
   await opts.onStart?.();
   let finish: (result: autocannon.Result) => void = () => undefined;
@@ -749,6 +773,7 @@ async function runLoad(
   if (idle) await waitIdle(side);
   const serverCpu = (cpuMsOf(side.pid) ?? NaN) - cpuBefore;
   const dbCpu = backendCpuUsed(dbBefore, await backendCpu(side.dbUrl));
+  const walBytes = await walBytesSince(side.dbUrl, walBefore);
   const elapsed = result.duration || seconds;
   side.bestRate = Math.max(side.bestRate, (ok / elapsed) * (amount ? 1.5 : 1));
   return {
@@ -761,6 +786,7 @@ async function runLoad(
     hwmMb: hwm,
     serverCpuMs: serverCpu,
     dbCpuMs: dbCpu,
+    walBytes,
     answered: ok + non200,
     madeDuringRun: side.feed.madeDuringRun,
     waits,
@@ -877,6 +903,7 @@ function printTable(rows: RunStats[]): void {
     'dup',
     'peak RSS',
     'CPU ms/batch node+PG',
+    'WAL kB/batch',
     'lock waits',
   ];
   const lines = rows.map((r) => [
@@ -891,6 +918,7 @@ function printTable(rows: RunStats[]): void {
     `${r.ok ? Math.round((100 * r.duplicates) / r.ok) : 0}%`,
     mb(r.peakRssMb),
     Number.isFinite(r.serverCpuMs) ? `${r.serverCpuMs.toFixed(1)} + ${r.dbCpuMs.toFixed(1)}` : 'n/a',
+    r.walKb.toFixed(1),
     lockShare(r.waits),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
