@@ -475,20 +475,12 @@ async function backendCpu(dbUrl: string): Promise<Map<number, number>> {
   return cpu;
 }
 
-/** The server's current WAL insert position (an LSN), for {@link walBytesSince}. */
-async function walPosition(dbUrl: string): Promise<string> {
-  return withClient(
-    dbUrl,
-    async (c) => (await c.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn,
-  );
-}
-
-/** WAL bytes the server wrote since `lsn` ({@link walPosition}). */
-async function walBytesSince(dbUrl: string, lsn: string): Promise<number> {
+/** The server's current WAL insert position as a byte offset (the LSN less 0/0; exact below 2^53). */
+async function walPosition(dbUrl: string): Promise<number> {
   return withClient(dbUrl, async (c) =>
     Number(
-      (await c.query<{ n: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::text AS n', [lsn]))
-        .rows[0].n,
+      (await c.query<{ n: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS n")).rows[0]
+        .n,
     ),
   );
 }
@@ -773,7 +765,7 @@ async function runLoad(
   if (idle) await waitIdle(side);
   const serverCpu = (cpuMsOf(side.pid) ?? NaN) - cpuBefore;
   const dbCpu = backendCpuUsed(dbBefore, await backendCpu(side.dbUrl));
-  const walBytes = await walBytesSince(side.dbUrl, walBefore);
+  const walBytes = (await walPosition(side.dbUrl)) - walBefore;
   const elapsed = result.duration || seconds;
   side.bestRate = Math.max(side.bestRate, (ok / elapsed) * (amount ? 1.5 : 1));
   return {
