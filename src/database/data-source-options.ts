@@ -1,23 +1,7 @@
-import { Logger } from '@nestjs/common';
-import pg from 'pg';
 import { DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from '../../migrations/index.js';
-
-/**
- * The pool's client class (pg-pool's `Client` option): every connection gets a permanent 'error'
- * listener. A backend terminated while its client sits idle or between hand-overs (admin
- * shutdown, failover) emits 'error' on the client, and without a listener Node would end the
- * process; the broken client is discarded on its next use and that request is answered 503.
- */
-class ListenedClient extends pg.Client {
-  private static readonly logger = new Logger('Database');
-
-  constructor(config?: string | pg.ClientConfig) {
-    super(config);
-    this.on('error', (err: Error) => ListenedClient.logger.warn(`database connection lost: ${err.message}`));
-  }
-}
+import { PooledClient } from './pooled-client.js';
 
 /** Session timeouts applied to every connection of the pool (milliseconds). */
 export interface SessionTimeouts {
@@ -61,7 +45,7 @@ export function buildDataSourceOptions(
     poolSize,
     extra: {
       max: poolSize,
-      Client: ListenedClient,
+      Client: PooledClient,
       connectionTimeoutMillis: 3000,
       // A connection whose peer vanished (host down, partition) is noticed by TCP keepalive.
       keepAlive: true,

@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
+import { PooledClient } from './pooled-client.js';
 import { isConnectionLoss, isRetryable } from './pg-errors.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
@@ -265,35 +266,43 @@ export class Tx {
     const query_timeout = left + CLIENT_TIMEOUT_MARGIN_MS;
     // Array parameters as literals, each array formatted once per group (see arrayLiteral).
     const literals = new Map<unknown[], string | undefined>();
-    this.sendPending(query_timeout);
-    pending.push(...this.sent.splice(0));
-    for (const name of names) {
-      const settings = this.settingsFor(group[name], left);
-      if (settings) pending.push(this.client.query({ ...settings, query_timeout } as TimedQuery));
-      at.push(pending.length);
-      const { text, values, name: prepared } = group[name];
-      const sentValues = values?.map((v) => {
-        if (!Array.isArray(v)) return v;
-        if (!literals.has(v)) literals.set(v, arrayLiteral(v));
-        return literals.get(v) ?? v;
-      });
-      pending.push(
-        this.client.query({ text, values: sentValues, name: prepared, query_timeout } as TimedQuery),
-      );
-    }
-    // COMMIT is issued after the statements above, so it travels in the same round trip; its
-    // failure is taken at once (it may come before theirs) and reported after them.
+    // The whole group leaves in one write (one system call, one wake-up of the backend), not one
+    // per statement as node-postgres writes them (the pool's clients own their socket).
+    const socket = this.client instanceof PooledClient ? this.client.socket : undefined;
     let commitFailure: Promise<{ error: unknown } | undefined> | undefined;
-    if (commit) {
-      this.done = true;
-      this.committing = true;
-      // The pool's backstop timeout, not the deadline's: a COMMIT cut short leaves its outcome unknown.
-      // PostgreSQL answers the COMMIT of an aborted transaction (a failed statement whose error
-      // the work swallowed, e.g. through tx.manager) with ROLLBACK: nothing was committed.
-      commitFailure = this.client.query('COMMIT').then(
-        (answer) => (answer.command === 'COMMIT' ? undefined : { error: new TransactionRolledBackError() }),
-        (error: unknown) => ({ error }),
-      );
+    socket?.cork();
+    try {
+      this.sendPending(query_timeout);
+      pending.push(...this.sent.splice(0));
+      for (const name of names) {
+        const settings = this.settingsFor(group[name], left);
+        if (settings) pending.push(this.client.query({ ...settings, query_timeout } as TimedQuery));
+        at.push(pending.length);
+        const { text, values, name: prepared } = group[name];
+        const sentValues = values?.map((v) => {
+          if (!Array.isArray(v)) return v;
+          if (!literals.has(v)) literals.set(v, arrayLiteral(v));
+          return literals.get(v) ?? v;
+        });
+        pending.push(
+          this.client.query({ text, values: sentValues, name: prepared, query_timeout } as TimedQuery),
+        );
+      }
+      // COMMIT is issued after the statements above, so it travels in the same round trip; its
+      // failure is taken at once (it may come before theirs) and reported after them.
+      if (commit) {
+        this.done = true;
+        this.committing = true;
+        // The pool's backstop timeout, not the deadline's: a COMMIT cut short leaves its outcome unknown.
+        // PostgreSQL answers the COMMIT of an aborted transaction (a failed statement whose error
+        // the work swallowed, e.g. through tx.manager) with ROLLBACK: nothing was committed.
+        commitFailure = this.client.query('COMMIT').then(
+          (answer) => (answer.command === 'COMMIT' ? undefined : { error: new TransactionRolledBackError() }),
+          (error: unknown) => ({ error }),
+        );
+      }
+    } finally {
+      socket?.uncork();
     }
     const settled = await Promise.allSettled(pending);
     const commitError = await commitFailure;

@@ -1,4 +1,11 @@
-import { TransactionRolledBackError, TransactionRunner, Tx } from '../../src/database/transaction.js';
+import { Socket } from 'node:net';
+import { jest } from '@jest/globals';
+import {
+  Statement,
+  TransactionRolledBackError,
+  TransactionRunner,
+  Tx,
+} from '../../src/database/transaction.js';
 import { useTestApp } from '../support/test-app.js';
 
 // Tx.savepoint (used by the inbox workers, CONTRACT §4 step 5): SAVEPOINT and RELEASE travel
@@ -192,6 +199,60 @@ describe('Tx: START TRANSACTION with the first group', () => {
     expect((err as Error).message).toBe('refused before any statement');
     await transactions.run((tx) => tx.query("INSERT INTO tx_starts (mark) VALUES ('d')"));
     expect(await marks()).toEqual(['d']);
+  });
+});
+
+// node-postgres writes each statement on its own; a group (its START, SET LOCAL and COMMIT
+// included) leaves in one write, so PostgreSQL is woken once per group.
+describe('Tx: one write per group', () => {
+  const t = useTestApp();
+  let transactions: TransactionRunner;
+
+  beforeAll(() => {
+    transactions = t.app.get(TransactionRunner);
+  });
+
+  it('a transaction of two groups of three statements: two writes on the socket, the results in order', async () => {
+    const writev = jest.spyOn(Socket.prototype, '_writev');
+    const write = jest.spyOn(Socket.prototype, '_write');
+    try {
+      const [first, second] = await transactions.run(async (tx) => {
+        const statements = (from: number) => ({
+          a: { text: 'SELECT $1::int AS n', values: [from] } as Statement<{ n: number }>,
+          b: { text: 'SELECT $1::int AS n', values: [from + 1] } as Statement<{ n: number }>,
+          c: { text: 'SELECT $1::int AS n', values: [from + 2] } as Statement<{ n: number }>,
+        });
+        const one = await tx.send(statements(1));
+        const two = await tx.commitWith(statements(4));
+        return [one, two].map((g) => [g.a.rows[0].n, g.b.rows[0].n, g.c.rows[0].n]);
+      });
+      expect([first, second]).toEqual([
+        [1, 2, 3],
+        [4, 5, 6],
+      ]);
+      // What each write carried (background loops write on other connections: left out).
+      const written = [
+        ...writev.mock.calls.map(([chunks]) =>
+          // Node passes the chunks as Buffers, or as { chunk } when some are strings.
+          Buffer.concat(
+            (chunks as (Buffer | { chunk: Buffer | string })[]).map((c) =>
+              Buffer.isBuffer(c) ? c : Buffer.from(c.chunk),
+            ),
+          ),
+        ),
+        ...write.mock.calls.map(([chunk]) => Buffer.from(chunk as Buffer)),
+      ]
+        .map((b) => b.toString('latin1'))
+        .filter((text) => text.includes('SELECT $1::int AS n'));
+      expect(written).toHaveLength(2);
+      expect(written[0]).toContain('START TRANSACTION');
+      expect(written[0].split('SELECT $1::int AS n')).toHaveLength(4);
+      expect(written[1].split('SELECT $1::int AS n')).toHaveLength(4);
+      expect(written[1]).toContain('COMMIT');
+    } finally {
+      writev.mockRestore();
+      write.mockRestore();
+    }
   });
 });
 
