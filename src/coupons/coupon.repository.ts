@@ -78,13 +78,17 @@ export class CouponRepository {
   /**
    * Inserts, in ascending `coupon_code` order, the coupons among `couponCodes` that have no row
    * yet; only when the SQL condition `onlyIf` holds, when given (the hot path sends this right
-   * after its batch claim in the same group, see {@link BatchRepository.claimStatement}).
+   * after its batch claim in the same group, see {@link BatchRepository.claimStatement}). The
+   * coupons already there are left out by an index lookup first (half the cost of letting the
+   * insert find each conflict); one inserted meanwhile by another transaction is still a conflict
+   * that the insert skips.
    */
   insertMissingStatement(couponCodes: string[], onlyIf?: string): Statement {
     return {
       name: onlyIf ? 'cp_insert_missing_if' : 'cp_insert_missing',
       text: `INSERT INTO coupons (coupon_code)
-             SELECT code FROM unnest($1::text[]) AS code ${onlyIf ? `WHERE ${onlyIf}` : ''}
+             SELECT code FROM unnest($1::text[]) AS code
+             WHERE ${onlyIf ? `${onlyIf} AND ` : ''}NOT EXISTS (SELECT 1 FROM coupons c WHERE c.coupon_code = code)
              ORDER BY code COLLATE "C"
              ON CONFLICT (coupon_code) DO NOTHING`,
       values: [couponCodes],
