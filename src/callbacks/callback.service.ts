@@ -146,7 +146,7 @@ export class CallbackService {
     batch: ParsedBatch,
     request: CallbackRequestState,
   ): Promise<CallbackResult | 'inbox_pending'> {
-    const codes = orderedCoupons(batch).map((c) => c.couponCode);
+    const codes = orderedCoupons(batch).map((c) => c.coupon.couponCode);
     return this.transactions.run(
       async (tx) => {
         const { claim, locked } = await tx.send({
@@ -216,7 +216,7 @@ export class CallbackService {
     source: SnapshotSource,
     actor: string | null = null,
   ): Promise<{ claim: BatchClaim; transitions: Map<string, TransitionName> }> {
-    const codes = orderedCoupons(batch).map((c) => c.couponCode);
+    const codes = orderedCoupons(batch).map((c) => c.coupon.couponCode);
     const { claim, stored, locked } = await tx.send({
       claim: this.batches.claimStatement(batch, codes, { checkInbox: false, actor }),
       stored: this.batches.storedHashStatement(batch.batchId),
