@@ -37,11 +37,13 @@ export interface BatchSettlement {
  * rules of `source` from its locked state, a registered coupon's amounts checked against the
  * minor units of its currency (`minorUnitsOf`, §3): the snapshots, changed coupon states and bets
  * to write, and the postings of registered coupons (§7; an unallocated coupon keeps its
- * operations on the snapshot until it is registered). Pure.
+ * operations on the snapshot until it is registered), in the order of `ordered`: the batch's
+ * coupons as {@link orderedCoupons} gave them to the caller for the lock. Pure.
  * @throws Error when a coupon of the batch was not locked.
  */
 export function settleBatch(
   batch: ParsedBatch,
+  ordered: OrderedCoupon[],
   locked: Map<string, LockedCoupon>,
   kindOf: (status: number) => StatusKind,
   source: SnapshotSource,
@@ -60,7 +62,7 @@ export function settleBatch(
   };
   const postings: Posting[] = [];
   const transitions = new Map<string, TransitionName>();
-  for (const { coupon, position } of orderedCoupons(batch)) {
+  for (const { coupon, position } of ordered) {
     const current = locked.get(coupon.couponCode);
     if (!current) throw new Error(`coupon ${coupon.couponCode} was not locked`);
     const minorUnits = current.currency === null ? null : minorUnitsOf(current.currency);

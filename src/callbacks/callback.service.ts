@@ -146,7 +146,8 @@ export class CallbackService {
     batch: ParsedBatch,
     request: CallbackRequestState,
   ): Promise<CallbackResult | 'inbox_pending'> {
-    const codes = orderedCoupons(batch).map((c) => c.coupon.couponCode);
+    const ordered = orderedCoupons(batch);
+    const codes = ordered.map((c) => c.coupon.couponCode);
     return this.transactions.run(
       async (tx) => {
         const { claim, locked } = await tx.send({
@@ -160,6 +161,7 @@ export class CallbackService {
         if (!claimed) return this.redelivered(tx, batch, request);
         const settlement = settleBatch(
           batch,
+          ordered,
           new Map(locked.rows.map((r) => [r.couponCode, r])),
           (status) => this.statusMap.kindOf(status),
           SnapshotSource.CALLBACK,
@@ -216,7 +218,8 @@ export class CallbackService {
     source: SnapshotSource,
     actor: string | null = null,
   ): Promise<{ claim: BatchClaim; transitions: Map<string, TransitionName> }> {
-    const codes = orderedCoupons(batch).map((c) => c.coupon.couponCode);
+    const ordered = orderedCoupons(batch);
+    const codes = ordered.map((c) => c.coupon.couponCode);
     const { claim, stored, locked } = await tx.send({
       claim: this.batches.claimStatement(batch, codes, { checkInbox: false, actor }),
       stored: this.batches.storedHashStatement(batch.batchId),
@@ -234,6 +237,7 @@ export class CallbackService {
     }
     const settlement = settleBatch(
       batch,
+      ordered,
       new Map(locked.rows.map((r) => [r.couponCode, r])),
       (status) => this.statusMap.kindOf(status),
       source,
