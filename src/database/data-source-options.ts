@@ -15,6 +15,12 @@ export interface SessionTimeouts {
    * migrations, which may run long.
    */
   queryTimeoutMs?: number;
+  /**
+   * Longest wait for a connection of the pool, queued behind busy ones or being opened (default
+   * 3000). The app passes the callback deadline: each transaction also stops waiting at its own
+   * deadline (TransactionRunner), so a burst queued behind a full pool gets the whole deadline.
+   */
+  connectionWaitMs?: number;
 }
 
 /**
@@ -46,7 +52,7 @@ export function buildDataSourceOptions(
     extra: {
       max: poolSize,
       Client: PooledClient,
-      connectionTimeoutMillis: 3000,
+      connectionTimeoutMillis: timeouts.connectionWaitMs ?? 3000,
       // A connection whose peer vanished (host down, partition) is noticed by TCP keepalive.
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,

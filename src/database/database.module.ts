@@ -7,13 +7,17 @@ import { buildDataSourceOptions, SessionTimeouts } from './data-source-options.j
 import { runMigrationsLocked } from './migrator.js';
 import { TransactionRunner } from './transaction.js';
 
-/** The pool's session timeouts, and the backstop for a statement never answered (a hung server). */
+/**
+ * The pool's session timeouts, the backstop for a statement never answered (a hung server), and
+ * the wait for a free connection: up to the callback deadline (CONTRACT §5).
+ */
 function sessionTimeouts(config: AppConfig): SessionTimeouts {
   return {
     statementTimeoutMs: config.statementTimeoutMs,
     lockTimeoutMs: config.lockTimeoutMs,
     idleInTransactionTimeoutMs: config.idleInTransactionTimeoutMs,
     queryTimeoutMs: Math.max(config.statementTimeoutMs, config.lockTimeoutMs) + 1000,
+    connectionWaitMs: config.callbackDeadlineMs,
   };
 }
 

@@ -430,9 +430,10 @@ export class TransactionRunner {
   private async once<T>(work: (tx: Tx) => Promise<T>, deadline: number): Promise<T> {
     if (deadline - Date.now() <= 0) throw new DeadlineExceededError();
     const runner = this.dataSource.createQueryRunner();
+    // Outside the try below: when no connection came in time, connectBy releases the runner itself.
+    const client = await this.connectBy(runner, deadline);
     let tx: Tx | undefined;
     try {
-      const client = await this.connectBy(runner, deadline);
       tx = new Tx(runner, client, deadline, {
         statementTimeoutMs: this.config.statementTimeoutMs,
         lockTimeoutMs: this.config.lockTimeoutMs,
@@ -455,7 +456,9 @@ export class TransactionRunner {
 
   /**
    * A pooled connection for `runner`, or DeadlineExceededError when none is handed out before the
-   * deadline (a full pool of hung connections); one handed out later goes back to the pool at once.
+   * deadline (a full pool of busy or hung connections); one handed out later goes back to the pool
+   * at once. The caller must not release `runner` when this throws: TypeORM ignores a second
+   * release, and a first one made before the connection arrives would keep it from the pool.
    */
   private async connectBy(runner: QueryRunner, deadline: number): Promise<pg.PoolClient> {
     let timer: NodeJS.Timeout | undefined;

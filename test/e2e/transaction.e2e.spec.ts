@@ -1,6 +1,7 @@
 import { Socket } from 'node:net';
 import { jest } from '@jest/globals';
 import {
+  DeadlineExceededError,
   Statement,
   TransactionRolledBackError,
   TransactionRunner,
@@ -386,5 +387,66 @@ describe('Tx.savepoint less than statement_timeout before the deadline', () => {
       { deadline: Date.now() + 4000 },
     );
     expect(result).toEqual({ thrown: '22012 division by zero', after: [{ n: 2 }] });
+  });
+});
+
+describe('TransactionRunner: waiting for a connection of a busy pool', () => {
+  // One connection: a second transaction queues behind the first. The pool used to give up
+  // after a fixed 3 s, so a burst after a restart got 503s with most of the deadline left.
+  const t = useTestApp({ DB_POOL_SIZE: '1' });
+
+  /** Runs a transaction that holds the only connection until `release` is called. */
+  const holdTheConnection = async (transactions: TransactionRunner) => {
+    let release!: () => void;
+    let started!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const hasIt = new Promise<void>((r) => (started = r));
+    const holder = transactions.run(
+      async (tx) => {
+        await tx.query('SELECT 1');
+        started();
+        await held;
+      },
+      { deadline: Date.now() + 8000 },
+    );
+    await hasIt;
+    return { release, holder };
+  };
+
+  it('waits past 3 s for the connection when its deadline allows, then runs', async () => {
+    const transactions = t.app.get(TransactionRunner);
+    const { release, holder } = await holdTheConnection(transactions);
+    const waiter = transactions.run((tx) => tx.query<{ n: number }>('SELECT 2 AS n'), {
+      deadline: Date.now() + 7500,
+    });
+    const timer = setTimeout(release, 3500);
+    try {
+      expect((await waiter).rows).toEqual([{ n: 2 }]);
+    } finally {
+      clearTimeout(timer);
+      release();
+      await holder;
+    }
+  });
+
+  // A runner released before its late connection arrived used to keep that connection from the
+  // pool for good (TypeORM ignores a second release): the last step below then timed out, and
+  // app.close() spun in TypeORM's closePool on that runner (the run hangs instead of failing).
+  it('gives up at its own deadline when the connection is not free by then', async () => {
+    const transactions = t.app.get(TransactionRunner);
+    const { release, holder } = await holdTheConnection(transactions);
+    try {
+      const outcome = await transactions
+        .run(() => Promise.resolve('ran'), { deadline: Date.now() + 500 })
+        .catch((err: unknown) => err);
+      expect(outcome).toBeInstanceOf(DeadlineExceededError);
+    } finally {
+      release();
+      await holder;
+    }
+    // The connection handed out after the deadline went back to the pool: the next one runs.
+    expect((await transactions.run((tx) => tx.query<{ n: number }>('SELECT 3 AS n'))).rows).toEqual([
+      { n: 3 },
+    ]);
   });
 });
