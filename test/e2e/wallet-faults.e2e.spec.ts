@@ -10,6 +10,7 @@ import type { WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wal
 import { createTestDatabase } from '../support/database.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually, sleep } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 
 // docs/wallet.md: the outbox must survive what a connector and an operator can do to it. A
 // connector is the partner's code: it may throw, answer garbage or never answer; every attempt is
@@ -266,20 +267,22 @@ describe('operator actions racing the delivery workers (docs/wallet.md, "Operato
     await settle(codes[0], 2, '6.00');
     await settledRow(t, `${codes[0]}:0:final_credit`);
     // The player spends the win in the wallet: the recalculation debit is refused and parked.
-    await fetch(`${wallet.url}/accounts/${id}/withdrawals`, {
+    const spent = await fetchRead(`${wallet.url}/accounts/${id}/withdrawals`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amount: '6.00', currency: 'EUR' }),
     });
+    expect(spent.status).toBe(200);
     await settle(codes[0], 15, '0');
     const key = `${codes[0]}:1:recalculation_debit`;
     const parked = await settledRow(t, key);
     expect(parked.status).toBe('parked');
-    await fetch(`${wallet.url}/accounts/${id}/deposits`, {
+    const refunded = await fetchRead(`${wallet.url}/accounts/${id}/deposits`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amount: '6.00', currency: 'EUR' }),
     });
+    expect(refunded.status).toBe(200);
     const answers = await Promise.all([
       ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {}),
       ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {}),

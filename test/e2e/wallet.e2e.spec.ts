@@ -2,6 +2,7 @@ import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 import { pushedOperations, reconcileWallet, walletExport } from '../../src/wallet/wallet-reconciler.js';
 
 // Issue 15 (docs/wallet.md): every financial operation of a pushed type is written to the outbox
@@ -157,11 +158,12 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     await deliver(t.app, batchOf('wd-1', { code: 'WD1', status: 2, realWin: '40.00' }));
     await settled('w-d', 1);
     // The player spends the winnings in the wallet: the recalculation debit cannot be taken.
-    await fetch(`${wallet.url}/accounts/w-d/withdrawals`, {
+    const spent = await fetchRead(`${wallet.url}/accounts/w-d/withdrawals`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amount: '35.00', currency: 'EUR' }),
     });
+    expect(spent.status).toBe(200);
     await deliver(t.app, batchOf('wd-2', { code: 'WD1', status: 15, realWin: '0.00' }));
     await deliver(t.app, batchOf('wd-3', { code: 'WD2', status: 2, realWin: '3.00' }));
     const parked = await eventually(
@@ -202,11 +204,12 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       async () => (await outbox('w-d'))[1].attempts === 2 && (await outbox('w-d'))[1].status === 'parked',
       'parked again',
     );
-    await fetch(`${wallet.url}/accounts/w-d/deposits`, {
+    const refunded = await fetchRead(`${wallet.url}/accounts/w-d/deposits`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amount: '35.00', currency: 'EUR' }),
     });
+    expect(refunded.status).toBe(200);
     expect((await ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {})).status).toBe(200);
     await settled('w-d', 3);
     expect(applied('w-d')).toEqual([
@@ -226,11 +229,12 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     await register(t.app, 'WE2', 'w-e', '10.00');
     await deliver(t.app, batchOf('we-1', { code: 'WE1', status: 2, realWin: '20.00' }));
     await settled('w-e', 1);
-    await fetch(`${wallet.url}/accounts/w-e/withdrawals`, {
+    const spent = await fetchRead(`${wallet.url}/accounts/w-e/withdrawals`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ amount: '20.00', currency: 'EUR' }),
     });
+    expect(spent.status).toBe(200);
     await deliver(t.app, batchOf('we-2', { code: 'WE1', status: 15, realWin: '0.00' }));
     await deliver(t.app, batchOf('we-3', { code: 'WE2', status: 2, realWin: '4.00' }));
     const parked = await eventually(

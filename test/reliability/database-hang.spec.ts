@@ -20,6 +20,7 @@ import {
 } from './support/receiver.js';
 import { TcpProxy } from './support/tcp-proxy.js';
 import { eventually, sleep } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 
 // CONTRACT §5: the callback answers within its own deadline whatever the database does. A TCP
 // proxy between the receiver and PostgreSQL makes the database hang (bytes held, connections
@@ -169,7 +170,7 @@ describe.each([
       expect(answer.status).toBe(200);
       expect(ms).toBeLessThanOrEqual(DEADLINE_MS);
     }
-    expect((await fetch(`${r.url}/health/ready`)).status).toBe(200);
+    expect((await fetchRead(`${r.url}/health/ready`)).status).toBe(200);
     // Inbox mode applies after the 200: wait for the workers.
     await eventually(
       async () =>
@@ -199,7 +200,7 @@ describe.each([
     const started = Date.now();
     const [answers, ready] = await Promise.all([
       deliverAll(batches),
-      fetch(`${(receiver as Receiver).url}/health/ready`),
+      fetchRead(`${(receiver as Receiver).url}/health/ready`),
     ]);
     expect(ready.status).toBe(503);
     expect(Date.now() - started).toBeLessThanOrEqual(LIMIT_MS + 1000);

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
 import { createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
 import { eventually, sleep } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 import {
   DeliveryAnswer,
   fundCoupons,
@@ -127,9 +128,9 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
     expect(stoppedAt).toBeGreaterThan(0);
 
     // While it is down: readiness 503, a new delivery 503 transient_failure within the deadline.
-    const ready = await fetch(`${r.url}/health/ready`);
+    const ready = await fetchRead(`${r.url}/health/ready`);
     expect(ready.status).toBe(503);
-    const live = await fetch(`${r.url}/health/live`);
+    const live = await fetchRead(`${r.url}/health/live`);
     expect(live.status).toBe(200);
     const during = await send(0);
     expect(statusAndCode(during)).toEqual({ status: 503, code: 'transient_failure' });
@@ -153,11 +154,11 @@ describe('PostgreSQL stopped during a stream of deliveries (CONTRACT §5)', () =
 
     // PostgreSQL returns; the receiver recovers without a restart.
     await server.start();
-    await eventually(async () => (await fetch(`${r.url}/health/ready`)).status === 200, 'readiness', {
+    await eventually(async () => (await fetchRead(`${r.url}/health/ready`)).status === 200, 'readiness', {
       timeoutMs: 30_000,
       intervalMs: 500,
     });
-    expect((await fetch(`${r.url}/health/ready`)).status).toBe(200);
+    expect((await fetchRead(`${r.url}/health/ready`)).status).toBe(200);
 
     // Every acknowledged batch was committed.
     const client = new pg.Client({ connectionString: url });

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import pg from 'pg';
 import { lockWaiters } from '../support/database-faults.js';
 import { eventually, sleep } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 import {
   DeliveryAnswer,
   fundCoupons,
@@ -94,7 +95,7 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
     r.kill('SIGTERM');
     // New requests during the drain: readiness and callbacks 503.
     await sleep(200);
-    const ready = await fetch(`${r.url}/health/ready`).catch((e: Error) => ({
+    const ready = await fetchRead(`${r.url}/health/ready`).catch((e: Error) => ({
       status: `${e.message} ${(e.cause as Error)?.message} ${r.output().slice(-1500)}`,
     }));
     expect(ready.status).toBe(503);

@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { OPS_KEY, SCOPED_KEYS, SECRET, sign, TEST_OPS_API_KEYS } from '../support/test-app.js';
 import { sleep } from '../support/wait.js';
+import { fetchRead } from '../support/http.js';
 import { partner, portRange, post, startReceiver, stopReceiver, useReceivers } from './support/receiver.js';
 
 // CONTRACT §3/§4 (signature over the raw bytes), §8 (badly signed bodies are not stored, logged
@@ -152,7 +153,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
         '401 unauthorized',
         '429 too_many_auth_failures',
       ]);
-      const res = await fetch(`${limited.url}/accounts/nobody`, {
+      const res = await fetchRead(`${limited.url}/accounts/nobody`, {
         headers: { authorization: `Bearer ${OPS_KEY}` },
       });
       const retryAfter = Number(res.headers.get('retry-after'));
@@ -172,10 +173,10 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
   });
 
   it('partner API and callback answers carry security headers (helmet)', async () => {
-    const partnerRes = await fetch(`${suite.receiver.url}/accounts/nobody`, {
+    const partnerRes = await fetchRead(`${suite.receiver.url}/accounts/nobody`, {
       headers: { authorization: `Bearer ${OPS_KEY}` },
     });
-    const callbackRes = await fetch(`${suite.receiver.url}/sportapi/callback`, {
+    const callbackRes = await fetchRead(`${suite.receiver.url}/sportapi/callback`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: '{}',
@@ -198,7 +199,7 @@ describe('security of the running receiver (CONTRACT §3, §8, §10)', () => {
       });
     }
     // Swagger UI still loads (no CSP there).
-    const docs = await fetch(`${suite.receiver.url}/docs`);
+    const docs = await fetchRead(`${suite.receiver.url}/docs`);
     expect(docs.status).toBe(200);
     expect(docs.headers.get('content-security-policy')).toBeNull();
     expect(docs.headers.get('x-content-type-options')).toBe('nosniff');

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { CurrencyTable } from '../../../src/common/currency.js';
 import { LedgerReport, LedgerVerifier } from '../../../src/ledger/ledger-verifier.js';
 import { createTestDatabase } from '../../support/database.js';
+import { fetchRead } from '../../support/http.js';
 import { OPS_KEY, SECRET, sign } from '../../support/test-app.js';
 import { sleep } from '../../support/wait.js';
 
@@ -95,8 +96,7 @@ export async function startReceiver(
   while (Date.now() < until) {
     if (ended) throw new Error(`receiver on ${port} exited during start-up:\n${out}`);
     try {
-      const res = await fetch(`${receiver.url}/docs-json`);
-      if (res.ok) return receiver;
+      if ((await fetchRead(`${receiver.url}/docs-json`)).status === 200) return receiver;
     } catch {
       // not listening yet
     }
