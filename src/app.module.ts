@@ -6,6 +6,7 @@ import { CallbacksModule } from './callbacks/callbacks.module.js';
 import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
 import { RequestDeadlineInterceptor } from './common/request-deadline.interceptor.js';
+import { PartnerBodyInterceptor } from './common/partner-body.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
 import { CouponsModule } from './coupons/coupons.module.js';
@@ -48,6 +49,7 @@ export class AppModule {
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },
         { provide: APP_INTERCEPTOR, useClass: RequestDeadlineInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: PartnerBodyInterceptor },
       ],
     };
   }

@@ -4,7 +4,7 @@ import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
-import { partnerJsonMiddleware } from './common/partner-json.middleware.js';
+import { partnerBodyMiddleware } from './common/partner-body.js';
 import { DomainException, ErrorCode } from './common/domain.exception.js';
 import { CurrencyValidationPipe, flattenValidationErrors } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
@@ -33,7 +33,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   );
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
-  const partnerReader = partnerJsonMiddleware();
+  const partnerReader = partnerBodyMiddleware();
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express matches routes case-insensitively and with an optional trailing slash; so does this.
     if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);

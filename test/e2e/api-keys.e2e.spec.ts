@@ -228,9 +228,14 @@ describe('failed authentications per client address (AUTH_FAILURE_LIMIT, AUTH_FA
   });
 
   it('past the limit every key-checked request of the address is 429 with Retry-After, even with a good key; never the callback', async () => {
+    // The key is checked before the body is parsed: a bad body does not escape the count.
     const failures = [
-      await http().get('/accounts/x'),
-      await http().get('/accounts/x').set('authorization', 'Bearer guess-1-0000000000'),
+      await http().post('/coupons').set('content-type', 'application/json').send('{"coupon_code": '),
+      await http()
+        .post('/accounts/x/adjustments')
+        .set('authorization', 'Bearer guess-1-0000000000')
+        .set('content-type', 'text/plain')
+        .send('x'),
       await http().get('/metrics').set('authorization', 'Bearer guess-2-0000000000'),
     ];
     expect(failures.map((r) => `${r.status} ${r.body.error.code}`)).toEqual(
@@ -241,6 +246,11 @@ describe('failed authentications per client address (AUTH_FAILURE_LIMIT, AUTH_FA
       await ops(t.app, 'cashier').post('/accounts/x/adjustments', {}, { 'idempotency-key': 'k' }),
       await http().get('/metrics').set('authorization', `Bearer ${SCOPED_KEYS.reader.secret}`),
       await http().get('/callbacks/deliveries').set('authorization', 'Bearer guess-3-0000000000'),
+      await http()
+        .post('/coupons')
+        .set('authorization', `Bearer ${SCOPED_KEYS.placement.secret}`)
+        .set('content-type', 'application/json')
+        .send('{"coupon_code": '),
     ]) {
       expectError(res, 429, 'too_many_auth_failures');
       const retryAfter = Number(res.headers['retry-after']);

@@ -88,6 +88,34 @@ describe('partner API (CONTRACT §10)', () => {
       expect(await count(`account_adjustments WHERE idempotency_key = 'auth-1'`)).toBe(0);
     });
 
+    it.each([
+      ['malformed JSON', 'application/json', '{"coupon_code": ', 400, 'malformed_json'],
+      ['a key twice', 'application/json', '{"stake": "1.00", "stake": "9.00"}', 400, 'malformed_json'],
+      ['another content type', 'text/plain', 'x', 415, 'unsupported_media_type'],
+      [
+        'a body over 100 KB',
+        'application/json',
+        `{"pad": "${'x'.repeat(110_000)}"}`,
+        413,
+        'payload_too_large',
+      ],
+    ])(
+      '%s: 401 without a valid key (the key is checked before the body is parsed), %i %s with it',
+      async (_label, contentType, body, status, code) => {
+        for (const authorization of [undefined, 'Bearer not-the-key']) {
+          const req = http().post('/coupons').set('content-type', contentType);
+          const res = await (authorization ? req.set('authorization', authorization) : req).send(body);
+          expect([res.status, res.body.error.code]).toEqual([401, 'unauthorized']);
+        }
+        const res = await http()
+          .post('/coupons')
+          .set('authorization', `Bearer ${OPS_KEY}`)
+          .set('content-type', contentType)
+          .send(body);
+        expect([res.status, res.body.error.code]).toEqual([status, code]);
+      },
+    );
+
     it('the configured key is accepted (scheme case-insensitive)', async () => {
       const res = await http().get('/accounts/p-auth').set('authorization', `bearer ${OPS_KEY}`);
       expect(res.status).toBe(404); // authorised; the account does not exist
