@@ -17,6 +17,7 @@ import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.j
 import { DeliveryOutcome } from './callback.types.js';
 import { InboxService } from './inbox/inbox.service.js';
 import { ParsedBatch } from './parsed-batch.js';
+import { RecentSet } from '../common/recent-set.js';
 
 /** What the callback answers after COMMIT (CONTRACT §5); `accepted`: committed to the inbox. */
 export interface CallbackResult {
@@ -45,7 +46,7 @@ export class CallbackService {
    * {@link RECENT_BATCHES}): only those are looked up before parsing; any other redelivery is
    * recognised by the claim.
    */
-  private readonly recentHashes = new Set<string>();
+  private readonly recentHashes = new RecentSet(RECENT_BATCHES);
   /** Minor units of a registered coupon's currency (CONTRACT §3). */
   private readonly minorUnitsOf = (currency: string): number => this.config.currencies.minorUnits(currency);
 
@@ -83,21 +84,21 @@ export class CallbackService {
     const batch = this.parse(request);
     const result = await this.process(batch, request);
     if (result === 'inbox_pending') return this.inbox.accept(batch, request);
-    this.remember(request.payloadHash);
+    this.recentHashes.add(request.payloadHash);
+    if (!result.duplicate) this.noteCommitted(batch);
     return result;
+  }
+
+  /**
+   * Notes that `batch` was applied and committed (call after its COMMIT): its coupons have rows,
+   * so a later batch of only such coupons locks them without inserting first.
+   */
+  noteCommitted(batch: ParsedBatch): void {
+    this.coupons.noteCommitted(batch.coupons.map((c) => c.couponCode));
   }
 
   private parse(request: CallbackRequestState): ParsedBatch {
     return parseDelivery(request, this.config.currencies.maxMinorUnits);
-  }
-
-  /** Notes a committed batch's payload hash, forgetting the oldest past {@link RECENT_BATCHES}. */
-  private remember(payloadHash: string): void {
-    this.recentHashes.delete(payloadHash);
-    this.recentHashes.add(payloadHash);
-    if (this.recentHashes.size > RECENT_BATCHES) {
-      this.recentHashes.delete(this.recentHashes.values().next().value as string);
-    }
   }
 
   /**
@@ -153,8 +154,7 @@ export class CallbackService {
         const { claim, locked } = await tx.send({
           batchLock: this.batches.batchIdLockStatement(batch.batchId),
           claim: this.batches.claimStatement(batch, codes, { checkInbox: true }),
-          coupons: this.coupons.insertMissingStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
-          locked: this.coupons.lockStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
+          ...this.coupons.lockGroup(codes, CLAIMED_BY_THIS_TRANSACTION),
         });
         const { claimed, inboxPending } = claim.rows[0];
         if (inboxPending) return 'inbox_pending';
@@ -162,7 +162,7 @@ export class CallbackService {
         const settlement = settleBatch(
           batch,
           ordered,
-          new Map(locked.rows.map((r) => [r.couponCode, r])),
+          new Map((await this.coupons.allLocked(tx, codes, locked.rows)).map((r) => [r.couponCode, r])),
           (status) => this.statusMap.kindOf(status),
           SnapshotSource.CALLBACK,
           this.minorUnitsOf,
@@ -223,8 +223,7 @@ export class CallbackService {
     const { claim, stored, locked } = await tx.send({
       claim: this.batches.claimStatement(batch, codes, { checkInbox: false, actor }),
       stored: this.batches.storedHashStatement(batch.batchId),
-      coupons: this.coupons.insertMissingStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
-      locked: this.coupons.lockStatement(codes, CLAIMED_BY_THIS_TRANSACTION),
+      ...this.coupons.lockGroup(codes, CLAIMED_BY_THIS_TRANSACTION),
     });
     if (!claim.rows[0].claimed) {
       if (stored.rows[0]?.payload_hash !== batch.payloadHash) {
@@ -238,7 +237,7 @@ export class CallbackService {
     const settlement = settleBatch(
       batch,
       ordered,
-      new Map(locked.rows.map((r) => [r.couponCode, r])),
+      new Map((await this.coupons.allLocked(tx, codes, locked.rows)).map((r) => [r.couponCode, r])),
       (status) => this.statusMap.kindOf(status),
       source,
       this.minorUnitsOf,

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { parseExactJson } from '../common/exact-json.js';
+import { RecentSet } from '../common/recent-set.js';
 import { Statement, Tx } from '../database/transaction.js';
 import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
 
@@ -72,9 +73,48 @@ function statesJson(states: (CouponSettlementState & { couponCode: string })[]):
   );
 }
 
+/** How many coupon codes a process remembers as committed (a few MB). */
+const COMMITTED_COUPONS = 100_000;
+
 /** SQL of coupons, their snapshot history and bets (CONTRACT §4 step 5, §6). */
 @Injectable()
 export class CouponRepository {
+  /**
+   * Codes of coupons this process saw committed, most recent last: a coupon row is never deleted,
+   * so a batch of only such coupons needs no insert of missing rows before its lock.
+   */
+  private readonly committed = new RecentSet(COMMITTED_COUPONS);
+
+  /**
+   * The statements that lock `couponCodes` for a batch ({@link lockStatement} as `locked`), after
+   * inserting the missing ones ({@link insertMissingStatement} as `coupons`) unless this process
+   * saw every one of them committed. Give the rows to {@link allLocked}.
+   */
+  lockGroup(
+    couponCodes: string[],
+    onlyIf?: string,
+  ): { coupons?: Statement; locked: Statement<LockedCoupon> } {
+    const locked = this.lockStatement(couponCodes, onlyIf);
+    return this.committed.hasAll(couponCodes)
+      ? { locked }
+      : { coupons: this.insertMissingStatement(couponCodes, onlyIf), locked };
+  }
+
+  /**
+   * The rows of {@link lockGroup}, or, when a coupon taken for committed has no row (a database
+   * restored under a running process), those of the insert and lock sent again in `tx`.
+   */
+  async allLocked(tx: Tx, couponCodes: string[], rows: LockedCoupon[]): Promise<LockedCoupon[]> {
+    if (rows.length === couponCodes.length) return rows;
+    for (const code of couponCodes) this.committed.delete(code);
+    return this.lockForBatch(tx, couponCodes);
+  }
+
+  /** Notes `couponCodes` as committed: call after the COMMIT of a batch that locked them. */
+  noteCommitted(couponCodes: string[]): void {
+    for (const code of couponCodes) this.committed.add(code);
+  }
+
   /**
    * Inserts, in ascending `coupon_code` order, the coupons among `couponCodes` that have no row
    * yet; only when the SQL condition `onlyIf` holds, when given (the hot path sends this right

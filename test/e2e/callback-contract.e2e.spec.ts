@@ -921,6 +921,53 @@ describe('callback HTTP contract (CONTRACT §3–§5, §8)', () => {
       expectError(other.res, 409, 'batch_conflict');
     });
 
+    it('coupons this process committed are locked without an insert of missing rows; one gone since (a restored database) is inserted again in the same transaction', async () => {
+      expect(
+        (await send(t, batch('known-1', [coupon('KN-1', { status: 1 }), coupon('KN-2', { status: 1 })]))).res
+          .status,
+      ).toBe(200);
+      // A statement trigger fires for every INSERT on coupons, even one that inserts no row.
+      const dropTrigger = await injectTrigger(
+        t.db,
+        'known_coupons_no_insert',
+        'coupons',
+        `RAISE EXCEPTION 'coupons insert sent' USING ERRCODE = '40P01';`,
+        { statement: true },
+      );
+      try {
+        const known = await send(
+          t,
+          batch('known-2', [coupon('KN-1', { status: 1 }), coupon('KN-2', { status: 1 })]),
+        );
+        expect(known.res.status).toBe(200);
+        // A coupon this process has not seen committed still gets the insert (here refused: 503).
+        const unknown = await send(
+          t,
+          batch('known-3', [coupon('KN-1', { status: 1 }), coupon('KN-3', { status: 1 })]),
+        );
+        expectError(unknown.res, 503, 'transient_failure');
+      } finally {
+        await dropTrigger();
+      }
+      await t.db.query(`DELETE FROM bets WHERE coupon_code = 'KN-2'`);
+      await t.db.query(`DELETE FROM coupon_snapshots WHERE coupon_code = 'KN-2'`);
+      await t.db.query(`DELETE FROM coupons WHERE coupon_code = 'KN-2'`);
+      const again = await send(
+        t,
+        batch('known-4', [coupon('KN-1', { status: 1 }), coupon('KN-2', { status: 1 })]),
+      );
+      expect(again.res.body).toStrictEqual({ success: true, processed: 2 });
+      const { rows } = await t.db.query(
+        `SELECT c.coupon_code, c.last_batch_id, count(s.*)::int AS snapshots
+           FROM coupons c JOIN coupon_snapshots s ON s.coupon_code = c.coupon_code
+          WHERE c.coupon_code IN ('KN-1', 'KN-2') GROUP BY c.coupon_code ORDER BY c.coupon_code`,
+      );
+      expect(rows).toEqual([
+        { coupon_code: 'KN-1', last_batch_id: 'known-1', snapshots: 3 },
+        { coupon_code: 'KN-2', last_batch_id: 'known-4', snapshots: 1 },
+      ]);
+    });
+
     it('a redelivery of a batch committed by another replica (unknown to this process) is found by the claim: 200 duplicate, attempt recorded, nothing else written', async () => {
       const body = Buffer.from(JSON.stringify(batch('hash-2', [coupon('PH-3', { status: 1 })])));
       // As another replica would have left it: the batch committed, its coupon row written.

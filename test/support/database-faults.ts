@@ -7,7 +7,8 @@ import { Queryable, testServer, withClient } from './database.js';
 /**
  * Creates a BEFORE INSERT row trigger `name` on `table` running `body` (PL/pgSQL with `NEW`, e.g.
  * `IF NEW.coupon_code = 'X' THEN RAISE EXCEPTION '…' USING ERRCODE = '40P01'; END IF;`), only for
- * rows matching `when` (an SQL condition on `NEW`) when given.
+ * rows matching `when` (an SQL condition on `NEW`) when given; with `statement`, a statement
+ * trigger instead, which fires for every INSERT statement on `table`, even one inserting no row.
  * @returns a function that drops the trigger and its function again (idempotent).
  */
 export async function injectTrigger(
@@ -15,13 +16,13 @@ export async function injectTrigger(
   name: string,
   table: string,
   body: string,
-  { when }: { when?: string } = {},
+  { when, statement = false }: { when?: string; statement?: boolean } = {},
 ): Promise<() => Promise<void>> {
   await db.query(
     `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NEW; END $$`,
   );
   await db.query(
-    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW ${when ? `WHEN (${when}) ` : ''}EXECUTE FUNCTION ${name}()`,
+    `CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ${statement ? 'STATEMENT' : 'ROW'} ${when ? `WHEN (${when}) ` : ''}EXECUTE FUNCTION ${name}()`,
   );
   return async () => {
     await db.query(`DROP TRIGGER IF EXISTS ${name} ON ${table}`);

@@ -5,6 +5,7 @@ import { PollingLoops } from '../../common/polling-loops.js';
 import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
+import type { ParsedBatch } from '../parsed-batch.js';
 import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
@@ -40,10 +41,12 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async applyNext(): Promise<boolean> {
     let claimed: ClaimedInboxRow | undefined;
+    let applied: ParsedBatch | undefined;
     try {
-      return await this.transactions.run(
+      const found = await this.transactions.run(
         async (tx) => {
           claimed = undefined;
+          applied = undefined;
           const row = await this.rows.claimNext(tx);
           if (!row) return false;
           claimed = row;
@@ -54,7 +57,9 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
                 ...parseBatch(row.payload, this.config.currencies.maxMinorUnits),
                 inboxId: row.id,
               };
-              return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
+              if ((await this.callbacks.applyClaimed(tx, batch)) === 'duplicate') return 'duplicate';
+              applied = batch;
+              return 'processed';
             });
           } catch (err) {
             // The apply is undone; the failure is counted while this worker still holds the row.
@@ -66,6 +71,8 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );
+      if (applied) this.callbacks.noteCommitted(applied);
+      return found;
     } catch (err) {
       if (!claimed) throw err;
       const row = claimed;
