@@ -85,16 +85,7 @@ export class CallbackService {
     const result = await this.process(batch, request);
     if (result === 'inbox_pending') return this.inbox.accept(batch, request);
     this.recentHashes.add(request.payloadHash);
-    if (!result.duplicate) this.noteCommitted(batch);
     return result;
-  }
-
-  /**
-   * Notes that `batch` was applied and committed (call after its COMMIT): its coupons have rows,
-   * so a later batch of only such coupons locks them without inserting first.
-   */
-  noteCommitted(batch: ParsedBatch): void {
-    this.coupons.noteCommitted(batch.coupons.map((c) => c.couponCode));
   }
 
   private parse(request: CallbackRequestState): ParsedBatch {

@@ -102,17 +102,14 @@ export class CouponRepository {
 
   /**
    * The rows of {@link lockGroup}, or, when a coupon taken for committed has no row (a database
-   * restored under a running process), those of the insert and lock sent again in `tx`.
+   * restored under a running process), those of the insert and lock sent again in `tx`. Once `tx`
+   * has committed, the coupons are remembered as committed.
    */
   async allLocked(tx: Tx, couponCodes: string[], rows: LockedCoupon[]): Promise<LockedCoupon[]> {
+    tx.afterCommit(() => couponCodes.forEach((code) => this.committed.add(code)));
     if (rows.length === couponCodes.length) return rows;
     for (const code of couponCodes) this.committed.delete(code);
     return this.lockForBatch(tx, couponCodes);
-  }
-
-  /** Notes `couponCodes` as committed: call after the COMMIT of a batch that locked them. */
-  noteCommitted(couponCodes: string[]): void {
-    for (const code of couponCodes) this.committed.add(code);
   }
 
   /**

@@ -5,7 +5,6 @@ import { PollingLoops } from '../../common/polling-loops.js';
 import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
-import type { ParsedBatch } from '../parsed-batch.js';
 import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
@@ -41,12 +40,10 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
    */
   async applyNext(): Promise<boolean> {
     let claimed: ClaimedInboxRow | undefined;
-    let applied: ParsedBatch | undefined;
     try {
-      const found = await this.transactions.run(
+      return await this.transactions.run(
         async (tx) => {
           claimed = undefined;
-          applied = undefined;
           const row = await this.rows.claimNext(tx);
           if (!row) return false;
           claimed = row;
@@ -57,9 +54,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
                 ...parseBatch(row.payload, this.config.currencies.maxMinorUnits),
                 inboxId: row.id,
               };
-              if ((await this.callbacks.applyClaimed(tx, batch)) === 'duplicate') return 'duplicate';
-              applied = batch;
-              return 'processed';
+              return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
             });
           } catch (err) {
             // The apply is undone; the failure is counted while this worker still holds the row.
@@ -71,8 +66,6 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );
-      if (applied) this.callbacks.noteCommitted(applied);
-      return found;
     } catch (err) {
       if (!claimed) throw err;
       const row = claimed;
