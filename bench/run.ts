@@ -1369,6 +1369,13 @@ function printInbox(s: InboxStats): void {
       : `  NOT drained: ${s.pendingLeft} rows pending ${DRAIN_TIMEOUT_MS / 1000} s after the load stopped; ` +
           `${s.quarantined} quarantined`,
   );
+  console.log(
+    `  CPU during the load per delivery answered, node + PG: ${i.serverCpuMs.toFixed(1)} + ${i.dbCpuMs.toFixed(1)} ms ` +
+      `(intake and the workers' applies; ` +
+      (s.inline
+        ? `the inline receiver at c=${INBOX_CONCURRENCY}: ${s.inline.serverCpuMs.toFixed(1)} + ${s.inline.dbCpuMs.toFixed(1)} ms)`
+        : 'no inline run to compare)'),
+  );
   console.log(`  wait events during the load: ${describeWaits(i.waits)}`);
   console.log(`  ${inboxRatioLine(s)}`);
 }

@@ -5,6 +5,7 @@ import { CallbackHotPath1764580000000 } from './1764580000000-CallbackHotPath.js
 import { CurrencyPrecision1764590000000 } from './1764590000000-CurrencyPrecision.js';
 import { ApiKeyActors1796140048806 } from './1796140048806-ApiKeyActors.js';
 import { WalletOutbox1796143780085 } from './1796143780085-WalletOutbox.js';
+import { InboxPendingCoupons1796255594454 } from './1796255594454-InboxPendingCoupons.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   CurrencyPrecision1764590000000,
   ApiKeyActors1796140048806,
   WalletOutbox1796143780085,
+  InboxPendingCoupons1796255594454,
 ];

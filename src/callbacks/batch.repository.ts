@@ -65,9 +65,9 @@ export class BatchRepository {
     return {
       name: fromInbox ? 'cb_claim_from_inbox' : 'cb_claim',
       text: `WITH held AS (
-               SELECT $6::boolean AND EXISTS (
-                 SELECT 1 FROM callback_inbox
-                 WHERE status = 'pending' AND (batch_id = $1 OR coupon_codes && $5::text[])
+               SELECT $6::boolean AND (
+                 EXISTS (SELECT 1 FROM callback_inbox WHERE batch_id = $1 AND status = 'pending')
+                 OR EXISTS (SELECT 1 FROM callback_inbox_pending_coupons WHERE coupon_code = ANY($5::text[] COLLATE "C"))
                ) AS inbox_pending
              ), claim AS (
                INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, actor)

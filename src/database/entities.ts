@@ -8,6 +8,7 @@ import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity
 import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
 import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
 import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
+import { PendingInboxCouponEntity } from '../callbacks/entities/pending-inbox-coupon.entity.js';
 import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
 import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
 import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
@@ -17,7 +18,8 @@ import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.
 /**
  * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring
  * exactly what the migrations create (docs/schema-changes.md). Not modelled by TypeORM, so only in
- * the migrations: the functions `forbid_ledger_mutation()` (append-only triggers) and `receiver_assert()`.
+ * the migrations: the functions `forbid_ledger_mutation()` (append-only triggers), `receiver_assert()` and
+ * `callback_inbox_pending_coupons_sync()` (the triggers that keep `callback_inbox_pending_coupons`).
  */
 export const ENTITIES = [
   AccountEntity,
@@ -32,6 +34,7 @@ export const ENTITIES = [
   QuarantinedBodyEntity,
   CouponResolutionEntity,
   InboxEntryEntity,
+  PendingInboxCouponEntity,
   WalletOutboxEntryEntity,
   WalletDeliveryAttemptEntity,
   WalletOutboxStateEntity,

@@ -14,6 +14,7 @@ import {
   expectError,
   inboxRow,
   operations,
+  pendingInboxRow,
   ops,
   quarantinedConflict,
   register,
@@ -69,6 +70,25 @@ async function inboxRows(t: TestContext, batchId: string) {
   return rows;
 }
 
+/** `batch id:coupon code` of every `callback_inbox_pending_coupons` row, in that order. */
+async function pendingCoupons(t: TestContext): Promise<string[]> {
+  const { rows } = await t.db.query(
+    `SELECT i.batch_id || ':' || p.coupon_code AS k
+       FROM callback_inbox_pending_coupons p JOIN callback_inbox i ON i.id = p.inbox_id
+      ORDER BY i.id, p.coupon_code`,
+  );
+  return rows.map((r) => r.k);
+}
+
+/** Two or more coupons in one batch (each as {@link batchOf} builds one). */
+function batchOfMany(batchId: string, coupons: Parameters<typeof batchOf>[1][]) {
+  return {
+    batchId,
+    couponCount: coupons.length,
+    coupons: coupons.flatMap((c) => batchOf(batchId, c).coupons),
+  };
+}
+
 async function attempts(t: TestContext, batchId: string) {
   const { rows } = await t.db.query(
     `SELECT outcome, http_status FROM delivery_attempts WHERE batch_id = $1 ORDER BY id`,
@@ -105,6 +125,8 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       last_error: undefined,
     });
     expect(await attempts(t, 'ib-b1')).toEqual(['accepted:200']);
+    // Its coupon is held while it is pending (written in the transaction that accepted it).
+    expect(await pendingCoupons(t)).toEqual(['ib-b1:IB-1']);
     // Not applied: no money moved, the coupon has no callback state yet.
     await eventually(async () => (await inboxRows(t, 'ib-b1'))[0].attempts >= 1, 'a failed attempt');
     expect((await inboxRows(t, 'ib-b1'))[0].last_error).toBe('[P0001] injected apply failure');
@@ -147,6 +169,8 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect((await inboxRows(t, 'ib-b1')).map((r) => [r.status, r.outcome, r.last_error])).toEqual([
       ['done', 'processed', null],
     ]);
+    // Released in the transaction that applied it.
+    expect(await pendingCoupons(t)).toEqual([]);
   });
 
   it("stores an applied batch's body as its inbox row holds it, copied in the database and bound to its hash", async () => {
@@ -389,6 +413,87 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     expect(rows.map((r) => r.batch_id)).toEqual(['ib-b4a', 'ib-b4b']);
   });
 
+  it('holds a batch back while an earlier pending batch shares any of its coupons, also through a chain of batches', async () => {
+    for (const code of ['IB-20', 'IB-21', 'IB-22', 'IB-23']) await register(t.app, code, 'ib-p1', '1.00');
+    const remove = await failApply(t, 'ib_block_20', 'ib-c1');
+    // c1 {20, 21} fails; c2 {21, 22} shares 21 with it; c3 {22} shares 22 with c2 only; c4 {23} is free.
+    const deliveries = [
+      batchOfMany('ib-c1', [
+        { code: 'IB-20', status: 2, realWin: '5.00' },
+        { code: 'IB-21', status: 2, realWin: '6.00' },
+      ]),
+      batchOfMany('ib-c2', [
+        { code: 'IB-21', status: 15, realWin: '7.00' },
+        { code: 'IB-22', status: 2, realWin: '8.00' },
+      ]),
+      batchOf('ib-c3', { code: 'IB-22', status: 15, realWin: '9.00' }),
+      batchOf('ib-c4', { code: 'IB-23', status: 2, realWin: '4.00' }),
+    ];
+    for (const body of deliveries) expect((await deliver(t.app, body)).status).toBe(200);
+    await eventually(async () => (await inboxRows(t, 'ib-c4'))[0].status === 'done', 'ib-c4 applied');
+    await eventually(async () => (await inboxRows(t, 'ib-c1'))[0].attempts >= 2, 'ib-c1 retried');
+    expect((await inboxRows(t, 'ib-c2')).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]]);
+    expect((await inboxRows(t, 'ib-c3')).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]]);
+    expect(await pendingCoupons(t)).toEqual([
+      'ib-c1:IB-20',
+      'ib-c1:IB-21',
+      'ib-c2:IB-21',
+      'ib-c2:IB-22',
+      'ib-c3:IB-22',
+    ]);
+
+    await remove();
+    await drained(t);
+    expect(await pendingCoupons(t)).toEqual([]);
+    expect(await operations(t.app, 'IB-21')).toEqual([
+      'IB-21:0:final_credit=6.00',
+      'IB-21:0:stake_debit=1.00',
+      'IB-21:1:final_credit=7.00',
+      'IB-21:1:recalculation_debit=6.00',
+    ]);
+    expect(await operations(t.app, 'IB-22')).toEqual([
+      'IB-22:0:final_credit=8.00',
+      'IB-22:0:stake_debit=1.00',
+      'IB-22:1:final_credit=9.00',
+      'IB-22:1:recalculation_debit=8.00',
+    ]);
+    const { rows } = await t.db.query(
+      `SELECT batch_id FROM callback_inbox WHERE batch_id LIKE 'ib-c%' ORDER BY finished_at, id`,
+    );
+    expect(rows.map((r) => r.batch_id)).toEqual(['ib-c4', 'ib-c1', 'ib-c2', 'ib-c3']);
+  });
+
+  it('keeps the pending coupons exact whatever writes the inbox: rows added and released by plain SQL (an earlier version, an operator) hold and free later batches', async () => {
+    await register(t.app, 'IB-30', 'ib-p1', '1.00');
+    // An earlier version's append: the inbox row only, due in an hour.
+    await pendingInboxRow(t, 'ib-d1', 'IB-30');
+    expect(await pendingCoupons(t)).toEqual(['ib-d1:IB-30']);
+    expect(
+      (await deliver(t.app, batchOf('ib-d2', { code: 'IB-30', status: 2, realWin: '3.00' }))).status,
+    ).toBe(200);
+    await sleep(300);
+    expect((await inboxRows(t, 'ib-d2')).map((r) => [r.status, r.attempts])).toEqual([['pending', 0]]);
+    // An earlier version's worker finishes ib-d1 with its own UPDATE: ib-d2 goes ahead.
+    await t.db.query(
+      `UPDATE callback_inbox SET status = 'done', outcome = 'processed' WHERE batch_id = 'ib-d1'`,
+    );
+    await drained(t);
+    expect((await inboxRows(t, 'ib-d2')).map((r) => [r.status, r.outcome])).toEqual([['done', 'processed']]);
+    expect(await operations(t.app, 'IB-30')).toEqual([
+      'IB-30:0:final_credit=3.00',
+      'IB-30:0:stake_debit=1.00',
+    ]);
+    // Coupon codes changed, a row back to pending, a row deleted: the table follows each.
+    await pendingInboxRow(t, 'ib-d3', 'IB-31');
+    await t.db.query(`UPDATE callback_inbox SET coupon_codes = '{IB-32,IB-33}' WHERE batch_id = 'ib-d3'`);
+    await t.db.query(
+      `UPDATE callback_inbox SET status = 'pending', next_attempt_at = now() + interval '1 hour' WHERE batch_id = 'ib-d1'`,
+    );
+    expect(await pendingCoupons(t)).toEqual(['ib-d1:IB-30', 'ib-d3:IB-32', 'ib-d3:IB-33']);
+    await t.db.query(`DELETE FROM callback_inbox WHERE batch_id IN ('ib-d1', 'ib-d3')`);
+    expect(await pendingCoupons(t)).toEqual([]);
+  });
+
   it('keeps per-coupon arrival order under parallel workers: a burst of batches on three coupons ends as inline would', async () => {
     for (const code of ['IB-6', 'IB-7', 'IB-8']) await register(t.app, code, 'ib-p1', '1.00');
     // Per coupon: two intermediate snapshots, a WIN, a recalculation with a new result.
@@ -567,6 +672,8 @@ describe('inbox retries and quarantine (INBOX_MAX_ATTEMPTS=3)', () => {
       },
     ]);
     await drained(t);
+    // The quarantine released iq-b1's coupon in its transaction; iq-b2 went after it.
+    expect(await pendingCoupons(t)).toEqual([]);
     expect((await inboxRows(t, 'iq-b2'))[0].outcome).toBe('processed');
     const listed = await ops(t.app).get('/callbacks/inbox?status=quarantined&limit=1');
     expect(

@@ -4,7 +4,8 @@ import type { InboxStatus } from '../callback.types.js';
 /**
  * A batch accepted in inbox mode (`CALLBACK_MODE=inbox`): verified, validated and committed with
  * its raw bytes before the 200 (CONTRACT §4, §5); a worker applies it later. `id` is the arrival
- * order; `couponCodes` lets a worker hold back a row while an earlier pending row shares a coupon.
+ * order; `couponCodes` are the batch's coupons, copied to `callback_inbox_pending_coupons` while the
+ * row is pending so a worker can hold it back while an earlier pending row shares a coupon.
  */
 @Entity('callback_inbox')
 @Unique('callback_inbox_batch_unique', ['batchId'])
@@ -14,7 +15,6 @@ import type { InboxStatus } from '../callback.types.js';
 @Check('callback_inbox_attempts_check', 'attempts >= 0')
 @Check('callback_inbox_outcome_check', "outcome IN ('processed', 'duplicate', 'conflict', 'failed')")
 @Index('callback_inbox_pending_idx', ['id'], { where: "status = 'pending'" })
-@Index('callback_inbox_pending_coupons_idx', ['couponCodes'], { type: 'gin', where: "status = 'pending'" })
 export class InboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'callback_inbox_pkey' }) id: string;
   @Column('text', { name: 'batch_id' }) batchId: string;

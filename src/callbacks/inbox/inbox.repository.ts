@@ -60,8 +60,9 @@ export class InboxRepository {
    * duplicate for the same hash, else a conflict, nothing inserted. First takes the batch id's
    * advisory lock (as an inline claim does) and one per coupon ({@link INBOX_COUPON_LOCK_NAMESPACE},
    * ascending, waiting up to the deadline); then, in one statement sent with COMMIT, inserts the
-   * row and the delivery attempt `attempt` (outcome `accepted` or `duplicate`; none for a
-   * conflict, which writes nothing). Three round trips in all.
+   * row (its trigger adds its `callback_inbox_pending_coupons`) and the delivery attempt `attempt`
+   * (outcome `accepted` or `duplicate`; none for a conflict, which writes nothing). Three round
+   * trips in all.
    */
   async append(
     tx: Tx,
@@ -133,7 +134,8 @@ export class InboxRepository {
    * caller's transaction ends). An earlier pending row (being applied by another worker, or
    * waiting for its retry) holds back every later row touching one of its coupons, so two
    * batches touching one coupon are never applied concurrently nor out of arrival order; batches
-   * on disjoint coupons are applied in parallel.
+   * on disjoint coupons are applied in parallel. A candidate costs one probe of
+   * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog.
    */
   async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
     const { rows } = await tx.query<{
@@ -148,8 +150,9 @@ export class InboxRepository {
          FROM callback_inbox i
         WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
           AND NOT EXISTS (
-                SELECT 1 FROM callback_inbox e
-                 WHERE e.status = 'pending' AND e.id < i.id AND e.coupon_codes && i.coupon_codes)
+                SELECT 1 FROM unnest(i.coupon_codes) AS c(code)
+                 WHERE EXISTS (SELECT 1 FROM callback_inbox_pending_coupons e
+                                WHERE e.coupon_code = c.code COLLATE "C" AND e.inbox_id < i.id))
         ORDER BY i.id
         LIMIT 1
         FOR UPDATE OF i SKIP LOCKED`,
@@ -167,7 +170,10 @@ export class InboxRepository {
     );
   }
 
-  /** Marks a claimed row applied, in the transaction that applied it (a worker sends it with COMMIT). */
+  /**
+   * Marks a claimed row applied, in the transaction that applied it (a worker sends it with
+   * COMMIT); its trigger releases the row's coupons.
+   */
   markDoneStatement(id: string, outcome: InboxOutcome): Statement {
     return {
       name: 'inbox_done',
@@ -206,7 +212,8 @@ export class InboxRepository {
   /**
    * Moves row `id` (still pending with `attemptsSeen` failures) to the quarantine with `reason`
    * and `details`: a `quarantined_bodies` row with the exact bytes, linked by `inbox_id`;
-   * `http_status` is 200, what the sender was answered when the batch was accepted.
+   * `http_status` is 200, what the sender was answered when the batch was accepted. The status
+   * change releases the row's coupons (trigger): later rows on its coupons proceed.
    * @returns the quarantine id, or undefined when the row had moved on.
    */
   async quarantine(
@@ -243,7 +250,8 @@ export class InboxRepository {
    */
   async pendingWithCoupons(tx: Tx, couponCodes: string[]): Promise<number> {
     const { rows } = await tx.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM callback_inbox WHERE status = 'pending' AND coupon_codes && $1::text[]`,
+      `SELECT count(DISTINCT inbox_id)::int AS n FROM callback_inbox_pending_coupons
+        WHERE coupon_code = ANY($1::text[] COLLATE "C")`,
       [couponCodes],
     );
     return rows[0].n;
