@@ -51,8 +51,9 @@ export class BatchRepository {
    * payload hash and `actor` (the key's name of a reconcile, resolution or replay; else null),
    * `ON CONFLICT DO NOTHING` (waiting on a concurrent insert of the id), and notes whether this
    * transaction owns the batch for {@link CLAIMED_BY_THIS_TRANSACTION}. With `checkInbox` (the
-   * hot path) it claims nothing while a pending inbox row holds the batch id or one of
-   * `couponCodes` (docs/inbox-mode.md); an inbox worker applying that row claims without it.
+   * hot path) it claims nothing while the inbox holds the batch id, whatever its state (a
+   * quarantined one is applied only by its replay), or a pending inbox row holds one of
+   * `couponCodes` (docs/inbox-mode.md); an inbox worker or a replay claims without it.
    * A batch with `inboxId` takes its bytes from that inbox row (as stored, still compressed) and
    * fails (payload NOT NULL) unless the row's payload hash is the batch's.
    */
@@ -66,7 +67,7 @@ export class BatchRepository {
       name: fromInbox ? 'cb_claim_from_inbox' : 'cb_claim',
       text: `WITH held AS (
                SELECT $6::boolean AND (
-                 EXISTS (SELECT 1 FROM callback_inbox WHERE batch_id = $1 AND status = 'pending')
+                 EXISTS (SELECT 1 FROM callback_inbox WHERE batch_id = $1)
                  OR EXISTS (SELECT 1 FROM callback_inbox_pending_coupons WHERE coupon_code = ANY($5::text[] COLLATE "C"))
                ) AS inbox_pending
              ), claim AS (

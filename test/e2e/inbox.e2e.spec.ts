@@ -828,6 +828,30 @@ describe('inline mode with batches left in the inbox', () => {
     expect(coupon.body.needsReview).toBe(false);
   });
 
+  it('a redelivery of a batch quarantined in the inbox is a duplicate here too, not applied (only its replay applies it); another body is 409', async () => {
+    await deposit(t.app, 'il-p5', '20.00');
+    await register(t.app, 'IL-5', 'il-p5', '5.00');
+    const body = JSON.stringify(batchOf('il5-a', { code: 'IL-5', status: 2, realWin: '25.00' }));
+    // An inbox replica accepted it, failed to apply it and moved it to the quarantine.
+    await inboxRow(t, body, '1 hour');
+    await t.db.query(
+      `UPDATE callback_inbox SET status = 'quarantined', outcome = 'failed', finished_at = now() WHERE batch_id = 'il5-a'`,
+    );
+    const res = await deliver(t.app, body);
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1, duplicate: true },
+    });
+    expectError(
+      await deliver(t.app, batchOf('il5-a', { code: 'IL-5', status: 2, realWin: '26.00' })),
+      409,
+      'batch_conflict',
+    );
+    expect(await rowsOfBatch(t.db, 'il5-a')).toEqual({ batches: 0, snapshots: 0, operations: 0 });
+    expect(await operations(t.app, 'IL-5')).toEqual(['IL-5:0:stake_debit=5.00']);
+    expect(await balance(t.app, 'il-p5')).toBe('15.00');
+  });
+
   it('one new batch id with two bodies, one to this inline process (its transaction open) and one to an inbox replica: 200 and 409, never two 200s', async () => {
     expect((await deliver(t.app, batchOf('il4-a', { code: 'IL-4', status: 1 }))).status).toBe(200);
     const replica = await startApp({ ...t.config, callbackMode: 'inbox' });
