@@ -338,15 +338,15 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
         t.config.currencies.format(amount.toFixed(), currency);
       const ledger = await pushedOperations(client);
       const exported = await walletExport(wallet.url, 2000);
-      const clean = reconcileWallet(ledger, exported.transactions, exported.balances, format);
+      const clean = reconcileWallet(ledger, exported, format);
       expect(clean.differences).toEqual([]);
       expect(clean.operations).toEqual({ pending: 0, delivered: 12, parked: 0, skipped: 1 });
       expect(clean.walletTransactions).toBe(12);
-      // A transaction the ledger never pushed, and a balance moved by hand.
+      // A transaction the ledger never pushed, and an amount changed by hand.
       const forged = reconcileWallet(
         ledger,
         [
-          ...exported.transactions,
+          ...exported.map((x) => (x.transactionId === 'WA1:0:final_credit' ? { ...x, amount: '26.5' } : x)),
           {
             transactionId: 'X9:0:final_credit',
             direction: 'credit',
@@ -356,16 +356,15 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
             currency: 'EUR',
           },
         ],
-        exported.balances.map((b) => (b.accountId === 'w-a' ? { ...b, balance: '26.50' } : b)),
         format,
       );
       expect(forged.differences).toEqual([
-        { kind: 'unknown_to_ledger', subject: 'X9:0:final_credit', detail: 'credit 1.00 EUR w-a' },
         {
-          kind: 'balance_differs',
-          subject: 'w-a EUR',
-          detail: 'wallet 26.50, ledger 25.50 (delivered and skipped operations)',
+          kind: 'fields_differ',
+          subject: 'WA1:0:final_credit',
+          detail: 'ledger final_credit credit 25.50 EUR w-a, wallet final_credit credit 26.50 EUR w-a',
         },
+        { kind: 'unknown_to_ledger', subject: 'X9:0:final_credit', detail: 'credit 1.00 EUR w-a' },
       ]);
     } finally {
       client.release();
