@@ -9,7 +9,7 @@ import {
   WalletExportTransaction,
   walletReconcileCommand,
 } from '../../src/wallet/wallet-reconciler.js';
-import { fetchRead } from '../support/http.js';
+import { moveInWallet } from '../support/http.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
@@ -61,16 +61,8 @@ describe('wallet:reconcile compares transactions by id (issue 29)', () => {
     }
   };
   const reconcile = (url: string) => walletReconcileCommand(['--wallet-url', url], {}, withDatabase);
-  const walletMove = async (account: string, kind: 'deposits' | 'withdrawals', amount: string) =>
-    expect(
-      (
-        await fetchRead(`${wallet.url}/accounts/${account}/${kind}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ amount, currency: 'EUR' }),
-        })
-      ).status,
-    ).toBe(200);
+  const walletMove = (account: string, kind: 'deposits' | 'withdrawals', amount: string) =>
+    moveInWallet(wallet.url, account, kind, amount);
   const rowsOf = async (account: string) =>
     (
       await t.db.query<{ id: string; key: string; status: string }>(

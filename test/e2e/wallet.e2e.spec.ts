@@ -2,7 +2,7 @@ import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
-import { fetchRead } from '../support/http.js';
+import { fetchRead, moveInWallet } from '../support/http.js';
 import { sample, scrape } from '../support/metrics.js';
 import { pushedOperations, reconcileWallet, walletExport } from '../../src/wallet/wallet-reconciler.js';
 
@@ -62,16 +62,8 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       .map((x) => `${x.transactionId} ${x.direction} ${x.amount}`);
   const walletBalance = (account: string) =>
     wallet.balances().find((b) => b.accountId === account && b.currency === 'EUR')?.balance;
-  const walletMove = async (account: string, kind: 'deposits' | 'withdrawals', amount: string) =>
-    expect(
-      (
-        await fetchRead(`${wallet.url}/accounts/${account}/${kind}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ amount, currency: 'EUR' }),
-        })
-      ).status,
-    ).toBe(200);
+  const walletMove = (account: string, kind: 'deposits' | 'withdrawals', amount: string) =>
+    moveInWallet(wallet.url, account, kind, amount);
   const review = async (code: string) => {
     const { needsReview, reviewReason } = (await ops(t.app).get(`/coupons/${code}`)).body;
     return { needsReview, reviewReason };
