@@ -11,6 +11,7 @@ import { loadConfig } from './config/configuration.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
+import { describeWalletConnector } from './wallet/wallet-connectors.js';
 
 /**
  * Starts the receiver: validated configuration (a bad variable stops the start with its name),
@@ -91,7 +92,8 @@ async function bootstrap(): Promise<void> {
       (embedded ? ' on the embedded PostgreSQL' : '') +
       (config.callbackMode === 'inbox'
         ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
-        : '; CALLBACK_MODE=inline: batches applied before the answer'),
+        : '; CALLBACK_MODE=inline: batches applied before the answer') +
+      `; ${describeWalletConnector(config.wallet)}`,
   );
 }
 

@@ -67,7 +67,8 @@ export class WalletController {
     summary: 'Release a parked row',
     description:
       'Pending again, due at once, with a new WALLET_RETRY_FOR budget; the same transaction id and body are sent. ' +
-      'Recorded with the key name (`retriedBy`).',
+      'Recorded with the key name (`retriedBy`). Once delivered, a coupon the row flagged `wallet_refused` is no ' +
+      'longer flagged.',
   })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
@@ -91,7 +92,8 @@ export class WalletController {
     summary: 'Mark a row settled by hand in the wallet',
     description:
       'A parked or pending row is never delivered from now on; the account’s later rows go ahead. ' +
-      'Recorded with the key name and the reason (`skippedBy`, `skipReason`).',
+      'Recorded with the key name and the reason (`skippedBy`, `skipReason`); `parkedReason` stays. ' +
+      'A coupon the row flagged `wallet_refused` is no longer flagged.',
   })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
