@@ -5,8 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
-import { DomainException, ErrorCode } from './common/domain.exception.js';
-import { CurrencyValidationPipe, flattenValidationErrors } from './common/validation.js';
+import { CurrencyValidationPipe } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
@@ -39,18 +38,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
     if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);
     partnerReader(req, res, next);
   });
-  app.useGlobalPipes(
-    new CurrencyValidationPipe(config.currencies, {
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      exceptionFactory: (errors) =>
-        new DomainException(
-          ErrorCode.VALIDATION_FAILED,
-          'the request does not match the schema',
-          flattenValidationErrors(errors),
-        ),
-    }),
-  );
+  app.useGlobalPipes(new CurrencyValidationPipe(config.currencies));
   const server = app.getHttpServer() as Server;
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
