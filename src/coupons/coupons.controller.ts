@@ -7,9 +7,10 @@ import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js'
 import { CouponsService } from './coupons.service.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Partner API for coupons (CONTRACT §10). */
-@ApiTags('coupons')
+@ApiTags(API_TAGS.coupons.name)
 @UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class CouponsController {
@@ -17,7 +18,9 @@ export class CouponsController {
 
   @Post()
   @RequireScope('register')
-  @ApiOperation({ summary: 'Register a placed coupon and debit its stake (`<coupon_code>:0:stake_debit`)' })
+  @ApiOperation({
+    summary: 'Register a placed coupon and debit its stake (operation <coupon_code>:0:stake_debit)',
+  })
   @ApiResponse({
     status: 201,
     type: CouponView,

@@ -7,9 +7,10 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
 import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Partner API for accounts (CONTRACT §10). */
-@ApiTags('accounts')
+@ApiTags(API_TAGS.accounts.name)
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly ledger: LedgerService) {}

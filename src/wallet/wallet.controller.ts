@@ -13,6 +13,7 @@ import {
 } from './dto/wallet.dto.js';
 import { WalletException } from './wallet.exception.js';
 import { DEFAULT_PAGE_SIZE, WalletService } from './wallet.service.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** An outbox id path parameter: digits only, else 404 (never a database error). */
 function rowId(id: string): string {
@@ -27,7 +28,7 @@ const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 4
  * The wallet outbox for operators (partner API, bearer key; docs/wallet.md): what waits, what
  * was parked and why, and the actions that release, skip, pause and resume delivery.
  */
-@ApiTags('wallet')
+@ApiTags(API_TAGS.wallet.name)
 @Controller('wallet')
 export class WalletController {
   constructor(private readonly wallet: WalletService) {}
