@@ -6,6 +6,7 @@ import { CurrencyPrecision1764590000000 } from './1764590000000-CurrencyPrecisio
 import { ApiKeyActors1796140048806 } from './1796140048806-ApiKeyActors.js';
 import { WalletOutbox1796143780085 } from './1796143780085-WalletOutbox.js';
 import { InboxPendingCoupons1796255594454 } from './1796255594454-InboxPendingCoupons.js';
+import { OperatorConsole1796401849339 } from './1796401849339-OperatorConsole.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   ApiKeyActors1796140048806,
   WalletOutbox1796143780085,
   InboxPendingCoupons1796255594454,
+  OperatorConsole1796401849339,
 ];
