@@ -16,6 +16,7 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WalletModule } from './wallet/wallet.module.js';
+import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -35,6 +36,7 @@ export class AppModule {
         AppConfigModule.forRoot(config),
         AuthModule,
         DatabaseModule,
+        OperatorActionsModule,
         ObservabilityModule.forRoot(options),
         HealthModule,
         LedgerModule,

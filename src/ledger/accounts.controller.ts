@@ -58,7 +58,7 @@ export class AccountsController {
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: AdjustmentDto,
-    @Actor() actor: string,
+    @Actor() actor: Actor,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
     const key = requireIdempotencyKey(idempotencyKey);

@@ -1,12 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
+import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
 import { OperationType, Posting, PostingResult } from './ledger.types.js';
 import { adjustmentOperationKey, houseAccountIds } from './postings.js';
@@ -49,6 +52,7 @@ export class LedgerService {
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
     private readonly metrics: SettlementMetrics,
+    private readonly actions: OperatorActionLog,
   ) {}
 
   /**
@@ -117,7 +121,8 @@ export class LedgerService {
 
   /**
    * A deposit (positive amount) or withdrawal (negative) under an idempotency key, in one
-   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name); the amount was
+   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name) and as an
+   * operator action (a refusal too, docs/api.md#operator-actions); the amount was
    * checked against its currency by the DTO. The same key and body return the first result (with
    * its actor, whichever key asks again); the same key with another body is refused.
    * @returns the view and whether it was replayed from an earlier request.
@@ -128,7 +133,7 @@ export class LedgerService {
     accountId: string,
     idempotencyKey: string,
     request: { amount: string; currency: string; reason: string },
-    actor: string,
+    actor: Actor,
   ): Promise<{ view: AdjustmentView; replayed: boolean }> {
     const amount = new Decimal(request.amount);
     // The amount with at least 2 fraction digits (never rounded): the hashes of 2-digit requests
@@ -136,45 +141,84 @@ export class LedgerService {
     const requestHash = createHash('sha256')
       .update(JSON.stringify([accountId, formatAmount(amount), request.currency, request.reason]))
       .digest('hex');
-    return this.transactions.run(async (tx) => {
-      const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-      if (earlier) return { view: earlier, replayed: true };
-      // The player's row lock orders requests with the same key: look again once it is held.
-      await tx.send({
-        account: this.ledger.ensurePlayerAccountStatement(accountId, request.currency),
-        lock: this.ledger.lockPlayersStatement([accountId]),
-      });
-      const meanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-      if (meanwhile) return { view: meanwhile, replayed: true };
-      const key = adjustmentOperationKey(idempotencyKey);
-      const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
-      const result = await this.post(tx, [
-        {
-          key,
-          type,
-          accountId,
-          currency: request.currency,
-          amount: amount.abs().toFixed(),
-          requireFunds: type === OperationType.WITHDRAWAL,
-        },
-      ]);
-      const operationId = result.inserted.get(key);
-      if (operationId === undefined)
-        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'operation key already used');
-      await this.ledger.insertAdjustment(tx, {
+    const spec = (done?: { view: AdjustmentView; replayed: boolean }): ActionSpec => ({
+      action: 'adjustment',
+      targetKind: 'account',
+      targetId: accountId,
+      reason: request.reason,
+      details: {
         idempotencyKey,
-        accountId,
-        requestHash,
-        amount: amount.toFixed(),
+        operationKey: adjustmentOperationKey(idempotencyKey),
+        amount: this.config.currencies.format(amount.toFixed(), request.currency),
         currency: request.currency,
-        reason: request.reason,
-        operationId,
-        balanceAfter: result.balances.get(accountId) as string,
-        actor,
-      });
-      const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
-      return { view: this.adjustmentView(stored), replayed: false };
+        ...(done ? { balance: done.view.balance, replayed: done.replayed } : {}),
+      },
     });
+    return this.actions.perform(actor, spec(), () =>
+      this.transactions.run(async (tx) => {
+        await this.actions.begin(tx, actor);
+        const result = await this.adjustIn(
+          tx,
+          accountId,
+          idempotencyKey,
+          request,
+          actor,
+          amount,
+          requestHash,
+        );
+        await this.actions.ok(tx, actor, spec(result));
+        return result;
+      }),
+    );
+  }
+
+  /** The adjustment inside its transaction (the first result again for a replayed key). */
+  private async adjustIn(
+    tx: Tx,
+    accountId: string,
+    idempotencyKey: string,
+    request: { amount: string; currency: string; reason: string },
+    actor: Actor,
+    amount: Decimal,
+    requestHash: string,
+  ): Promise<{ view: AdjustmentView; replayed: boolean }> {
+    const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+    if (earlier) return { view: earlier, replayed: true };
+    // The player's row lock orders requests with the same key: look again once it is held.
+    await tx.send({
+      account: this.ledger.ensurePlayerAccountStatement(accountId, request.currency),
+      lock: this.ledger.lockPlayersStatement([accountId]),
+    });
+    const meanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+    if (meanwhile) return { view: meanwhile, replayed: true };
+    const key = adjustmentOperationKey(idempotencyKey);
+    const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
+    const result = await this.post(tx, [
+      {
+        key,
+        type,
+        accountId,
+        currency: request.currency,
+        amount: amount.abs().toFixed(),
+        requireFunds: type === OperationType.WITHDRAWAL,
+      },
+    ]);
+    const operationId = result.inserted.get(key);
+    if (operationId === undefined)
+      throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'operation key already used');
+    await this.ledger.insertAdjustment(tx, {
+      idempotencyKey,
+      accountId,
+      requestHash,
+      amount: amount.toFixed(),
+      currency: request.currency,
+      reason: request.reason,
+      operationId,
+      balanceAfter: result.balances.get(accountId) as string,
+      actor: actor.name,
+    });
+    const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
+    return { view: this.adjustmentView(stored), replayed: false };
   }
 
   private async replayAdjustment(
