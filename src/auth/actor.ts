@@ -3,8 +3,7 @@ import type { Scope } from './api-keys.js';
 
 /** How an action ended, as its operator action and a bulk action's row record it. */
 export type ActionOutcome =
-  | { ok: true; details: Record<string, unknown> }
-  | { ok: false; code: string; message: string };
+  { ok: true; details: Record<string, unknown> } | { ok: false; code: string; message: string };
 
 /**
  * A row of a bulk action run through the single action's service method (docs/api.md, "Bulk

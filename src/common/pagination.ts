@@ -20,7 +20,11 @@ export function IsIntegerFrom(min: number, max: number, options?: ValidationOpti
       validator: {
         validate(value: unknown): boolean {
           const n =
-            typeof value === 'number' ? value : typeof value === 'string' && /^\d{1,9}$/.test(value) ? +value : NaN;
+            typeof value === 'number'
+              ? value
+              : typeof value === 'string' && /^\d{1,9}$/.test(value)
+                ? +value
+                : NaN;
           return Number.isInteger(n) && n >= min && n <= max;
         },
       },

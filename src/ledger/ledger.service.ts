@@ -10,7 +10,9 @@ import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
-import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
+import { Cursor, CURSOR_PART, Page, pageSize, toPage } from '../common/pagination.js';
+import type { AccountSummaryView, StatementEntryView, StatementPageView } from './dto/statement.dto.js';
+import { AdjustmentRow, LedgerRepository, PostingRow, StatementRow } from './ledger.repository.js';
 import { OperationType, Posting, PostingResult } from './ledger.types.js';
 import { adjustmentOperationKey, houseAccountIds } from './postings.js';
 
@@ -117,6 +119,121 @@ export class LedgerService {
         balance: this.config.currencies.format(account.balance, account.currency),
       };
     });
+  }
+
+  /** `GET /accounts`: player accounts by id, those starting with `prefix` when given. */
+  async listAccounts(
+    prefix: string | undefined,
+    query: { limit?: string | number; cursor?: string },
+  ): Promise<Page<AccountSummaryView>> {
+    const limit = pageSize(query);
+    const after =
+      query.cursor === undefined ? undefined : Cursor.decode(query.cursor, [/^[A-Za-z0-9._@-]{1,64}$/])[0];
+    const rows = await this.transactions.run((tx) => this.ledger.listAccounts(tx, prefix, after, limit + 1));
+    return toPage(
+      rows,
+      limit,
+      (r) => [r.id],
+      (r) => ({
+        id: r.id,
+        currency: r.currency,
+        balance: this.config.currencies.format(r.balance, r.currency),
+        createdAt: r.createdAt.toISOString(),
+        updatedAt: r.updatedAt.toISOString(),
+      }),
+    );
+  }
+
+  /**
+   * `GET /accounts/{id}/statement`: one page of the player account's ledger entries, newest first,
+   * each with its operation and the balance right after it ({@link LedgerRepository.statement}).
+   * @throws DomainException NOT_FOUND (no such player account).
+   */
+  async statement(
+    accountId: string,
+    query: { from?: string; to?: string; limit?: string | number; cursor?: string },
+  ): Promise<StatementPageView> {
+    const limit = pageSize(query);
+    const before = query.cursor === undefined ? undefined : Cursor.decode(query.cursor, [CURSOR_PART.id])[0];
+    const { account, rows } = await this.statementPage(accountId, query, before, limit + 1);
+    return {
+      accountId: account.id,
+      currency: account.currency,
+      balance: account.balance,
+      ...toPage(
+        rows,
+        limit,
+        (r) => [r.entryId],
+        (r) => this.entryView(r),
+      ),
+    };
+  }
+
+  /**
+   * Every entry of the statement's range, newest first, a page of `pageRows` at a time, each page
+   * in its own short transaction (the balance after an entry never changes once committed, so the
+   * pages agree however long the export takes). The first page is read before this returns, so an
+   * unknown account is a 404 and not a broken download.
+   * @throws DomainException NOT_FOUND.
+   */
+  async statementExport(
+    accountId: string,
+    query: { from?: string; to?: string },
+    pageRows = 1000,
+  ): Promise<AsyncIterable<StatementEntryView[]>> {
+    const first = await this.statementPage(accountId, query, undefined, pageRows);
+    const read = (before: string) => this.statementPage(accountId, query, before, pageRows);
+    const view = (r: StatementRow) => this.entryView(r);
+    return (async function* () {
+      let rows = first.rows;
+      while (rows.length) {
+        yield rows.map(view);
+        if (rows.length < pageRows) return;
+        rows = (await read(rows[rows.length - 1].entryId)).rows;
+      }
+    })();
+  }
+
+  private async statementPage(
+    accountId: string,
+    query: { from?: string; to?: string },
+    before: string | undefined,
+    limit: number,
+  ): Promise<{ account: AccountView; rows: StatementRow[] }> {
+    return this.transactions.run(async (tx) => {
+      const account = await this.ledger.findAccount(tx, accountId);
+      const rows =
+        account?.kind === 'player'
+          ? await this.ledger.statement(tx, accountId, {
+              from: query.from ? new Date(query.from) : undefined,
+              to: query.to ? new Date(query.to) : undefined,
+              before,
+              limit,
+            })
+          : undefined;
+      if (!account || !rows) throw new DomainException(ErrorCode.NOT_FOUND, `account ${accountId} not found`);
+      return {
+        account: {
+          id: account.id,
+          currency: account.currency,
+          balance: this.config.currencies.format(account.balance, account.currency),
+        },
+        rows,
+      };
+    });
+  }
+
+  private entryView(r: StatementRow): StatementEntryView {
+    return {
+      entryId: r.entryId,
+      at: new Date(r.at).toISOString(),
+      operationKey: r.operationKey,
+      type: r.type,
+      couponCode: r.couponCode,
+      amount: this.config.currencies.format(r.amount, r.currency),
+      balanceAfter: this.config.currencies.format(r.balanceAfter, r.currency),
+      currency: r.currency,
+    };
   }
 
   /**

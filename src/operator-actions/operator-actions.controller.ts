@@ -4,7 +4,11 @@ import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { Cursor, CURSOR_PART, pageSize, toPage } from '../common/pagination.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { OperatorActionPageView, OperatorActionQueryDto, OperatorActionView } from './dto/operator-action.dto.js';
+import {
+  OperatorActionPageView,
+  OperatorActionQueryDto,
+  OperatorActionView,
+} from './dto/operator-action.dto.js';
 import { OperatorActionsRepository, StoredOperatorAction } from './operator-actions.repository.js';
 
 function view(r: StoredOperatorAction): OperatorActionView {

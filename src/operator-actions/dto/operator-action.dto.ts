@@ -20,7 +20,10 @@ export class OperatorActionQueryDto extends PageQueryDto {
   @IsIn(TARGET_KINDS)
   targetKind?: string;
 
-  @ApiPropertyOptional({ example: '000000000272', description: 'id of the target (exact; with or without targetKind)' })
+  @ApiPropertyOptional({
+    example: '000000000272',
+    description: 'id of the target (exact; with or without targetKind)',
+  })
   @IsOptional()
   @Matches(/^.{1,200}$/s, { message: 'targetId must be 1..200 characters' })
   targetId?: string;
@@ -51,7 +54,8 @@ export class OperatorActionView {
     example: 'c9a8531c-c1d5-4ddc-b67c-5358ad98ccde',
     type: String,
     nullable: true,
-    description: 'X-Request-Id of the request; `bulk-action:<id>` for a row of a bulk action; null when backfilled',
+    description:
+      'X-Request-Id of the request; `bulk-action:<id>` for a row of a bulk action; null when backfilled',
   })
   requestId: string | null;
   @ApiProperty({ example: 'ok', description: '`ok`, or the error code the action was refused with' })
