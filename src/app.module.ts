@@ -17,6 +17,7 @@ import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WalletModule } from './wallet/wallet.module.js';
 import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
+import { ConsoleModule } from './console/console.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -45,6 +46,7 @@ export class AppModule {
         ReconciliationModule,
         AuditModule,
         CallbackAdminModule,
+        ConsoleModule,
         WalletModule.forRoot(config),
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
