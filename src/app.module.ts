@@ -18,6 +18,7 @@ import { ReconciliationModule } from './reconciliation/reconciliation.module.js'
 import { WalletModule } from './wallet/wallet.module.js';
 import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
 import { ConsoleModule } from './console/console.module.js';
+import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -48,6 +49,7 @@ export class AppModule {
         CallbackAdminModule,
         ConsoleModule,
         WalletModule.forRoot(config),
+        BulkActionsModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [
