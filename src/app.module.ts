@@ -16,6 +16,9 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WalletModule } from './wallet/wallet.module.js';
+import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
+import { ConsoleModule } from './console/console.module.js';
+import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -35,6 +38,7 @@ export class AppModule {
         AppConfigModule.forRoot(config),
         AuthModule,
         DatabaseModule,
+        OperatorActionsModule,
         ObservabilityModule.forRoot(options),
         HealthModule,
         LedgerModule,
@@ -43,7 +47,9 @@ export class AppModule {
         ReconciliationModule,
         AuditModule,
         CallbackAdminModule,
+        ConsoleModule,
         WalletModule.forRoot(config),
+        BulkActionsModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [

@@ -82,6 +82,16 @@ export interface AppConfig {
   reconciliation: ReconciliationConfig;
   /** The wallet outbox and its connector (docs/wallet.md). */
   wallet: WalletConfig;
+  /** The operator console's background work (docs/api.md#operator-console-api). */
+  console: ConsoleConfig;
+}
+
+/** Background work of the operator console's API; durations in milliseconds, 0: off. */
+export interface ConsoleConfig {
+  /** How often the overview's rollup job counts closed minutes of delivery attempts. */
+  rollupIntervalMs: number;
+  /** How often an idle bulk action worker looks for running bulk actions (also woken on a new one). */
+  bulkPollIntervalMs: number;
 }
 
 /** Where settled money goes beyond the ledger: the wallet outbox and its connector (docs/wallet.md). */
@@ -325,6 +335,8 @@ export const envSchema = Joi.object({
   WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
   WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(64).default(8),
   WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
+  DELIVERY_ROLLUP_INTERVAL: duration(true).default(30_000),
+  BULK_ACTION_POLL_INTERVAL: duration(true).default(1000),
 }).unknown(true);
 
 /**
@@ -475,6 +487,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
     inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
     wallet: walletConfig(v),
+    console: {
+      rollupIntervalMs: v.DELIVERY_ROLLUP_INTERVAL as number,
+      bulkPollIntervalMs: v.BULK_ACTION_POLL_INTERVAL as number,
+    },
   };
 }
 
