@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { BearerKeyGuard } from './bearer-key.guard.js';
 import { PartnerAuthenticator } from './partner-authenticator.js';
+import { WhoAmIController } from './whoami.controller.js';
 
 /**
  * Keys and scopes of the partner API (CONTRACT §10): one {@link PartnerAuthenticator} per process
@@ -8,6 +9,7 @@ import { PartnerAuthenticator } from './partner-authenticator.js';
  */
 @Global()
 @Module({
+  controllers: [WhoAmIController],
   providers: [PartnerAuthenticator, BearerKeyGuard],
   exports: [PartnerAuthenticator, BearerKeyGuard],
 })

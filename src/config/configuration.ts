@@ -52,6 +52,8 @@ export interface AppConfig {
   /** Status code → kind; defaults of CONTRACT §6 when unset. */
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
+  /** Folder of the built operator console served at `/ops` (docs/console.md). */
+  consoleDir: string;
   runMigrationsOnStart: boolean;
   /**
    * `inline`: the callback applies the batch before answering (CONTRACT §4). `inbox`: it commits
@@ -259,6 +261,7 @@ export const envSchema = Joi.object({
       'string.pattern.base': 'STATUS_MAP must look like "1:PENDING,2:WIN,3:REFUND,4:LOSS,15:RECALCULATION"',
     }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
+  CONSOLE_DIR: Joi.string().default('dist/console'),
   RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
   SPORTAPI_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
@@ -463,6 +466,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           ],
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
+    consoleDir: v.CONSOLE_DIR as string,
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
     sportApi: {
       baseUrl: (v.SPORTAPI_BASE_URL as string | undefined)?.replace(/\/+$/, ''),
