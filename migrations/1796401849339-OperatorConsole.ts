@@ -108,7 +108,7 @@ export class OperatorConsole1796401849339 implements MigrationInterface {
  * log leaves out keys that only register; which scopes a key had is not stored). Only the last
  * retry and the last skip of an outbox row were kept; every quarantine replay has its attempt.
  */
-const BACKFILL = `
+export const BACKFILL = `
   WITH operators AS (
     SELECT actor FROM account_adjustments WHERE actor IS NOT NULL
     UNION SELECT actor FROM coupon_resolutions WHERE actor IS NOT NULL

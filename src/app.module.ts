@@ -26,7 +26,8 @@ import type { DestinationStream } from 'pino';
  * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
  * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
  * JSON logs and Prometheus metrics, the delivery audit endpoints, the partner API's keys and
- * scopes, the wallet outbox and its connector, and the one exception filter.
+ * scopes, the wallet outbox and its connector, the operator console's API (operator actions log,
+ * search, overview, bulk actions), and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -38,7 +39,6 @@ export class AppModule {
         AppConfigModule.forRoot(config),
         AuthModule,
         DatabaseModule,
-        OperatorActionsModule,
         ObservabilityModule.forRoot(options),
         HealthModule,
         LedgerModule,
@@ -47,8 +47,9 @@ export class AppModule {
         ReconciliationModule,
         AuditModule,
         CallbackAdminModule,
-        ConsoleModule,
         WalletModule.forRoot(config),
+        OperatorActionsModule,
+        ConsoleModule,
         BulkActionsModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],

@@ -88,6 +88,8 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
    * `maxRows` rows have ended. @returns the rows that ended (0: another replica holds the lock).
    */
   async runOnce(maxRows = Number.POSITIVE_INFINITY): Promise<number> {
+    // An idle poll is one index probe, without a connection of its own for the lock.
+    if (!(await this.transactions.run((tx) => this.bulk.nextRunning(tx, '0')))) return 0;
     const run = await this.transactions.withSessionLock(BULK_ACTION_LOCK_KEY, () => this.drain(maxRows));
     return 'skipped' in run ? 0 : run.result;
   }

@@ -140,7 +140,7 @@ export class BulkActionsRepository {
     const { rows } = await tx.query<BulkActionRow>(
       `SELECT ${ACTION_COLUMNS} FROM bulk_actions
         WHERE ($1::text IS NULL OR status = $1) AND ($2::bigint IS NULL OR id < $2)
-        ORDER BY id DESC LIMIT $3`,
+        ORDER BY bulk_actions.id DESC LIMIT $3`,
       [status ?? null, before ?? null, limit],
     );
     return rows;
@@ -167,7 +167,7 @@ export class BulkActionsRepository {
   /** The oldest running bulk action after `afterId`, or undefined. */
   async nextRunning(tx: Tx, afterId: string): Promise<BulkActionRow | undefined> {
     const { rows } = await tx.query<BulkActionRow>(
-      `SELECT ${ACTION_COLUMNS} FROM bulk_actions WHERE status = 'running' AND id > $1 ORDER BY id LIMIT 1`,
+      `SELECT ${ACTION_COLUMNS} FROM bulk_actions WHERE status = 'running' AND id > $1 ORDER BY bulk_actions.id LIMIT 1`,
       [afterId],
     );
     return rows[0];

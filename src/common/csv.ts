@@ -21,7 +21,8 @@ export function textCell(value: string | null): string {
  * stream: pages are read one after the other while the answer is written, never all at once.
  */
 export function csvStream(header: string[], records: AsyncIterable<string[][]>): Readable {
-  const csv = stringify({ record_delimiter: 'windows', escape_formulas: false });
+  // A bare CR or LF is quoted too (csv-stringify quotes only the record delimiter, CRLF, by itself).
+  const csv = stringify({ record_delimiter: 'windows', quoted_match: /[\r\n]/, escape_formulas: false });
   csv.write(header);
   void (async () => {
     try {

@@ -55,19 +55,19 @@ export class SearchRepository {
       delivery: this.hit(
         `SELECT 'delivery' AS kind, id::text AS id, batch_id AS "batchId", outcome, http_status AS "httpStatus",
                 received_at AS "receivedAt"
-           FROM delivery_attempts WHERE request_id = $1 ORDER BY id DESC LIMIT ${HITS_PER_KIND}`,
+           FROM delivery_attempts WHERE request_id = $1 ORDER BY delivery_attempts.id DESC LIMIT ${HITS_PER_KIND}`,
         [text],
       ),
       action: this.hit(
         `SELECT 'operator_action' AS kind, id::text AS id, actor, action, outcome, target_kind AS "targetKind",
                 target_id AS "targetId"
-           FROM operator_actions WHERE request_id = $1 ORDER BY id DESC LIMIT ${HITS_PER_KIND}`,
+           FROM operator_actions WHERE request_id = $1 ORDER BY operator_actions.id DESC LIMIT ${HITS_PER_KIND}`,
         [text],
       ),
       walletAttempt: this.hit(
         `SELECT 'wallet_attempt' AS kind, id::text AS id, outbox_id::text AS "outboxId", attempt, outcome,
                 http_status AS "httpStatus"
-           FROM wallet_delivery_attempts WHERE request_id = $1 ORDER BY id DESC LIMIT ${HITS_PER_KIND}`,
+           FROM wallet_delivery_attempts WHERE request_id = $1 ORDER BY wallet_delivery_attempts.id DESC LIMIT ${HITS_PER_KIND}`,
         [text],
       ),
     };

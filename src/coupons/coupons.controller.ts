@@ -43,6 +43,19 @@ export class CouponsController {
     return view;
   }
 
+  @Get(':coupon_code')
+  @RequireScope('read')
+  @ApiOperation({ summary: 'A coupon with its bets and financial operations' })
+  @ApiResponse({
+    status: 200,
+    type: CouponView,
+    description: 'the coupon, its settlement state and its bets',
+  })
+  @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
+  get(@Param('coupon_code') couponCode: string): Promise<CouponView> {
+    return this.coupons.get(couponCode);
+  }
+
   @Get()
   @RequireScope('read')
   @ApiOperation({
@@ -144,18 +157,5 @@ export class CouponsController {
   @ApiResponse(apiError(404, 'coupon not found', 'not_found', 'coupon 000000000272 not found'))
   history(@Param('coupon_code') couponCode: string, @Query() query: PageQueryDto): Promise<SnapshotPageView> {
     return this.coupons.history(couponCode, query);
-  }
-
-  @Get(':coupon_code')
-  @RequireScope('read')
-  @ApiOperation({ summary: 'A coupon with its bets and financial operations' })
-  @ApiResponse({
-    status: 200,
-    type: CouponView,
-    description: 'the coupon, its settlement state and its bets',
-  })
-  @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
-  get(@Param('coupon_code') couponCode: string): Promise<CouponView> {
-    return this.coupons.get(couponCode);
   }
 }

@@ -68,7 +68,7 @@ export class OperatorActionsRepository {
           AND ($3::text IS NULL OR target_kind = $3) AND ($4::text IS NULL OR target_id = $4)
           AND ($5::timestamptz IS NULL OR at >= $5) AND ($6::timestamptz IS NULL OR at < $6)
           AND ($7::bigint IS NULL OR id < $7)
-        ORDER BY id DESC LIMIT $8`,
+        ORDER BY operator_actions.id DESC LIMIT $8`,
       [
         f.actor ?? null,
         f.action ?? null,

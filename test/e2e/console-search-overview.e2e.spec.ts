@@ -109,6 +109,17 @@ describe('GET /search (issue 30)', () => {
     ]);
   });
 
+  it('finds a wallet delivery attempt by its request id', async () => {
+    const { rows } = await t.db.query<{ id: string }>(
+      `INSERT INTO wallet_delivery_attempts (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status)
+       VALUES ($1, 1, 'se-req-wallet', 'http', now(), 12, 'refused', 422) RETURNING id::text`,
+      [outboxId],
+    );
+    expect(await find('se-req-wallet')).toEqual([
+      `wallet_attempt ${rows[0].id} /wallet/outbox/${outboxId} | wallet delivery attempt 1 of outbox row ${outboxId}: refused 422`,
+    ]);
+  });
+
   it('a number is looked up as an outbox, quarantine and inbox id', async () => {
     expect(await find(outboxId)).toContain(
       `outbox ${outboxId} /wallet/outbox/${outboxId} | outbox row ${outboxId}: SE-1:0:final_credit to se-p1, parked (refused)`,
