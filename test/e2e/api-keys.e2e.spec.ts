@@ -55,6 +55,8 @@ const ROUTE_SCOPES: Record<string, Scope | 'none'> = {
   'GET /bulk-actions': 'read',
   'GET /bulk-actions/:id': 'read',
   'POST /bulk-actions/:id/cancel': 'operate',
+  // The key's own name and scopes, for the console's sign-in (issue 30).
+  'GET /auth/whoami': 'read',
   // The callback has its signature (CONTRACT §4), the probes no credential (docs/operating.md#health).
   'POST /sportapi/callback': 'none',
   'GET /health/live': 'none',
