@@ -74,6 +74,8 @@ export async function createTestApp(
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',
+    // The console built for this run by the browser tests' global set-up (else dist/console).
+    ...(process.env.CONSOLE_DIR && { CONSOLE_DIR: process.env.CONSOLE_DIR }),
     ...env,
   });
   const app = await startApp(config, options);
