@@ -114,4 +114,83 @@ describe('operator console (/ops)', () => {
       ['000000000273:0:final_credit', 'final_credit', '0', '12.00 EUR'],
     ]);
   });
+
+  it('a batch delivered twice: both attempts answered 200 with one payload hash, its operation posted once', async () => {
+    await signIn(b.page, t.url, 'reader', '/ops/deliveries');
+    await b.page.getByLabel('Batch id').fill('b-2026-11-30-000123');
+    await b.page.getByRole('table', { name: 'delivery attempts' }).locator('tbody tr').nth(1).waitFor();
+    await b.page.getByRole('link', { name: 'b-2026-11-30-000123' }).first().click();
+    await b.page.getByRole('heading', { name: 'Batch b-2026-11-30-000123' }).waitFor();
+    const attempts = await rows(b.page, 'delivery attempts');
+    expect(attempts.map((a) => a.slice(1, 5))).toEqual([
+      ['processed', '200', '', '1'],
+      ['duplicate', '200', '', '1'],
+    ]);
+    expect(new Set(attempts.map((a) => a[6])).size).toBe(1);
+    expect(await b.page.getByRole('note').innerText()).toBe(
+      "Delivered 2 times: 1 attempt(s) answered as duplicate; the batch's 1 financial operation(s) below were posted once.",
+    );
+    expect((await rows(b.page, 'operations posted')).map((o) => o.slice(0, 5))).toEqual([
+      ['000000000272:0:final_credit', 'final_credit', '000000000272', 'player-42', '185.50 EUR'],
+    ]);
+    const { rows: posted } = await t.db.query(
+      `SELECT count(*)::int AS n FROM financial_operations WHERE operation_key LIKE '000000000272:%:final_credit'`,
+    );
+    expect(posted[0].n).toBe(1);
+  });
+
+  it('every screen opens without a console error, from the keyboard too', async () => {
+    await signIn(b.page, t.url, 'legacy');
+    const screens: [string, string][] = [
+      ['Coupons', 'Coupons'],
+      ['Quarantine', 'Quarantine'],
+      ['Deliveries', 'Batches and deliveries'],
+      ['Wallet outbox', 'Wallet outbox'],
+      ['Accounts', 'Accounts'],
+      ['Bulk actions', 'Bulk actions'],
+      ['Operator actions', 'Operator actions'],
+      ['Overview', 'Overview'],
+    ];
+    for (const [link, heading] of screens) {
+      // Focus the link and follow it with Enter, as a keyboard user would.
+      await b.page.getByRole('link', { name: link, exact: true }).focus();
+      await b.page.keyboard.press('Enter');
+      await b.page.getByRole('heading', { name: heading, exact: true }).waitFor();
+      await b.page.waitForLoadState('networkidle');
+    }
+    // Records' screens, reached through links.
+    for (const path of [
+      '/ops/coupons/000000000272',
+      '/ops/quarantine/1',
+      '/ops/batches/b-2026-11-30-000126',
+      '/ops/accounts/player-42',
+      '/ops/search?q=player-42',
+      '/ops/no-such-screen',
+    ]) {
+      await b.page.goto(`${t.url}${path}`);
+      await b.page.locator('main.content h1, main.content p').first().waitFor();
+      await b.page.waitForLoadState('networkidle');
+    }
+    expect(await b.page.locator('main.content').innerText()).toBe('No such screen. Start from the overview.');
+  });
+
+  it('the key stays in this tab only, and goes out only as Authorization', async () => {
+    const urls: string[] = [];
+    b.page.on('request', (r) => urls.push(r.url()));
+    await signIn(b.page, t.url, 'operator', '/ops/coupons');
+    await b.page.getByRole('heading', { name: 'Coupons' }).waitFor();
+    const stored = await b.page.evaluate(() => ({
+      session: Object.values(sessionStorage),
+      local: Object.keys(localStorage).length,
+      cookie: document.cookie,
+    }));
+    expect(stored).toEqual({ session: ['test-operator-key-e61d0f58'], local: 0, cookie: '' });
+    expect(urls.filter((u) => u.includes('test-operator-key'))).toEqual([]);
+    // A reload keeps the session of the tab; Sign out forgets it.
+    await b.page.reload();
+    await b.page.getByRole('heading', { name: 'Coupons' }).waitFor();
+    await b.page.getByRole('button', { name: 'Sign out' }).click();
+    await b.page.getByLabel('API key').waitFor();
+    expect(await b.page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
 });

@@ -127,13 +127,16 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
   const [resolvedBy, setResolvedBy] = useState(who.name);
   // One Idempotency-Key per filled-in form: a second click sends the same key, applied once.
   const [key] = useState(idempotencyKey);
-  const blocked = !realWin.trim()
-    ? 'enter the amount'
-    : !reason.trim()
-      ? 'enter a reason'
-      : !resolvedBy.trim()
-        ? 'say who resolves it'
-        : undefined;
+  const [resolved, setResolved] = useState(false);
+  const blocked = resolved
+    ? 'resolved: see the answer'
+    : !realWin.trim()
+      ? 'enter the amount'
+      : !reason.trim()
+        ? 'enter a reason'
+        : !resolvedBy.trim()
+          ? 'say who resolves it'
+          : undefined;
   return (
     <form className="form" aria-label="resolve" onSubmit={(e) => e.preventDefault()}>
       <Field
@@ -176,7 +179,10 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
             body: { realWin: realWin.trim(), reason: reason.trim(), resolvedBy: resolvedBy.trim() },
           })
         }
-        onDone={onDone}
+        onDone={() => {
+          setResolved(true);
+          onDone();
+        }}
       />
     </form>
   );
@@ -194,6 +200,9 @@ export function CouponScreen({ code }: { code: string }) {
     history.reload();
   };
   const c = coupon.data;
+  // The form stays once shown, so its answer stays on screen after the flag is gone.
+  const [resolving, setResolving] = useState(false);
+  if (c?.needsReview && !resolving) setResolving(true);
   return (
     <Screen title={<>Coupon {code}</>}>
       <Loading loading={coupon.loading && !c} error={coupon.error} />
@@ -234,7 +243,7 @@ export function CouponScreen({ code }: { code: string }) {
               onDone={reload}
             />
           </div>
-          {c.needsReview && (
+          {resolving && (
             <section>
               <h2>Resolve</h2>
               <ResolveForm coupon={c} onDone={reload} />

@@ -36,7 +36,7 @@ export function SearchScreen() {
       {q && <Loading loading={loading} error={error} />}
       {data && data.items.length === 0 && <p>Nothing has the id “{q}”.</p>}
       {data && data.items.length > 0 && (
-        <table>
+        <table aria-label="search results">
           <thead>
             <tr>
               <th scope="col">kind</th>
