@@ -103,6 +103,7 @@ describe('operator console (/ops)', () => {
     await signIn(b.page, t.url, 'reader', '/ops/coupons/000000000273');
     await b.page.getByRole('heading', { name: 'Coupon 000000000273' }).waitFor();
     await b.page.getByRole('table', { name: 'snapshots' }).waitFor();
+    await b.page.getByRole('table', { name: 'operations' }).waitFor();
     expect(await b.page.getByRole('button', { name: 'Reconcile now' }).isDisabled()).toBe(true);
     expect(await b.page.getByRole('button', { name: 'Resolve' }).isDisabled()).toBe(true);
     expect(await b.page.locator('.needs-scope').allInnerTexts()).toEqual([

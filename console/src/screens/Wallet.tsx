@@ -172,7 +172,9 @@ export function WalletScreen() {
                     <Badge text={r.status} tone={toneOf(r.status)} /> {r.parkedReason ?? ''}
                   </td>
                   <td>{r.attempts}</td>
-                  <td>{r.lastError ?? ''}</td>
+                  <td>
+                    <code>{r.lastError ?? ''}</code>
+                  </td>
                   <td>
                     <Time at={r.createdAt} />
                   </td>
@@ -368,7 +370,9 @@ export function OutboxRowScreen({ id }: { id: string }) {
                     <Badge text={a.outcome} tone={toneOf(a.outcome)} />
                   </td>
                   <td>{a.httpStatus ?? '—'}</td>
-                  <td>{a.answer ?? ''}</td>
+                  <td>
+                    <code>{a.answer ?? ''}</code>
+                  </td>
                   <td>{a.durationMs}</td>
                   <td>
                     <code>{a.requestId}</code>
