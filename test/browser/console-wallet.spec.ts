@@ -67,7 +67,11 @@ describe('operator console: wallet outbox', () => {
     ]);
     await b.page.getByRole('link', { name: parkedId, exact: true }).click();
     await b.page.getByRole('heading', { name: `Outbox row ${parkedId}` }).waitFor();
-    await b.page.getByRole('table', { name: 'wallet delivery attempts' }).locator('tbody tr').first().waitFor();
+    await b.page
+      .getByRole('table', { name: 'wallet delivery attempts' })
+      .locator('tbody tr')
+      .first()
+      .waitFor();
     expect((await rows(b.page, 'wallet delivery attempts')).map((r) => [r[0], r[2], r[3], r[4]])).toEqual([
       ['1', 'http', 'refused', '402'],
     ]);

@@ -1,33 +1,12 @@
 import { useEffect, useRef } from 'react';
-import {
-  BarController,
-  BarElement,
-  CategoryScale,
-  Chart,
-  Legend,
-  LinearScale,
-  LineController,
-  LineElement,
-  PointElement,
-  Tooltip,
-} from 'chart.js';
+import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import { Link } from 'wouter';
 import { Badge, Facts, Loading, Screen, Time } from '../components';
 import { duration, utc } from '../format';
 import { useGet } from '../session';
 import type { DeliverySeries, Overview } from '../types';
 
-Chart.register(
-  BarController,
-  BarElement,
-  LineController,
-  LineElement,
-  PointElement,
-  CategoryScale,
-  LinearScale,
-  Legend,
-  Tooltip,
-);
+Chart.register(BarController, BarElement, CategoryScale, LinearScale, Legend, Tooltip);
 
 /** Colours of the delivery outcomes (docs/api.md, delivery-attempt outcomes). */
 const OUTCOME_COLOURS: Record<string, string> = {
@@ -49,15 +28,7 @@ function minuteLabels(series: DeliverySeries): string[] {
 }
 
 /** Deliveries per minute, stacked by outcome (Chart.js on a canvas). */
-function DeliveryChart({
-  title,
-  series,
-  kind,
-}: {
-  title: string;
-  series: DeliverySeries;
-  kind: 'bar' | 'line';
-}) {
+function DeliveryChart({ title, series }: { title: string; series: DeliverySeries }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const chart = useRef<Chart | null>(null);
   useEffect(() => {
@@ -66,10 +37,10 @@ function DeliveryChart({
       label: outcome,
       data: counts,
       backgroundColor: OUTCOME_COLOURS[outcome] ?? '#888',
-      borderColor: OUTCOME_COLOURS[outcome] ?? '#888',
-      borderWidth: kind === 'line' ? 1.5 : 0,
-      pointRadius: 0,
-      fill: false,
+      borderWidth: 0,
+      // A day is 1440 bars: no gaps between them.
+      barPercentage: series.minutes > 120 ? 1 : 0.9,
+      categoryPercentage: series.minutes > 120 ? 1 : 0.8,
     }));
     const data = { labels: minuteLabels(series), datasets };
     if (chart.current) {
@@ -78,7 +49,7 @@ function DeliveryChart({
       return;
     }
     chart.current = new Chart(canvas.current, {
-      type: kind,
+      type: 'bar',
       data,
       options: {
         animation: false,
@@ -91,7 +62,7 @@ function DeliveryChart({
         plugins: { legend: { position: 'bottom' } },
       },
     });
-  }, [series, kind]);
+  }, [series]);
   useEffect(
     () => () => {
       chart.current?.destroy();
@@ -196,8 +167,8 @@ export function OverviewScreen() {
               />
             </article>
           </div>
-          <DeliveryChart title="Last hour" series={data.deliveries.lastHour} kind="bar" />
-          <DeliveryChart title="Last day" series={data.deliveries.lastDay} kind="line" />
+          <DeliveryChart title="Last hour" series={data.deliveries.lastHour} />
+          <DeliveryChart title="Last day" series={data.deliveries.lastDay} />
         </>
       )}
     </Screen>
