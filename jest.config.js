@@ -22,5 +22,14 @@ export default {
     // Races, crashes, outages, property-based sequences, hostile input: spawns built receivers
     // (`npm run test:reliability` builds first), so it is not part of `npm test`.
     { ...esm, ...slow, displayName: 'reliability', testMatch: ['<rootDir>/test/reliability/**/*.spec.ts'] },
+    // Pages in Debian's chromium through playwright-core (`npm run test:browser`, not part of
+    // `npm test`); its global set-up stops the run with one line when chromium is missing.
+    {
+      ...esm,
+      ...slow,
+      displayName: 'browser',
+      testMatch: ['<rootDir>/test/browser/**/*.spec.ts'],
+      globalSetup: '<rootDir>/test/browser/support/global-setup.ts',
+    },
   ],
 };

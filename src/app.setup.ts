@@ -3,10 +3,11 @@ import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
+import { API_TAGS } from './common/api-tags.js';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
+import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
-import { DomainException, ErrorCode } from './common/domain.exception.js';
-import { CurrencyValidationPipe, flattenValidationErrors } from './common/validation.js';
+import { CurrencyValidationPipe } from './common/validation.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
@@ -39,18 +40,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
     if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);
     partnerReader(req, res, next);
   });
-  app.useGlobalPipes(
-    new CurrencyValidationPipe(config.currencies, {
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      exceptionFactory: (errors) =>
-        new DomainException(
-          ErrorCode.VALIDATION_FAILED,
-          'the request does not match the schema',
-          flattenValidationErrors(errors),
-        ),
-    }),
-  );
+  app.useGlobalPipes(new CurrencyValidationPipe(config.currencies));
   const server = app.getHttpServer() as Server;
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
@@ -67,9 +57,11 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
  * same function writes `openapi.json` (`npm run openapi`), so the file and `/docs-json` agree.
  */
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
+  const builder = new DocumentBuilder();
+  for (const tag of Object.values(API_TAGS)) builder.addTag(tag.name, tag.description);
   return SwaggerModule.createDocument(
     app,
-    new DocumentBuilder()
+    builder
       .setTitle('SportAPI settlement receiver')
       .setDescription(
         'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
@@ -92,7 +84,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
           type: 'apiKey',
           in: 'header',
           name: 'X-Signature',
-          description: 'sha256=<hex HMAC-SHA256 of the raw body>',
+          description: SIGNATURE_FORMAT,
         },
         'signature',
       )
@@ -101,13 +93,17 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
 }
 
 /**
- * Swagger UI at `/docs` (`/docs/` redirects there), OpenAPI JSON at `/docs-json`, with the
- * signature and bearer schemes.
+ * Swagger UI at `/docs` (`/docs/` redirects there, and `GET /` to it), OpenAPI JSON at
+ * `/docs-json`, with the signature and bearer schemes.
  */
 export function setupSwagger(app: INestApplication, config: AppConfig): void {
-  // The UI's page loads its assets relative to `/docs`; from `/docs/` they would 404.
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    req.path === '/docs/' ? res.redirect(301, '/docs') : next(),
-  );
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    // The UI's page loads its assets relative to `/docs`; from `/docs/` they would 404.
+    if (req.path === '/docs/') return res.redirect(301, '/docs');
+    // The root has nothing of its own: point a browser at the API description (302: it may change).
+    if (req.path === '/' && (req.method === 'GET' || req.method === 'HEAD'))
+      return res.redirect(302, '/docs');
+    next();
+  });
   SwaggerModule.setup('docs', app, buildOpenApiDocument(app, config), { jsonDocumentUrl: 'docs-json' });
 }

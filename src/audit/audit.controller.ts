@@ -4,6 +4,7 @@ import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Delivery audit endpoints (CONTRACT §8), bearer-protected like the partner API (§10). */
 /** Swagger example of a redelivery's attempt: answered 200 as a duplicate (CONTRACT §8). */
@@ -21,7 +22,7 @@ const REDELIVERY_EXAMPLE = {
   actor: null,
 };
 
-@ApiTags('delivery audit')
+@ApiTags(API_TAGS.deliveryAudit.name)
 @Controller('callbacks')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}

@@ -16,7 +16,8 @@ import { CallbackExceptionFilter } from './callback-exception.filter.js';
 import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
 import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
-import { SignatureGuard } from './signature.guard.js';
+import { SIGNATURE_FORMAT, SignatureGuard } from './signature.guard.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 const error = (description: string, code: string, message: string) => ({
   description,
@@ -30,7 +31,7 @@ const error = (description: string, code: string, message: string) => ({
  * (response interceptor); failures are answered, recorded and quarantined by
  * {@link CallbackExceptionFilter}.
  */
-@ApiTags('callback')
+@ApiTags(API_TAGS.callback.name)
 @Controller()
 @UseFilters(CallbackExceptionFilter)
 export class CallbackController {
@@ -45,10 +46,15 @@ export class CallbackController {
     description:
       'Body signed with HMAC-SHA256 over the exact bytes: `X-Signature: sha256=<hex>` (bare hex accepted). ' +
       'Answered 200 only after COMMIT; a redelivered batch answers 200 with `duplicate: true` and moves no money. ' +
-      'With `CALLBACK_MODE=inbox` the COMMIT stores the verified, validated batch in the inbox and workers apply it moments later.',
+      'With `CALLBACK_MODE=inbox` the COMMIT stores the verified, validated batch in the inbox and workers apply it moments later.\n\n' +
+      '**Try it out cannot sign the body**: it sends the X-Signature typed into it, and a signature made for other bytes ' +
+      'answers 401 `invalid_signature`. Sign the exact bytes and send those: ' +
+      '`openssl dgst -sha256 -hmac "$SECRET" -hex < batch.json`, then `curl --data-binary @batch.json` ' +
+      '(README, "Send a first batch by hand"; docs/api.md), or let the simulator sign and send: ' +
+      '`npm run sportapi -- send batch.json --url http://127.0.0.1:3000 --secret "$SECRET"` (docs/simulator.md).',
   })
   @ApiSecurity('signature')
-  @ApiHeader({ name: 'X-Signature', required: true, description: 'sha256=<hex HMAC-SHA256 of the raw body>' })
+  @ApiHeader({ name: 'X-Signature', required: true, description: SIGNATURE_FORMAT })
   @ApiHeader({
     name: 'X-Request-Id',
     required: false,

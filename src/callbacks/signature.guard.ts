@@ -7,6 +7,13 @@ import type { CallbackRequest } from './callback-request.js';
 import { secureEquals } from '../common/secure-compare.js';
 
 /**
+ * The signature header's value in the API description (the parameter and the security scheme):
+ * Markdown, so the placeholder is in backticks; bare, Swagger UI would drop it as an HTML tag.
+ */
+export const SIGNATURE_FORMAT =
+  '`sha256=<hex HMAC-SHA256 of the raw body>` with one of SPORTAPI_WEBHOOK_SECRETS (the bare hex digest is accepted too)';
+
+/**
  * Verifies a signature header value against the raw body: `sha256=<hex>` or a bare hex digest
  * (either case) of HMAC-SHA256(secret, body), for any of `secrets` (rotation). Every secret is
  * tried and compared in constant time (CONTRACT §3, §4 step 1).

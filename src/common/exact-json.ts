@@ -148,22 +148,31 @@ function parseNative(text: string, keepAsText: ReadonlySet<string>, maxDepth: nu
 }
 
 /**
+ * What becomes of a `__proto__` key: `drop` (stored payloads: CONTRACT §3 keeps unknown fields,
+ * but this one would be a trap for any code that copies the object) or `keep` as an own data
+ * property (never the prototype), for the partner API to refuse it as an undeclared field.
+ */
+export type ProtoKeys = 'drop' | 'keep';
+
+/**
  * JSON without floating point (CONTRACT §3: amounts never pass through it; other fields are kept
  * as they came): numbers a double holds exactly become JS numbers, every other number stays a
  * `LosslessNumber` carrying its original digits, as do the numbers under `keepAsText` keys.
- * `__proto__` keys are dropped. A key twice in one object is refused, whatever its values.
- * A body that needs none of this (the usual case) is read by `JSON.parse`, with the result
- * {@link parseLosslessJson} would give; any other body by {@link parseLosslessJson}.
+ * `__proto__` keys are dropped, or kept as own properties ({@link ProtoKeys}). A key twice in one
+ * object is refused, whatever its values. A body that needs none of this (the usual case) is read
+ * by `JSON.parse`, with the result {@link parseLosslessJson} would give; any other body by
+ * {@link parseLosslessJson}.
  * @throws SyntaxError for invalid JSON, duplicate keys or nesting deeper than `maxDepth`.
  */
 export function parseExactJson(
   text: string,
   keepAsText: ReadonlySet<string> = NO_KEYS,
   maxDepth = MAX_JSON_DEPTH,
+  protoKeys: ProtoKeys = 'drop',
 ): ExactJson {
   const value = parseNative(text, keepAsText, maxDepth);
   if (value !== undefined) return { value, lossless: false, extreme: false };
-  return parseLosslessJson(text, keepAsText, maxDepth);
+  return parseLosslessJson(text, keepAsText, maxDepth, protoKeys);
 }
 
 /**
@@ -175,13 +184,14 @@ export function parseLosslessJson(
   text: string,
   keepAsText: ReadonlySet<string> = NO_KEYS,
   maxDepth = MAX_JSON_DEPTH,
+  protoKeys: ProtoKeys = 'drop',
 ): ExactJson {
   let lossless = false;
   let extreme = false;
   let value: unknown;
   try {
     value = parse(text, (key: string, v: unknown) => {
-      if (key === '__proto__') return undefined;
+      if (key === '__proto__' && protoKeys === 'drop') return undefined;
       if (isLosslessNumber(v)) {
         const digits = v.toString();
         if (!extreme && isExtremeNumber(digits)) extreme = true;
@@ -249,18 +259,20 @@ function storableNumber(_key: string, value: unknown): unknown {
 /**
  * The value prepared for class-transformer and class-validator: every `LosslessNumber` (a number a
  * double cannot hold exactly) replaced by `NaN`, which no rule accepts, so no text field takes a
- * number's digits; every `constructor` key dropped, which class-transformer would take for a
- * nested object's class (a TypeError, answered 5xx instead of 400). The stored payload is not
- * this copy: unknown fields keep their values there.
+ * number's digits. `constructorKeys: 'drop'` (the callback, which accepts unknown fields) drops
+ * every `constructor` key, which class-transformer would take for a nested object's class (a
+ * TypeError, answered 5xx instead of 400); `keep` leaves it for the partner API's validation
+ * pipe to refuse (it deletes it before class-transformer runs). The stored payload is not this
+ * copy: unknown fields keep their values there.
  */
-export function validationCopy(value: unknown): unknown {
+export function validationCopy(value: unknown, constructorKeys: 'drop' | 'keep' = 'drop'): unknown {
   if (isLosslessNumber(value)) return NaN;
-  if (Array.isArray(value)) return value.map(validationCopy);
+  if (Array.isArray(value)) return value.map((v) => validationCopy(v, constructorKeys));
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(
       Object.entries(value)
-        .filter(([k]) => k !== 'constructor')
-        .map(([k, v]) => [k, validationCopy(v)]),
+        .filter(([k]) => constructorKeys === 'keep' || k !== 'constructor')
+        .map(([k, v]) => [k, validationCopy(v, constructorKeys)]),
     );
   }
   return value;

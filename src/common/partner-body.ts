@@ -53,11 +53,21 @@ export function partnerBodyMiddleware(): RequestHandler {
 }
 
 /**
+ * A partner API body's JSON text as the validation pipe gets it: parsed exactly, numbers a double
+ * cannot hold as `NaN` (see `validationCopy`), `__proto__` and `constructor` keys kept as own
+ * properties so that `CurrencyValidationPipe` refuses them as undeclared fields.
+ * @throws SyntaxError as `parseExactJson`.
+ */
+export function parsePartnerBody(text: string): unknown {
+  return validationCopy(parseExactJson(text, undefined, undefined, 'keep').value, 'keep');
+}
+
+/**
  * Global interceptor (after the guards): the body {@link partnerBodyMiddleware} read becomes
  * `req.body`, parsed with the exact JSON parser, so a duplicate key
  * (`{"amount":"1.00","amount":"-90.00"}`) or nesting deeper than 32 levels is a 400 instead of a
  * silent last-wins or a stack overflow, and numbers keep their digits (an amount sent as a JSON
- * number still fails the decimal-string rule).
+ * number still fails the decimal-string rule) ({@link parsePartnerBody}).
  * @throws DomainException MALFORMED_JSON (400), PAYLOAD_TOO_LARGE (413), UNSUPPORTED_MEDIA_TYPE (415).
  */
 @Injectable()
@@ -68,7 +78,7 @@ export class PartnerBodyInterceptor implements NestInterceptor {
     if (body?.error) throw body.error;
     if (body?.text !== undefined) {
       try {
-        req.body = validationCopy(parseExactJson(body.text).value);
+        req.body = parsePartnerBody(body.text);
       } catch (parseError) {
         const reason =
           parseError instanceof SyntaxError ? `: ${toStorableText(parseError.message).slice(0, 200)}` : '';

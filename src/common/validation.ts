@@ -1,4 +1,4 @@
-import { ValidationPipe, ValidationPipeOptions } from '@nestjs/common';
+import { ArgumentMetadata, ValidationPipe } from '@nestjs/common';
 import {
   registerDecorator,
   ValidationArguments,
@@ -8,7 +8,7 @@ import {
 } from 'class-validator';
 import { CURRENCY_CODE, CurrencyTable, MAX_MINOR_UNITS } from './currency.js';
 import { isLosslessNumber } from 'lossless-json';
-import { FieldError } from './domain.exception.js';
+import { DomainException, ErrorCode, FieldError } from './domain.exception.js';
 import { parseAmount } from './money.js';
 
 /** Where {@link CurrencyValidationPipe} puts the currency table on the object it validates. */
@@ -18,22 +18,76 @@ function currencyTableOf(object: object): CurrencyTable | undefined {
   return (object as Record<symbol, CurrencyTable | undefined>)[CURRENCY_TABLE];
 }
 
+/** The 400 of a partner API request that does not match its DTO, with the failing paths. */
+function validationFailed(fields: FieldError[]): DomainException {
+  return new DomainException(ErrorCode.VALIDATION_FAILED, 'the request does not match the schema', fields);
+}
+
 /**
- * The global validation pipe of the partner API: class-validator's, with the receiver's currency
- * table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency} (CONTRACT §3, §10).
+ * The global validation pipe of the partner API (CONTRACT §10): class-validator's, with the
+ * receiver's currency table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency}. A body
+ * or query field the DTO does not declare is refused, one named like a property of
+ * `Object.prototype` included ({@link prototypeKeyErrors}); each failing path is reported once
+ * ({@link flattenValidationErrors}).
+ * @throws DomainException VALIDATION_FAILED (400) with `fields`.
  */
 export class CurrencyValidationPipe extends ValidationPipe {
-  constructor(
-    private readonly currencies: CurrencyTable,
-    options: ValidationPipeOptions,
-  ) {
-    super(options);
+  constructor(private readonly currencies: CurrencyTable) {
+    super({
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      exceptionFactory: (errors) => validationFailed(flattenValidationErrors(errors)),
+    });
+  }
+
+  async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const checked = (metadata.type === 'body' || metadata.type === 'query') && this.toValidate(metadata);
+    // Read before super.transform, which deletes `__proto__`, `prototype` and `constructor` in place.
+    const fields = checked ? prototypeKeyErrors(value) : [];
+    if (!fields.length) return super.transform(value, metadata);
+    try {
+      await super.transform(value, metadata);
+    } catch (err) {
+      if (!(err instanceof DomainException && err.code === ErrorCode.VALIDATION_FAILED)) throw err;
+      fields.push(...(err.fields ?? []));
+    }
+    throw validationFailed(fields);
   }
 
   protected validate(object: object, validatorOptions?: ValidatorOptions) {
     Object.defineProperty(object, CURRENCY_TABLE, { value: this.currencies, configurable: true });
     return super.validate(object, validatorOptions);
   }
+}
+
+/** Keys no DTO can declare: {@link prototypeKeyErrors}. */
+const isPrototypeKey = (key: string): boolean => key === 'prototype' || key in Object.prototype;
+
+/** The JSON path of `key` under `prefix`: `coupons[0]`, `coupons[0].status`, `status`. */
+function childPath(prefix: string, key: string): string {
+  if (/^\d+$/.test(key)) return `${prefix}[${key}]`;
+  return prefix ? `${prefix}.${key}` : key;
+}
+
+/**
+ * `property <key> should not exist` at the JSON path of each own key, at any depth of a parsed
+ * body or query, that names a property of
+ * `Object.prototype` (`constructor`, `__proto__`, `toString`, `hasOwnProperty`, `valueOf`, …) or
+ * are `prototype`. No DTO declares such a field, and the validation would not see one:
+ * class-validator's whitelist looks fields up in a plain object, where these names always
+ * resolve, class-transformer skips them, and Nest's ValidationPipe deletes `__proto__`,
+ * `prototype` and `constructor`; so they are refused here, not dropped unseen.
+ */
+export function prototypeKeyErrors(value: unknown, prefix = ''): FieldError[] {
+  if (value === null || typeof value !== 'object' || isLosslessNumber(value)) return [];
+  const out: FieldError[] = [];
+  for (const [key, child] of Object.entries(value)) {
+    const path = childPath(prefix, key);
+    if (!Array.isArray(value) && isPrototypeKey(key))
+      out.push({ path, message: `property ${key} should not exist` });
+    out.push(...prototypeKeyErrors(child, path));
+  }
+  return out;
 }
 
 interface DecimalAmountOptions {
@@ -128,16 +182,21 @@ export function IsAllowedCurrency(validationOptions?: ValidationOptions): Proper
   };
 }
 
-/** Flattens class-validator errors into JSON paths (`coupons[0].events[1].uuid`) and messages. */
+/**
+ * Flattens class-validator errors into JSON paths (`coupons[0].events[1].uuid`), one message per
+ * path: that of the rule written first on the property, its type before its length or pattern (a
+ * missing `reason` is `reason must be a string`, not also too short and blank). class-validator
+ * lists a property's failed rules in reverse source order (decorators apply bottom-up), then
+ * `@ValidateNested`'s: so the last one that is not the nested rule, else the nested rule.
+ */
 export function flattenValidationErrors(errors: ValidationError[], prefix = ''): FieldError[] {
   const out: FieldError[] = [];
   for (const e of errors) {
-    const path = /^\d+$/.test(e.property)
-      ? `${prefix}[${e.property}]`
-      : prefix
-        ? `${prefix}.${e.property}`
-        : e.property;
-    for (const message of Object.values(e.constraints ?? {})) out.push({ path, message });
+    const path = childPath(prefix, e.property);
+    const failed = Object.entries(e.constraints ?? {});
+    const own = failed.filter(([rule]) => rule !== 'nestedValidation');
+    const first = (own.length ? own : failed).at(-1);
+    if (first) out.push({ path, message: first[1] });
     if (e.children?.length) out.push(...flattenValidationErrors(e.children, path));
   }
   return out;

@@ -9,9 +9,10 @@ import { PageQueryDto } from '../common/pagination.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { CouponListQueryDto, CouponPageView, SnapshotPageView } from './dto/coupon-list.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Partner API for coupons (CONTRACT §10). */
-@ApiTags('coupons')
+@ApiTags(API_TAGS.coupons.name)
 @UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class CouponsController {
@@ -19,7 +20,9 @@ export class CouponsController {
 
   @Post()
   @RequireScope('register')
-  @ApiOperation({ summary: 'Register a placed coupon and debit its stake (`<coupon_code>:0:stake_debit`)' })
+  @ApiOperation({
+    summary: 'Register a placed coupon and debit its stake (operation <coupon_code>:0:stake_debit)',
+  })
   @ApiResponse({
     status: 201,
     type: CouponView,

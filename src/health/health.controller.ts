@@ -4,6 +4,7 @@ import { HealthCheck, HealthCheckService, HealthIndicatorService } from '@nestjs
 import type { HealthCheckResult, HealthIndicatorResult } from '@nestjs/terminus';
 import { HealthResultFilter } from './health-result.filter.js';
 import { READINESS_DB_TIMEOUT_MS, ReadinessIndicators } from './readiness.indicators.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 const healthSchema = {
   type: 'object',
@@ -33,7 +34,7 @@ const READY = {
  * `GET /health/ready` answers 200 only when PostgreSQL answers within 1.5 s, every migration is
  * applied and no shutdown has begun, else 503 with the failing indicator.
  */
-@ApiTags('operations')
+@ApiTags(API_TAGS.healthAndMetrics.name)
 @Controller('health')
 @UseFilters(HealthResultFilter)
 export class HealthController {

@@ -22,6 +22,7 @@ import {
   StatementQueryDto,
 } from './dto/statement.dto.js';
 import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Columns of the statement's CSV export, in order. */
 const STATEMENT_COLUMNS = [
@@ -42,7 +43,7 @@ function wantsCsv(format: string | undefined, accept: string | undefined): boole
 }
 
 /** Partner API for accounts (CONTRACT §10). */
-@ApiTags('accounts')
+@ApiTags(API_TAGS.accounts.name)
 @ApiExtraModels(StatementPageView)
 @Controller('accounts')
 export class AccountsController {

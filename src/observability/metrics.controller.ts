@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import { ApiScope } from '../auth/require-scope.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
 import { SettlementMetrics } from './settlement-metrics.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 const SAMPLE = `# HELP settlement_callback_deliveries_total Callback deliveries answered, by outcome (CONTRACT §8)
 # TYPE settlement_callback_deliveries_total counter
@@ -19,7 +20,7 @@ settlement_coupons_needing_review 0
 `;
 
 /** Prometheus scrape endpoint (see {@link SettlementMetrics} for the series). */
-@ApiTags('operations')
+@ApiTags(API_TAGS.healthAndMetrics.name)
 @UseGuards(MetricsAccessGuard)
 @Controller('metrics')
 export class MetricsController {

@@ -8,9 +8,10 @@ import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js'
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
 import { ReconciliationService } from './reconciliation.service.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
-@ApiTags('reconciliation')
+@ApiTags(API_TAGS.reconciliation.name)
 @UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class ReconciliationController {
@@ -26,7 +27,7 @@ export class ReconciliationController {
       'Same validation and transaction as a callback coupon; a SportAPI read is authoritative (CONTRACT §9): it may ' +
       're-settle a needs_review coupon as a new generation. Reading the same coupon JSON again changes nothing, ' +
       'unless another batch changed the coupon since: then the read is decided again against its state now, as ' +
-      'poll:<coupon_code>:<sha256>:<16 hex>. A read taken while another batch changed the coupon is taken again (up to 3 ' +
+      '`poll:<coupon_code>:<sha256>:<16 hex>`. A read taken while another batch changed the coupon is taken again (up to 3 ' +
       'times). Refused (409) while the inbox holds pending batches of the coupon.',
   })
   @ApiResponse({
@@ -41,7 +42,7 @@ export class ReconciliationController {
       },
       'Reconciliation-Batch-Id': {
         description:
-          'poll:<coupon_code>:<sha256 of the coupon JSON>, with :<16 hex of the previous batch> when the same JSON was read before',
+          '`poll:<coupon_code>:<sha256 of the coupon JSON>`, with `:<16 hex of the previous batch>` when the same JSON was read before',
         schema: { type: 'string' },
       },
     },
@@ -81,7 +82,7 @@ export class ReconciliationController {
     summary: 'Resolve a needs_review coupon by hand (recorded with who and why, applied once)',
     description:
       'A settled generation with another amount becomes a new generation: recalculation_debit of what it credited, ' +
-      'final_credit of realWin (keys <coupon_code>:<generation>:<type>). The same Idempotency-Key and body return the ' +
+      'final_credit of realWin (keys `<coupon_code>:<generation>:<type>`). The same Idempotency-Key and body return the ' +
       'first result.',
   })
   @ApiHeader({

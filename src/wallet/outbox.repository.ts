@@ -17,6 +17,8 @@ export interface ClaimedOutboxRow extends OutboxOperation {
   /** The body stored at the row's first claim (sent as it is), else null: this is the first. */
   body: Buffer | null;
   retryFrom: Date;
+  /** Whether an operator released it from parked (only such a row may have flagged its coupon). */
+  retried: boolean;
 }
 
 /** One attempt to record with its row's next step. */
@@ -104,6 +106,7 @@ export class OutboxRepository {
                FROM next, financial_operations f
               WHERE o.id = next.id AND f.id = o.operation_id
              RETURNING o.id, o.attempts AS attempt, o.body, o.retry_from AS "retryFrom",
+                       o.retried_at IS NOT NULL AS retried,
                        f.operation_key AS "operationKey", f.type, f.account_id AS "accountId",
                        f.amount::text AS amount, f.currency::text AS currency, f.coupon_code AS "couponCode",
                        f.generation, f.batch_id AS "batchId", f.created_at AS "createdAt"`,
@@ -116,8 +119,10 @@ export class OutboxRepository {
    * still that attempt's (pending, same attempt count: a lease that ran out and was claimed again
    * leaves the row to the newer attempt, and its coupon unflagged); a record run again adds no
    * second history line. The coupons of rows this record parked as refused or conflict are
-   * flagged `needs_review` (`wallet_refused`), locked first in the order batches lock coupons in
-   * (no deadlock with a batch); a pause step pauses all delivery.
+   * flagged `needs_review` (`wallet_refused`) unless already flagged for another reason, which
+   * they keep; those of retried rows it delivered lose the flag ({@link unflagStatement}). Both
+   * locked first in the order batches lock coupons in (no deadlock with a batch); a pause step
+   * pauses all delivery.
    */
   recordStatements(attempts: RecordedAttempt[]): StatementGroup {
     const group: StatementGroup = {};
@@ -171,15 +176,20 @@ export class OutboxRepository {
       (a) =>
         a.step.kind === 'park' && a.step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null,
     );
+    // A row that had flagged its coupon was parked, so it is delivered only after a retry.
+    const ended = attempts.filter(
+      (a) => a.step.kind === 'delivered' && a.row.retried && a.row.couponCode !== null,
+    );
+    const codes = [...flagged, ...ended].map((a) => a.row.couponCode as string);
+    // Locked first in the batches' order (CouponRepository.lockStatement), then (un)flagged.
+    if (codes.length) group.lockCoupons = this.coupons.lockStatement([...new Set(codes)]);
     if (flagged.length) {
-      // Locked first in the batches' order (CouponRepository.lockStatement), then flagged.
-      group.lockCoupons = this.coupons.lockStatement(flagged.map((a) => a.row.couponCode as string));
       group.flag = {
         name: 'wo_flag_coupons',
         text: `UPDATE coupons c SET needs_review = true, review_reason = $3, updated_at = now()
                  FROM unnest($1::bigint[], $2::text[], $4::int[]) AS f(id, code, attempt)
                  JOIN wallet_outbox o ON o.id = f.id AND o.status = 'parked' AND o.attempts = f.attempt
-                WHERE c.coupon_code = f.code`,
+                WHERE c.coupon_code = f.code AND NOT c.needs_review`,
         values: [
           flagged.map((a) => a.row.id),
           flagged.map((a) => a.row.couponCode),
@@ -188,6 +198,7 @@ export class OutboxRepository {
         ],
       };
     }
+    if (ended.length) group.unflag = this.unflagStatement(ended.map((a) => a.row.id));
     const pause = attempts.find((a) => a.step.kind === 'pause');
     if (pause?.step.kind === 'pause') group.pause = this.pauseStatement(true, pause.step.reason, null);
     return group;
@@ -272,15 +283,42 @@ export class OutboxRepository {
     );
   }
 
-  /** A parked or pending row settled by hand in the wallet: skipped, with who and why. */
+  /**
+   * A parked or pending row settled by hand in the wallet: skipped, with who and why; it keeps
+   * the reason it was parked for. Its coupon loses the `wallet_refused` flag the row raised
+   * ({@link unflagStatement}), in this transaction.
+   */
   async skip(tx: Tx, id: string, actor: string, reason: string): Promise<void> {
-    await tx.query(
-      `UPDATE wallet_outbox
-          SET status = 'skipped', parked_reason = NULL, leased_until = NULL, skipped_at = now(),
-              skipped_by = $2, skip_reason = $3
-        WHERE id = $1 AND status IN ('pending', 'parked')`,
+    const { rows } = await tx.query<{ couponCode: string | null }>(
+      `UPDATE wallet_outbox o
+          SET status = 'skipped', leased_until = NULL, skipped_at = now(), skipped_by = $2, skip_reason = $3
+         FROM financial_operations f
+        WHERE o.id = $1 AND o.status IN ('pending', 'parked') AND f.id = o.operation_id
+       RETURNING f.coupon_code AS "couponCode"`,
       [id, actor, reason],
     );
+    const code = rows[0]?.couponCode;
+    if (code)
+      await tx.send({ lockCoupons: this.coupons.lockStatement([code]), unflag: this.unflagStatement([id]) });
+  }
+
+  /**
+   * Ends the `wallet_refused` flag that rows `ids`, now delivered or skipped, raised on their
+   * coupons (docs/wallet.md, "Operators"): only rows the wallet refused or answered a conflict
+   * (an attempt says so), only while the coupon's review reason is still `wallet_refused` (a
+   * reason the settlement set since is kept). The coupons must be locked by this transaction.
+   */
+  private unflagStatement(ids: string[]): Statement {
+    return {
+      name: 'wo_unflag_coupons',
+      text: `UPDATE coupons c SET needs_review = false, review_reason = NULL, updated_at = now()
+               FROM wallet_outbox o JOIN financial_operations f ON f.id = o.operation_id
+              WHERE o.id = ANY($1::bigint[]) AND o.status IN ('delivered', 'skipped')
+                AND c.coupon_code = f.coupon_code AND c.needs_review AND c.review_reason = $2
+                AND EXISTS (SELECT 1 FROM wallet_delivery_attempts a
+                             WHERE a.outbox_id = o.id AND a.outcome IN ('refused', 'conflict'))`,
+      values: [ids, WALLET_REFUSED_REVIEW_REASON],
+    };
   }
 
   /** The gauges' figures in one query over the partial indexes. */

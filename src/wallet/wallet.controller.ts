@@ -13,6 +13,7 @@ import {
 } from './dto/wallet.dto.js';
 import { WalletException } from './wallet.exception.js';
 import { DEFAULT_PAGE_SIZE, WalletService } from './wallet.service.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** An outbox id path parameter: digits only, else 404 (never a database error). */
 function rowId(id: string): string {
@@ -27,7 +28,7 @@ const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 4
  * The wallet outbox for operators (partner API, bearer key; docs/wallet.md): what waits, what
  * was parked and why, and the actions that release, skip, pause and resume delivery.
  */
-@ApiTags('wallet')
+@ApiTags(API_TAGS.wallet.name)
 @Controller('wallet')
 export class WalletController {
   constructor(private readonly wallet: WalletService) {}
@@ -67,7 +68,8 @@ export class WalletController {
     summary: 'Release a parked row',
     description:
       'Pending again, due at once, with a new WALLET_RETRY_FOR budget; the same transaction id and body are sent. ' +
-      'Recorded with the key name (`retriedBy`).',
+      'Recorded with the key name (`retriedBy`). Once delivered, a coupon the row flagged `wallet_refused` is no ' +
+      'longer flagged.',
   })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
@@ -91,7 +93,8 @@ export class WalletController {
     summary: 'Mark a row settled by hand in the wallet',
     description:
       'A parked or pending row is never delivered from now on; the account’s later rows go ahead. ' +
-      'Recorded with the key name and the reason (`skippedBy`, `skipReason`).',
+      'Recorded with the key name and the reason (`skippedBy`, `skipReason`); `parkedReason` stays. ' +
+      'A coupon the row flagged `wallet_refused` is no longer flagged.',
   })
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })

@@ -62,7 +62,8 @@ export class WalletService implements OnModuleInit {
   }
 
   /**
-   * Releases a parked row: pending again, due now, with a new `WALLET_RETRY_FOR` budget.
+   * Releases a parked row: pending again, due now, with a new `WALLET_RETRY_FOR` budget (its
+   * coupon's `wallet_refused` flag ends when it is delivered).
    * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is not parked.
    */
   async retry(id: string, actor: Actor): Promise<OutboxEntryDetailView> {
@@ -88,7 +89,8 @@ export class WalletService implements OnModuleInit {
 
   /**
    * Marks a parked or pending row settled by hand in the wallet (never delivered from now on),
-   * with the key's name and `reason`; the account's later rows go ahead.
+   * with the key's name and `reason`; the account's later rows go ahead. It keeps its
+   * `parkedReason`; its coupon's `wallet_refused` flag ends (docs/wallet.md).
    * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is delivered or skipped, or a
    *   worker is delivering it right now (ask again once its attempt is recorded).
    */

@@ -32,6 +32,76 @@ describe('OpenAPI document', () => {
     expect([slash.status, slash.headers.location]).toEqual([301, '/docs']);
   });
 
+  it('GET / redirects to Swagger UI (302 /docs); another method or path is still a 404', async () => {
+    const http = request(t.app.getHttpServer());
+    for (const res of [await http.get('/'), await http.head('/')])
+      expect([res.status, res.headers.location]).toEqual([302, '/docs']);
+    expect((await http.post('/').send({})).status).toBe(404);
+  });
+
+  it('declares every tag with a one-line description; operations use only those', () => {
+    const tags = served.tags as { name: string; description: string }[];
+    expect(tags.map((tag) => tag.name)).toEqual([
+      'callback',
+      'coupons',
+      'accounts',
+      'reconciliation',
+      'quarantine',
+      'inbox',
+      'delivery audit',
+      'wallet',
+      'health and metrics',
+    ]);
+    for (const tag of tags)
+      expect({ tag: tag.name, oneLine: /^[^\n]{20,120}$/.test(tag.description) }).toEqual({
+        tag: tag.name,
+        oneLine: true,
+      });
+    const used = new Set<string>();
+    for (const operations of Object.values(
+      served.paths as Record<string, Record<string, { tags: string[] }>>,
+    ))
+      for (const operation of Object.values(operations)) operation.tags.forEach((tag) => used.add(tag));
+    expect([...used].sort()).toEqual(tags.map((tag) => tag.name).sort());
+  });
+
+  it('no Markdown description holds a bare <placeholder> (Swagger UI would drop it as an HTML tag)', () => {
+    const bare: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${path}[${i}]`));
+      else if (value !== null && typeof value === 'object')
+        for (const [key, v] of Object.entries(value)) {
+          if (
+            key === 'description' &&
+            typeof v === 'string' &&
+            /<[^>\s][^>]*>/.test(v.replace(/`[^`]*`/g, ''))
+          )
+            bare.push(`${path}: ${v}`);
+          else walk(v, `${path}.${key}`);
+        }
+    };
+    walk(served, '');
+    expect(bare).toEqual([]);
+  });
+
+  it('limit query parameters are integers with their range', () => {
+    const limits: Record<string, unknown> = {};
+    for (const [path, operations] of Object.entries(served.paths as Record<string, Record<string, Json>>))
+      for (const operation of Object.values(operations))
+        for (const p of (operation.parameters ?? []) as { name: string; in: string; schema: unknown }[])
+          if (p.name === 'limit') limits[path] = { in: p.in, schema: p.schema };
+    const range = (maximum: number, dflt: number) => ({
+      in: 'query',
+      schema: { type: 'integer', minimum: 1, maximum, default: dflt, example: dflt },
+    });
+    expect(limits).toEqual({
+      '/callbacks/deliveries': range(200, 50),
+      '/callbacks/quarantine': range(100, 20),
+      '/callbacks/inbox': range(100, 20),
+      '/wallet/outbox': range(100, 20),
+    });
+  });
+
   it('documents the operations endpoints', () => {
     const paths = Object.keys(served.paths as Json).sort();
     expect(paths).toEqual(

@@ -2,7 +2,8 @@ import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
-import { fetchRead } from '../support/http.js';
+import { fetchRead, moveInWallet } from '../support/http.js';
+import { sample, scrape } from '../support/metrics.js';
 import { pushedOperations, reconcileWallet, walletExport } from '../../src/wallet/wallet-reconciler.js';
 
 // Issue 15 (docs/wallet.md): every financial operation of a pushed type is written to the outbox
@@ -61,6 +62,13 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       .map((x) => `${x.transactionId} ${x.direction} ${x.amount}`);
   const walletBalance = (account: string) =>
     wallet.balances().find((b) => b.accountId === account && b.currency === 'EUR')?.balance;
+  const walletMove = (account: string, kind: 'deposits' | 'withdrawals', amount: string) =>
+    moveInWallet(wallet.url, account, kind, amount);
+  const review = async (code: string) => {
+    const { needsReview, reviewReason } = (await ops(t.app).get(`/coupons/${code}`)).body;
+    return { needsReview, reviewReason };
+  };
+  const needingReview = async () => sample(await scrape(t.app), 'settlement_coupons_needing_review');
 
   it('a settlement pushes its final_credit once, with the contract body; stake and deposit stay in the ledger', async () => {
     await deposit(t.app, 'w-a', '50.00');
@@ -175,11 +183,8 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       parked_reason: 'refused',
       attempts: 1,
     });
-    const coupon = await ops(t.app).get('/coupons/WD1');
-    expect({ needsReview: coupon.body.needsReview, reviewReason: coupon.body.reviewReason }).toEqual({
-      needsReview: true,
-      reviewReason: 'wallet_refused',
-    });
+    expect(await review('WD1')).toEqual({ needsReview: true, reviewReason: 'wallet_refused' });
+    expect(await needingReview()).toBe(1);
     // The later credit of the same account waits behind the parked row.
     const later = (await outbox('w-d')).find((r) => r.operation_key === 'WD2:0:final_credit');
     expect(later).toMatchObject({ status: 'pending', attempts: 0 });
@@ -217,13 +222,16 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       'WD1:1:recalculation_debit debit 40.00',
       'WD2:0:final_credit credit 3.00',
     ]);
+    // Issue 29: the refusal the flag reported has ended with the delivery: the flag went with it.
+    expect(await review('WD1')).toEqual({ needsReview: false, reviewReason: null });
+    expect(await needingReview()).toBe(0);
     expect((await ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/retry`, {})).body.error).toEqual({
       code: 'outbox_entry_state',
       message: `outbox row ${parked.id} is delivered: only a parked row can be retried`,
     });
   });
 
-  it('skip: an operator settles a parked row by hand; it is never sent and the account goes on', async () => {
+  it('skip: an operator settles a parked row by hand; it is never sent, the account goes on, the flag ends, the reason stays', async () => {
     await deposit(t.app, 'w-e', '50.00');
     await register(t.app, 'WE1', 'w-e', '10.00');
     await register(t.app, 'WE2', 'w-e', '10.00');
@@ -241,6 +249,8 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
       async () => (await outbox('w-e')).find((r) => r.status === 'parked'),
       'parked',
     );
+    expect(await review('WE1')).toEqual({ needsReview: true, reviewReason: 'wallet_refused' });
+    expect(await needingReview()).toBe(1);
     const missingReason = await ops(t.app, 'operator').post(`/wallet/outbox/${parked.id}/skip`, {});
     expect(missingReason.status).toBe(400);
     const reader = await ops(t.app, 'reader').post(`/wallet/outbox/${parked.id}/skip`, { reason: 'by hand' });
@@ -251,16 +261,63 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     expect(skipped.status).toBe(200);
     expect(skipped.body).toMatchObject({
       status: 'skipped',
+      parkedReason: 'refused',
       skippedBy: 'operator',
       skipReason: 'debited by hand in the wallet, ticket OPS-1',
     });
+    // Issue 29: settled by hand, the refusal is over: the coupon's flag ends in the skip's transaction.
+    expect(await review('WE1')).toEqual({ needsReview: false, reviewReason: null });
+    expect(await needingReview()).toBe(0);
     const rows = await settled('w-e', 3);
-    expect(rows.map((r) => `${r.operation_key} ${r.status}`)).toEqual([
-      'WE1:0:final_credit delivered',
-      'WE1:1:recalculation_debit skipped',
-      'WE2:0:final_credit delivered',
+    expect(rows.map((r) => `${r.operation_key} ${r.status} ${r.parked_reason}`)).toEqual([
+      'WE1:0:final_credit delivered null',
+      'WE1:1:recalculation_debit skipped refused',
+      'WE2:0:final_credit delivered null',
     ]);
     expect(applied('w-e')).toEqual(['WE1:0:final_credit credit 20.00', 'WE2:0:final_credit credit 4.00']);
+  });
+
+  it('a coupon flagged for another reason keeps it through the refusal and after the delivery', async () => {
+    // WH1: flagged recalculation_conflict before its debit is refused; WI1: after.
+    for (const [account, code] of [
+      ['w-h', 'WH1'],
+      ['w-i', 'WI1'],
+    ]) {
+      await deposit(t.app, account, '50.00');
+      await register(t.app, code, account, '10.00');
+      await deliver(t.app, batchOf(`${code}-1`, { code, status: 2, realWin: '30.00' }));
+      await settled(account, 1);
+      await walletMove(account, 'withdrawals', '30.00');
+    }
+    wallet.setFaults({ down: true });
+    await deliver(t.app, batchOf('WH1-2', { code: 'WH1', status: 15, realWin: '0.00' }));
+    await deliver(t.app, batchOf('WH1-3', { code: 'WH1', status: 15, realWin: '5.00' }));
+    expect(await review('WH1')).toEqual({ needsReview: true, reviewReason: 'recalculation_conflict' });
+    wallet.setFaults({ down: false });
+    await deliver(t.app, batchOf('WI1-2', { code: 'WI1', status: 15, realWin: '0.00' }));
+    const parked = async (account: string) =>
+      eventually(async () => (await outbox(account)).find((r) => r.status === 'parked'), `${account} parked`);
+    const h = await parked('w-h');
+    const i = await parked('w-i');
+    expect(await review('WH1')).toEqual({ needsReview: true, reviewReason: 'recalculation_conflict' });
+    expect(await review('WI1')).toEqual({ needsReview: true, reviewReason: 'wallet_refused' });
+    await deliver(t.app, batchOf('WI1-3', { code: 'WI1', status: 15, realWin: '5.00' }));
+    expect(await review('WI1')).toEqual({ needsReview: true, reviewReason: 'recalculation_conflict' });
+    expect(await needingReview()).toBe(2);
+
+    for (const [account, row] of [
+      ['w-h', h],
+      ['w-i', i],
+    ] as const) {
+      await walletMove(account, 'deposits', '30.00');
+      expect((await ops(t.app, 'operator').post(`/wallet/outbox/${row.id}/retry`, {})).status).toBe(200);
+      await settled(account, 2);
+    }
+    expect((await outbox('w-h')).map((r) => r.status)).toEqual(['delivered', 'delivered']);
+    expect((await outbox('w-i')).map((r) => r.status)).toEqual(['delivered', 'delivered']);
+    expect(await review('WH1')).toEqual({ needsReview: true, reviewReason: 'recalculation_conflict' });
+    expect(await review('WI1')).toEqual({ needsReview: true, reviewReason: 'recalculation_conflict' });
+    expect(await needingReview()).toBe(2);
   });
 
   it('pause holds every row; resume delivers them; the list filters by status with keyset pages', async () => {
@@ -338,15 +395,15 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
         t.config.currencies.format(amount.toFixed(), currency);
       const ledger = await pushedOperations(client);
       const exported = await walletExport(wallet.url, 2000);
-      const clean = reconcileWallet(ledger, exported.transactions, exported.balances, format);
+      const clean = reconcileWallet(ledger, exported, format);
       expect(clean.differences).toEqual([]);
-      expect(clean.operations).toEqual({ pending: 0, delivered: 12, parked: 0, skipped: 1 });
-      expect(clean.walletTransactions).toBe(12);
-      // A transaction the ledger never pushed, and a balance moved by hand.
+      expect(clean.operations).toEqual({ pending: 0, delivered: 16, parked: 0, skipped: 1 });
+      expect(clean.walletTransactions).toBe(16);
+      // A transaction the ledger never pushed, and an amount changed by hand.
       const forged = reconcileWallet(
         ledger,
         [
-          ...exported.transactions,
+          ...exported.map((x) => (x.transactionId === 'WA1:0:final_credit' ? { ...x, amount: '26.5' } : x)),
           {
             transactionId: 'X9:0:final_credit',
             direction: 'credit',
@@ -356,16 +413,15 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
             currency: 'EUR',
           },
         ],
-        exported.balances.map((b) => (b.accountId === 'w-a' ? { ...b, balance: '26.50' } : b)),
         format,
       );
       expect(forged.differences).toEqual([
-        { kind: 'unknown_to_ledger', subject: 'X9:0:final_credit', detail: 'credit 1.00 EUR w-a' },
         {
-          kind: 'balance_differs',
-          subject: 'w-a EUR',
-          detail: 'wallet 26.50, ledger 25.50 (delivered and skipped operations)',
+          kind: 'fields_differ',
+          subject: 'WA1:0:final_credit',
+          detail: 'ledger final_credit credit 25.50 EUR w-a, wallet final_credit credit 26.50 EUR w-a',
         },
+        { kind: 'unknown_to_ledger', subject: 'X9:0:final_credit', detail: 'credit 1.00 EUR w-a' },
       ]);
     } finally {
       client.release();

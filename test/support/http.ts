@@ -15,3 +15,22 @@ export async function fetchRead(url: string, init?: RequestInit): Promise<ReadAn
   const res = await fetch(url, init);
   return { status: res.status, headers: res.headers, text: await res.text() };
 }
+
+/**
+ * The player moves `amount` EUR in or out of `account` in the stand-in wallet at `walletUrl`
+ * (`POST /accounts/{id}/deposits|withdrawals`, docs/simulator.md#wallet), outside the receiver;
+ * asserts the 200.
+ */
+export async function moveInWallet(
+  walletUrl: string,
+  account: string,
+  kind: 'deposits' | 'withdrawals',
+  amount: string,
+): Promise<void> {
+  const answer = await fetchRead(`${walletUrl}/accounts/${encodeURIComponent(account)}/${kind}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount, currency: 'EUR' }),
+  });
+  expect(answer.status).toBe(200);
+}

@@ -111,7 +111,15 @@ export class DeliveryQueryDto {
   @IsISO8601({ strict: true })
   to?: string;
 
-  @ApiPropertyOptional({ example: '50', description: '1 to 200 (default 50)' })
+  // An integer in the API description; read as the query's text, checked by the pattern.
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 200,
+    default: 50,
+    example: 50,
+    description: 'rows per page, 1..200 (default 50)',
+  })
   @IsOptional()
   @Matches(/^(?:[1-9]\d?|1\d\d|200)$/, { message: 'limit must be an integer from 1 to 200' })
   limit?: string;

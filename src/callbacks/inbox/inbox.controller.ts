@@ -5,9 +5,10 @@ import { ErrorResponseDto } from '../../common/error-response.dto.js';
 import { InboxListQueryDto, InboxPageDto } from './dto/inbox.dto.js';
 import { InboxService } from './inbox.service.js';
 import type { InboxPage } from './inbox.service.js';
+import { API_TAGS } from '../../common/api-tags.js';
 
 /** The inbox of `CALLBACK_MODE=inbox` for operators (partner API, bearer key): what waits, what failed. */
-@ApiTags('inbox')
+@ApiTags(API_TAGS.inbox.name)
 @Controller('callbacks/inbox')
 export class InboxController {
   constructor(private readonly inbox: InboxService) {}

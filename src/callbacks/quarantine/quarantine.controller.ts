@@ -11,6 +11,7 @@ import {
 } from './dto/quarantine.dto.js';
 import { DEFAULT_PAGE_SIZE, QuarantineService } from './quarantine.service.js';
 import type { QuarantinePage, ReplayResult } from './quarantine.service.js';
+import { API_TAGS } from '../../common/api-tags.js';
 
 /** A quarantine id path parameter: digits only, else 404 (never a database error). */
 function entryId(id: string): string {
@@ -23,7 +24,7 @@ function entryId(id: string): string {
  * The quarantine (CONTRACT §8) on the partner API (bearer key, §10): list the kept bodies and
  * replay one through the pipeline once the cause is fixed.
  */
-@ApiTags('quarantine')
+@ApiTags(API_TAGS.quarantine.name)
 @Controller('callbacks/quarantine')
 export class QuarantineController {
   constructor(private readonly quarantine: QuarantineService) {}

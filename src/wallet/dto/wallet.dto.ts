@@ -64,6 +64,7 @@ export class OutboxEntryView {
     type: String,
     nullable: true,
     enum: ['refused', 'conflict', 'retry_budget_exhausted'],
+    description: 'why the row is parked; kept when it is skipped',
   })
   parkedReason: string | null;
   @ApiProperty({ example: '2026-12-01T12:00:00.000Z' }) createdAt: Date;

@@ -19,6 +19,7 @@ import type { OutboxStatus, ParkReason } from '../wallet.types.js';
  * in it. `attempts` counts claims (a claim leases the row until `leased_until`); `body` is the
  * exact request body, stored at the row's first claim before it is sent, and sent unchanged by
  * every attempt; `retry_from` starts the `WALLET_RETRY_FOR` budget (reset by an operator's retry).
+ * `parked_reason` is set while parked and kept when an operator skips the row.
  */
 @Entity('wallet_outbox')
 @Unique('wallet_outbox_operation_unique', ['operationId'])
@@ -28,7 +29,11 @@ import type { OutboxStatus, ParkReason } from '../wallet.types.js';
   'wallet_outbox_parked_reason_check',
   "parked_reason IN ('refused', 'conflict', 'retry_budget_exhausted')",
 )
-@Check('wallet_outbox_parked_check', "(status = 'parked') = (parked_reason IS NOT NULL)")
+// A parked row says why; a skipped one keeps the reason it was parked for (null if it never was).
+@Check(
+  'wallet_outbox_parked_reason_kept_check',
+  "status = 'skipped' OR (status = 'parked') = (parked_reason IS NOT NULL)",
+)
 @Index('wallet_outbox_pending_idx', ['id'], { where: "status = 'pending'" })
 @Index('wallet_outbox_open_account_idx', ['accountId', 'id'], { where: "status IN ('pending', 'parked')" })
 @Index('wallet_outbox_status_idx', ['status', 'id'])

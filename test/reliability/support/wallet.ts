@@ -18,7 +18,7 @@ export async function reconcileWithWallet(
 ): Promise<WalletReconciliation> {
   const client = await pool.connect();
   try {
-    return reconcileWallet(await pushedOperations(client), wallet.transactions(), wallet.balances(), (a, c) =>
+    return reconcileWallet(await pushedOperations(client), wallet.transactions(), (a, c) =>
       currencies.format(a.toFixed(), c),
     );
   } finally {

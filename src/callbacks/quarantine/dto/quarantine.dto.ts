@@ -6,7 +6,15 @@ import { IsOptional, Matches } from 'class-validator';
  * adds its status filter to it.
  */
 export class QuarantineListQueryDto {
-  @ApiPropertyOptional({ description: 'rows per page, 1..100 (default 20)', example: '20' })
+  // An integer in the API description; read as the query's text, checked by the pattern.
+  @ApiPropertyOptional({
+    type: 'integer',
+    minimum: 1,
+    maximum: 100,
+    default: 20,
+    example: 20,
+    description: 'rows per page, 1..100 (default 20)',
+  })
   @IsOptional()
   @Matches(/^(?:[1-9]\d?|100)$/, { message: 'limit must be an integer from 1 to 100' })
   limit?: string;

@@ -1,0 +1,33 @@
+import { loadConfig } from '../../src/config/configuration.js';
+import { describeWalletConnector } from '../../src/wallet/wallet-connectors.js';
+
+// Issue 29, item 8: the start line names the wallet connector in force, and never a secret.
+
+const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const SECRET = 'wallet-secret-0123456789';
+const described = (env: Record<string, string>) =>
+  describeWalletConnector(loadConfig({ ...base, ...env }).wallet);
+
+describe('describeWalletConnector (the start line)', () => {
+  it('none without WALLET_URL, or with WALLET_CONNECTOR=none', () => {
+    expect(described({})).toBe('wallet connector: none');
+    expect(described({ WALLET_CONNECTOR: 'none', WALLET_URL: 'http://127.0.0.1:3918' })).toBe(
+      'wallet connector: none',
+    );
+  });
+
+  it('http with its URL: origin and path, never credentials, query, fragment or WALLET_SECRET', () => {
+    expect(described({ WALLET_URL: 'http://127.0.0.1:3918', WALLET_SECRET: SECRET })).toBe(
+      'wallet connector: http → http://127.0.0.1:3918',
+    );
+    const line = described({
+      WALLET_URL: 'https://ops:hunter2-password@wallet.example:8443/api/v1/?token=t0ps3cret#x',
+      WALLET_SECRET: SECRET,
+    });
+    expect(line).toBe('wallet connector: http → https://wallet.example:8443/api/v1');
+  });
+
+  it('a connector module by its name', () => {
+    expect(described({ WALLET_CONNECTOR: 'partner-table' })).toBe('wallet connector: partner-table');
+  });
+});
