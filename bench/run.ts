@@ -873,7 +873,13 @@ async function serverUrl(): Promise<string> {
       `starting an embedded one on port ${PORT_BASE + 90} (as npm start does)`,
   );
   embedded = new EmbeddedPostgresServer(
-    { dataDir: resolve(ROOT, '.data', 'bench-postgres'), port: PORT_BASE + 90, database: 'postgres' },
+    {
+      dataDir: '.data/bench-postgres',
+      checkoutDir: ROOT,
+      clustersDir: process.env.EMBEDDED_PG_CLUSTERS_DIR || undefined,
+      port: PORT_BASE + 90,
+      database: 'postgres',
+    },
     { log: (m) => console.log(m), warn: (m) => console.warn(m) },
   );
   return embedded.start();

@@ -56,7 +56,12 @@ async function bootstrap(): Promise<void> {
   let embedded: EmbeddedPostgresServer | undefined;
   if (!config.databaseUrl) {
     embedded = new EmbeddedPostgresServer(
-      { dataDir: config.embeddedDataDir, port: config.embeddedPort, database: 'settlement' },
+      {
+        dataDir: config.embeddedDataDir,
+        clustersDir: config.embeddedClustersDir,
+        port: config.embeddedPort,
+        database: 'settlement',
+      },
       new Logger('EmbeddedPostgres'),
     );
     config = { ...config, databaseUrl: await embedded.start() };
@@ -89,7 +94,7 @@ async function bootstrap(): Promise<void> {
   await app.listen(config.port, config.host);
   logger.log(
     `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
-      (embedded ? ' on the embedded PostgreSQL' : '') +
+      (embedded ? ` on the embedded PostgreSQL (data ${embedded.dataDirectory})` : '') +
       (config.callbackMode === 'inbox'
         ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
         : '; CALLBACK_MODE=inline: batches applied before the answer') +

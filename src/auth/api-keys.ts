@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 /**
  * What a partner API key may do (CONTRACT §10; the route table is in docs/api.md#keys-and-scopes):
  * `read` every GET (and `/metrics`), `register` coupon registration, `money` adjustments,
- * `operate` reconcile, resolutions, quarantine replays and later operator actions.
+ * `operate` reconcile, resolutions, quarantine replays and the wallet outbox's retry, skip, pause
+ * and resume.
  */
 export const SCOPES = ['read', 'register', 'money', 'operate'] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/com
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { API_TAGS } from '../common/api-tags.js';
 import { apiError } from '../common/error-response.dto.js';
 import { BulkActionsService } from './bulk-actions.service.js';
 import { BULK_CAP } from './bulk-actions.types.js';
@@ -46,7 +47,7 @@ const RUNNING_EXAMPLE = {
  * Bulk actions (docs/api.md#bulk-actions): plan with a count, run capped in the background in
  * arrival order keeping per-coupon and per-account order, watch, cancel.
  */
-@ApiTags('bulk actions')
+@ApiTags(API_TAGS.bulkActions.name)
 @Controller('bulk-actions')
 export class BulkActionsController {
   constructor(private readonly bulk: BulkActionsService) {}

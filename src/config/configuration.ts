@@ -3,6 +3,7 @@ import ms from 'ms';
 import { parseApiKeys } from '../auth/api-keys.js';
 import type { ApiKey } from '../auth/api-keys.js';
 import { CURRENCY_CODE, CurrencyTable, LEGACY_MINOR_UNITS, MAX_MINOR_UNITS } from '../common/currency.js';
+import { DEFAULT_CLUSTERS_DIR } from '../database/embedded-postgres.js';
 import { OperationType } from '../ledger/ledger.types.js';
 
 /**
@@ -16,6 +17,8 @@ export interface AppConfig {
   databaseUrl: string | undefined;
   embeddedDataDir: string;
   embeddedPort: number;
+  /** As root: where clusters of data folders in `.data` the postgres user cannot reach are kept. */
+  embeddedClustersDir: string;
   dbPoolSize: number;
   /** Milliseconds; statement, lock and idle-in-transaction timeouts, all below the deadline. */
   statementTimeoutMs: number;
@@ -185,6 +188,7 @@ export const envSchema = Joi.object({
     .optional(),
   EMBEDDED_PG_DATA_DIR: Joi.string().default('.data/postgres'),
   EMBEDDED_PG_PORT: Joi.number().port().default(54329),
+  EMBEDDED_PG_CLUSTERS_DIR: Joi.string().default(DEFAULT_CLUSTERS_DIR),
   DB_POOL_SIZE: Joi.number().integer().min(1).max(200).default(16),
   DB_STATEMENT_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
   DB_LOCK_TIMEOUT_MS: Joi.number().integer().min(50).max(7000).default(3000),
@@ -440,6 +444,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     databaseUrl: v.DATABASE_URL as string | undefined,
     embeddedDataDir: v.EMBEDDED_PG_DATA_DIR as string,
     embeddedPort: v.EMBEDDED_PG_PORT as number,
+    embeddedClustersDir: v.EMBEDDED_PG_CLUSTERS_DIR as string,
     dbPoolSize: v.DB_POOL_SIZE as number,
     statementTimeoutMs: v.DB_STATEMENT_TIMEOUT_MS as number,
     lockTimeoutMs: v.DB_LOCK_TIMEOUT_MS as number,

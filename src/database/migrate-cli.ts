@@ -16,6 +16,7 @@ async function main(): Promise<void> {
     embedded = new EmbeddedPostgresServer(
       {
         dataDir: process.env.EMBEDDED_PG_DATA_DIR || '.data/postgres',
+        clustersDir: process.env.EMBEDDED_PG_CLUSTERS_DIR || undefined,
         port: Number(process.env.EMBEDDED_PG_PORT || 54329),
         database: 'settlement',
       },

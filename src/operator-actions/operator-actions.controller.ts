@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
+import { API_TAGS } from '../common/api-tags.js';
 import { apiError } from '../common/error-response.dto.js';
 import { Cursor, CURSOR_PART, pageSize, toPage } from '../common/pagination.js';
 import { TransactionRunner } from '../database/transaction.js';
@@ -16,7 +17,7 @@ function view(r: StoredOperatorAction): OperatorActionView {
 }
 
 /** `GET /operator-actions` (docs/api.md#operator-actions): the append-only log of operators' actions. */
-@ApiTags('operator actions')
+@ApiTags(API_TAGS.operatorActions.name)
 @Controller('operator-actions')
 export class OperatorActionsController {
   constructor(

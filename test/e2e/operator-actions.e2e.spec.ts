@@ -1,4 +1,4 @@
-import { BACKFILL } from '../../migrations/1796401849339-OperatorConsole.js';
+import { BACKFILL } from '../../migrations/1796402000000-OperatorConsole.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import {
   balance,

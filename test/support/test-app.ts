@@ -51,7 +51,10 @@ export interface TestContext {
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
  * `fatal` unless set: tests that provoke failures on purpose would fill the output;
  * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose; `HOUSE_SUB_ACCOUNTS`
- * is 1 unless set, so every house entry is on `house:<currency>` where a test names it);
+ * is 1 unless set, so every house entry is on `house:<currency>` where a test names it;
+ * `DELIVERY_ROLLUP_INTERVAL` and `BULK_ACTION_POLL_INTERVAL` are `off` unless set: their background
+ * transactions would take connections a test counts on, so the tests of the overview and of bulk
+ * actions run them by hand, or set them);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
  * `options.override` replaces providers ({@link startApp}).
@@ -71,6 +74,8 @@ export async function createTestApp(
     OPS_API_KEYS: TEST_OPS_API_KEYS,
     AUTH_FAILURE_LIMIT: '1000',
     HOUSE_SUB_ACCOUNTS: '1',
+    DELIVERY_ROLLUP_INTERVAL: 'off',
+    BULK_ACTION_POLL_INTERVAL: 'off',
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',

@@ -47,7 +47,8 @@ export interface Receiver {
 
 /**
  * Spawns `node dist/src/main.js` on `port` against `databaseUrl` with the test secrets, and
- * waits until it answers HTTP (`/docs-json`). `env` adds or overrides variables.
+ * waits until it answers HTTP (`/docs-json`). `env` adds or overrides variables; `cwd` is its
+ * working directory (the checkout it runs in; default this one).
  * @throws when it exits or does not answer within `timeoutMs`.
  */
 export async function startReceiver(
@@ -55,6 +56,7 @@ export async function startReceiver(
   databaseUrl: string,
   env: Record<string, string> = {},
   timeoutMs = 30_000,
+  cwd?: string,
 ): Promise<Receiver> {
   requireBuild();
   let out = '';
@@ -72,6 +74,7 @@ export async function startReceiver(
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
   });
   spawned.add(proc);
   proc.once('exit', () => spawned.delete(proc));

@@ -13,8 +13,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  *   `bets (uuid)`, `delivery_attempts (request_id)`, `wallet_delivery_attempts (request_id)`,
  *   `accounts` SP-GiST on `id` (prefix search), unreplayed quarantine entries.
  */
-export class OperatorConsole1796401849339 implements MigrationInterface {
-  name = 'OperatorConsole1796401849339';
+export class OperatorConsole1796402000000 implements MigrationInterface {
+  name = 'OperatorConsole1796402000000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(
