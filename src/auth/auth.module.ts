@@ -5,7 +5,8 @@ import { WhoAmIController } from './whoami.controller.js';
 
 /**
  * Keys and scopes of the partner API (CONTRACT §10): one {@link PartnerAuthenticator} per process
- * (its failed-authentication counts are shared by every route), the guard of `@RequireScope()`.
+ * (its failed-authentication counts are shared by every route), the guard of `@RequireScope()`,
+ * and `GET /auth/whoami` (a key's name and scopes, for the operator console's sign-in).
  */
 @Global()
 @Module({
