@@ -1,13 +1,4 @@
-import {
-  batchOf,
-  deliver,
-  deposit,
-  expectError,
-  ops,
-  quarantinedConflict,
-  register,
-  useTestApp,
-} from '../support/test-app.js';
+import { batchOf, deliver, deposit, quarantinedConflict, register, useTestApp } from '../support/test-app.js';
 import { fetchRead } from '../support/http.js';
 import { useBrowser } from './support/browser.js';
 import { rows, signIn, watch } from './support/console.js';
@@ -180,11 +171,12 @@ describe('operator console (/ops)', () => {
     b.page.on('request', (r) => urls.push(r.url()));
     await signIn(b.page, t.url, 'operator', '/ops/coupons');
     await b.page.getByRole('heading', { name: 'Coupons' }).waitFor();
-    const stored = await b.page.evaluate(() => ({
+    // (Page code as text: the tests compile without the DOM's types.)
+    const stored = await b.page.evaluate(`({
       session: Object.values(sessionStorage),
       local: Object.keys(localStorage).length,
       cookie: document.cookie,
-    }));
+    })`);
     expect(stored).toEqual({ session: ['test-operator-key-e61d0f58'], local: 0, cookie: '' });
     expect(urls.filter((u) => u.includes('test-operator-key'))).toEqual([]);
     // A reload keeps the session of the tab; Sign out forgets it.
@@ -192,6 +184,6 @@ describe('operator console (/ops)', () => {
     await b.page.getByRole('heading', { name: 'Coupons' }).waitFor();
     await b.page.getByRole('button', { name: 'Sign out' }).click();
     await b.page.getByLabel('API key').waitFor();
-    expect(await b.page.evaluate(() => sessionStorage.length)).toBe(0);
+    expect(await b.page.evaluate('sessionStorage.length')).toBe(0);
   });
 });

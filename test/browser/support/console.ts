@@ -54,7 +54,7 @@ export async function rows(page: Page, table: string): Promise<string[][]> {
   return page
     .getByRole('table', { name: table, exact: true })
     .locator('tbody tr')
-    .evaluateAll((trs) =>
+    .evaluateAll((trs: { querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }> }[]) =>
       trs.map((tr) =>
         Array.from(tr.querySelectorAll('td'), (td) => (td.textContent ?? '').replace(/\s+/g, ' ').trim()),
       ),
