@@ -12,12 +12,12 @@ export const API_TAGS = {
   coupons: {
     name: 'coupons',
     description:
-      'Register placed coupons (debits the stake), list coupons (flagged, unallocated, by time), read one with its bets, operations and snapshot history',
+      'Register coupons (debits the stake); list them (flagged, unallocated); one with bets, operations, snapshot history',
   },
   accounts: {
     name: 'accounts',
     description:
-      'Player accounts: list by id, balance, statement (JSON or CSV), deposits and withdrawals through the ledger (CONTRACT §10)',
+      'Player accounts: list, balance, statement (JSON or CSV), deposits and withdrawals through the ledger (CONTRACT §10)',
   },
   reconciliation: {
     name: 'reconciliation',
@@ -46,12 +46,12 @@ export const API_TAGS = {
   operatorConsole: {
     name: 'operator console',
     description:
-      "One search box for any id, and the console's first screen: deliveries per minute, flags and backlogs",
+      "One search box for any id, and the console's first screen: deliveries per minute, flags, backlogs",
   },
   bulkActions: {
     name: 'bulk actions',
     description:
-      'Replay quarantined bodies, retry or skip parked outbox rows in bulk: plan with a count, run capped in order, watch, cancel',
+      'Replay quarantined bodies, retry or skip parked outbox rows in bulk: plan, run in order, watch, cancel',
   },
   operatorActions: {
     name: 'operator actions',
