@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { API_TAGS } from '../common/api-tags.js';
 import { SCOPES } from './api-keys.js';
 import type { Scope } from './api-keys.js';
 import { Actor, RequireScope } from './require-scope.decorator.js';
@@ -15,7 +16,7 @@ export class WhoAmIView {
  * Which key this is (CONTRACT §10): the operator console signs in with it and shows the actions
  * the key's scopes cannot use as disabled, naming the scope they need (docs/console.md).
  */
-@ApiTags('operator console')
+@ApiTags(API_TAGS.operatorConsole.name)
 @Controller('auth')
 export class WhoAmIController {
   @Get('whoami')
