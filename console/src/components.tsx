@@ -88,6 +88,26 @@ export function Field(props: { label: string; hint?: string; children: (id: stri
   );
 }
 
+/**
+ * A time field read as UTC, as the console shows times (seconds allowed); `onChange` gets the
+ * field's text, {@link isoFromInput} turns it into ISO 8601.
+ */
+export function UtcField(props: { label: string; value: string; onChange: (value: string) => void }) {
+  return (
+    <Field label={`${props.label} (UTC)`}>
+      {(id) => (
+        <input
+          id={id}
+          type="datetime-local"
+          step="1"
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 /** Loading, error, or the loaded content. */
 export function Loading({ loading, error }: { loading: boolean; error?: ApiError }) {
   if (error) return <ErrorNote error={error} />;

@@ -9,8 +9,7 @@ import {
   useTestApp,
 } from '../support/test-app.js';
 import { useBrowser } from './support/browser.js';
-import { rows, signIn, watch } from './support/console.js';
-import type { PageTrouble } from './support/console.js';
+import { rows, signIn, useCleanPages } from './support/console.js';
 
 // A flagged coupon in the operator console (issue 30): found through the search box, resolved with
 // an amount and a reason after a confirmation; the answer, the coupon's operations and the
@@ -19,7 +18,7 @@ import type { PageTrouble } from './support/console.js';
 describe('operator console: find a flagged coupon and resolve it', () => {
   const t = useTestApp();
   const b = useBrowser();
-  let trouble: PageTrouble;
+  useCleanPages(b);
 
   beforeAll(async () => {
     await deposit(t.app, 'player-7', '50.00');
@@ -31,12 +30,6 @@ describe('operator console: find a flagged coupon and resolve it', () => {
       needsReview: true,
       reviewReason: 'conflicting_result',
     });
-  });
-  beforeEach(() => {
-    trouble = watch(b.page);
-  });
-  afterEach(() => {
-    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
   });
 
   it('search → coupon → resolve: confirmed, answered 201, operations posted once', async () => {

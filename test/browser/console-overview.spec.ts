@@ -2,8 +2,7 @@ import { copyFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { batchOf, deliver, deposit, expectError, register, useTestApp } from '../support/test-app.js';
 import { useBrowser } from './support/browser.js';
-import { signIn, watch } from './support/console.js';
-import type { PageTrouble } from './support/console.js';
+import { signIn, useCleanPages } from './support/console.js';
 
 // The console's first screen with a day of traffic (issue 30): the cards and both charts as an
 // operator sees them. Its screenshot is the README's (docs/console-overview.png), copied there
@@ -42,7 +41,7 @@ describe('operator console: the overview with a day of traffic', () => {
   // No rollup: the history is written after the app starts, so every minute is counted live.
   const t = useTestApp({ DELIVERY_ROLLUP_INTERVAL: 'off' });
   const b = useBrowser();
-  let trouble: PageTrouble;
+  useCleanPages(b);
 
   beforeAll(async () => {
     await t.db.query(HISTORY);
@@ -91,12 +90,6 @@ describe('operator console: the overview with a day of traffic', () => {
       'invalid_signature',
     );
   }, 60_000);
-  beforeEach(() => {
-    trouble = watch(b.page);
-  });
-  afterEach(() => {
-    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
-  });
 
   it('cards and charts', async () => {
     await signIn(b.page, t.url, 'reader');

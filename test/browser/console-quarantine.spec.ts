@@ -9,8 +9,7 @@ import {
 } from '../support/test-app.js';
 import type { TestContext } from '../support/test-app.js';
 import { useBrowser } from './support/browser.js';
-import { rows, signIn, watch } from './support/console.js';
-import type { PageTrouble } from './support/console.js';
+import { rows, signIn, useCleanPages } from './support/console.js';
 
 // The quarantine in the operator console (issue 30): bulk replay planned with a count, run with a
 // reason and a cap, watched to the end with every row's outcome; hostile bodies shown as text.
@@ -33,7 +32,7 @@ const IMG = '"><img src=x onerror=alert("xss-img")>';
 describe('operator console: quarantine', () => {
   const t = useTestApp({ BULK_ACTION_POLL_INTERVAL: '100ms' });
   const b = useBrowser();
-  let trouble: PageTrouble;
+  useCleanPages(b);
   const ids: string[] = [];
   let hostile: { malformed: string; invalid: string };
 
@@ -59,12 +58,6 @@ describe('operator console: quarantine', () => {
       `SELECT id::text FROM quarantined_bodies WHERE reason IN ('malformed_json', 'validation_failed') AND batch_id IS DISTINCT FROM 'bq-2' ORDER BY id`,
     );
     hostile = { malformed: found[0].id, invalid: found[1].id };
-  });
-  beforeEach(() => {
-    trouble = watch(b.page);
-  });
-  afterEach(() => {
-    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
   });
 
   it('bulk replay: count first, run with a reason and a cap, watch every row to the end', async () => {

@@ -5,8 +5,7 @@ import type { TestContext } from '../support/test-app.js';
 import { moveInWallet } from '../support/http.js';
 import { eventually } from '../support/wait.js';
 import { useBrowser } from './support/browser.js';
-import { rows, signIn, watch } from './support/console.js';
-import type { PageTrouble } from './support/console.js';
+import { rows, signIn, useCleanPages } from './support/console.js';
 
 // The wallet outbox in the operator console (issue 30), against the simulator's stand-in wallet
 // (sim/wallet.ts) as in test/e2e/wallet.e2e.spec.ts: a recalculation debit the wallet refuses
@@ -18,7 +17,7 @@ describe('operator console: wallet outbox', () => {
   let wallet: RunningWallet;
   let t: TestContext;
   const b = useBrowser();
-  let trouble: PageTrouble;
+  useCleanPages(b);
   let parkedId: string;
 
   beforeAll(async () => {
@@ -51,12 +50,6 @@ describe('operator console: wallet outbox', () => {
   afterAll(async () => {
     await t?.close();
     await wallet?.close();
-  });
-  beforeEach(() => {
-    trouble = watch(b.page);
-  });
-  afterEach(() => {
-    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
   });
 
   it('a parked row: its attempts and the refusal; retried after a confirmation, then delivered', async () => {

@@ -1,8 +1,7 @@
 import { batchOf, deliver, deposit, quarantinedConflict, register, useTestApp } from '../support/test-app.js';
 import { fetchRead } from '../support/http.js';
 import { useBrowser } from './support/browser.js';
-import { rows, signIn, watch } from './support/console.js';
-import type { PageTrouble } from './support/console.js';
+import { rows, signIn, useCleanPages } from './support/console.js';
 
 // The operator console at /ops (issue 30) in Debian's chromium: sign-in, what it sends and is
 // sent (the CSP), a read-only key's disabled actions, every screen without a console error.
@@ -15,7 +14,7 @@ const CSP =
 describe('operator console (/ops)', () => {
   const t = useTestApp();
   const b = useBrowser();
-  let trouble: PageTrouble;
+  const trouble = useCleanPages(b);
 
   beforeAll(async () => {
     await deposit(t.app, 'player-42', '100.00');
@@ -38,12 +37,6 @@ describe('operator console (/ops)', () => {
       batchOf('b-2026-11-30-000125', { code: '000000000273', status: 2, realWin: '14.00' }),
     );
     await quarantinedConflict(t, batchOf('b-2026-11-30-000126', { code: '000000000274', status: 4 }));
-  });
-  beforeEach(() => {
-    trouble = watch(b.page);
-  });
-  afterEach(() => {
-    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
   });
 
   it('/ops sends the strict CSP; client routes load the app; a missing asset is a 404', async () => {

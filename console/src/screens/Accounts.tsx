@@ -1,7 +1,18 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { ApiError, download, query, seg } from '../api';
-import { Amount, ErrorNote, Facts, Field, Loading, Pager, Screen, Time, usePager } from '../components';
+import {
+  Amount,
+  ErrorNote,
+  Facts,
+  Field,
+  Loading,
+  Pager,
+  Screen,
+  Time,
+  usePager,
+  UtcField,
+} from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
 import type { AccountSummary, Page, Statement } from '../types';
@@ -101,34 +112,22 @@ export function AccountScreen({ id }: { id: string }) {
     >
       <ErrorNote error={csvError} />
       <form className="form inline" onSubmit={(e) => e.preventDefault()} aria-label="statement range">
-        <Field label="From (UTC)">
-          {(fid) => (
-            <input
-              id={fid}
-              type="datetime-local"
-              step="1"
-              value={from}
-              onChange={(e) => {
-                pager.reset();
-                setFrom(e.target.value);
-              }}
-            />
-          )}
-        </Field>
-        <Field label="Before (UTC)">
-          {(fid) => (
-            <input
-              id={fid}
-              type="datetime-local"
-              step="1"
-              value={to}
-              onChange={(e) => {
-                pager.reset();
-                setTo(e.target.value);
-              }}
-            />
-          )}
-        </Field>
+        <UtcField
+          label="From"
+          value={from}
+          onChange={(v) => {
+            pager.reset();
+            setFrom(v);
+          }}
+        />
+        <UtcField
+          label="Before"
+          value={to}
+          onChange={(v) => {
+            pager.reset();
+            setTo(v);
+          }}
+        />
       </form>
       <Loading loading={loading && !data} error={error} />
       {data && (

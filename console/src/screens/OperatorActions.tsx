@@ -1,25 +1,12 @@
 import { useState } from 'react';
 import { useLocation, useSearch } from 'wouter';
 import { query } from '../api';
-import { Badge, Field, Json, Loading, Pager, Screen, Time, usePager } from '../components';
+import { Badge, Field, Json, Loading, Pager, Screen, Time, usePager, UtcField } from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
 import type { OperatorAction, Page } from '../types';
-
-const ACTIONS = [
-  'adjustment',
-  'registration',
-  'resolution',
-  'reconcile',
-  'replay',
-  'outbox_retry',
-  'outbox_skip',
-  'wallet_pause',
-  'wallet_resume',
-  'bulk_run',
-  'bulk_cancel',
-];
-const TARGETS = ['account', 'coupon', 'quarantine', 'outbox', 'wallet', 'bulk_action'];
+// The receiver's own lists of actions and target kinds (plain constants, bundled by Vite).
+import { OPERATOR_ACTIONS, TARGET_KINDS } from '../../../src/operator-actions/operator-actions.types';
 
 /** The append-only log of what keys of scope money or operate did, filterable. */
 export function OperatorActionsScreen() {
@@ -51,7 +38,7 @@ export function OperatorActionsScreen() {
           {(id) => (
             <select id={id} value={filter.action} onChange={(e) => set('action', e.target.value)}>
               <option value="">any</option>
-              {ACTIONS.map((a) => (
+              {OPERATOR_ACTIONS.map((a) => (
                 <option key={a}>{a}</option>
               ))}
             </select>
@@ -61,7 +48,7 @@ export function OperatorActionsScreen() {
           {(id) => (
             <select id={id} value={filter.targetKind} onChange={(e) => set('targetKind', e.target.value)}>
               <option value="">any</option>
-              {TARGETS.map((t) => (
+              {TARGET_KINDS.map((t) => (
                 <option key={t}>{t}</option>
               ))}
             </select>
@@ -72,28 +59,8 @@ export function OperatorActionsScreen() {
             <input id={id} value={filter.targetId} onChange={(e) => set('targetId', e.target.value)} />
           )}
         </Field>
-        <Field label="From (UTC)">
-          {(id) => (
-            <input
-              id={id}
-              type="datetime-local"
-              step="1"
-              value={from}
-              onChange={(e) => setFrom(e.target.value)}
-            />
-          )}
-        </Field>
-        <Field label="Before (UTC)">
-          {(id) => (
-            <input
-              id={id}
-              type="datetime-local"
-              step="1"
-              value={to}
-              onChange={(e) => setTo(e.target.value)}
-            />
-          )}
-        </Field>
+        <UtcField label="From" value={from} onChange={setFrom} />
+        <UtcField label="Before" value={to} onChange={setTo} />
       </form>
       <Loading loading={loading && !data} error={error} />
       {data && (

@@ -13,6 +13,7 @@ import {
   Time,
   toneOf,
   usePager,
+  UtcField,
 } from '../components';
 import { hexDump, isoFromInput } from '../format';
 import { useGet } from '../session';
@@ -114,28 +115,8 @@ export function QuarantineScreen() {
             <Field label="Batch id starts with">
               {(id) => <input id={id} value={prefix} onChange={(e) => setPrefix(e.target.value)} />}
             </Field>
-            <Field label="Received from (UTC)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="datetime-local"
-                  step="1"
-                  value={from}
-                  onChange={(e) => setFrom(e.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Received before (UTC)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="datetime-local"
-                  step="1"
-                  value={to}
-                  onChange={(e) => setTo(e.target.value)}
-                />
-              )}
-            </Field>
+            <UtcField label="Received from" value={from} onChange={setFrom} />
+            <UtcField label="Received before" value={to} onChange={setTo} />
             <div className="field checkbox">
               <input
                 id="not-replayed"

@@ -13,6 +13,7 @@ import {
   Time,
   toneOf,
   usePager,
+  UtcField,
 } from '../components';
 import { duration, isoFromInput } from '../format';
 import { useGet } from '../session';
@@ -217,28 +218,8 @@ export function WalletScreen() {
             <Field label="Account">
               {(id) => <input id={id} value={accountId} onChange={(e) => setAccountId(e.target.value)} />}
             </Field>
-            <Field label="Parked from (UTC)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="datetime-local"
-                  step="1"
-                  value={from}
-                  onChange={(e) => setFrom(e.target.value)}
-                />
-              )}
-            </Field>
-            <Field label="Parked before (UTC)">
-              {(id) => (
-                <input
-                  id={id}
-                  type="datetime-local"
-                  step="1"
-                  value={to}
-                  onChange={(e) => setTo(e.target.value)}
-                />
-              )}
-            </Field>
+            <UtcField label="Parked from" value={from} onChange={setFrom} />
+            <UtcField label="Parked before" value={to} onChange={setTo} />
           </>
         }
       />

@@ -1,4 +1,5 @@
 import type { ConsoleMessage, Dialog, Page } from 'playwright-core';
+import type { BrowserHandle } from './browser.js';
 import { OPS_KEY, SCOPED_KEYS } from '../../support/test-app.js';
 import type { ScopedKeyName } from '../../support/test-app.js';
 
@@ -12,15 +13,32 @@ export interface PageTrouble {
   dialogs: string[];
 }
 
-/** Starts collecting a page's {@link PageTrouble}. */
-export function watch(page: Page): PageTrouble {
-  const trouble: PageTrouble = { messages: [], dialogs: [] };
+/** Starts collecting a page's {@link PageTrouble} (into `trouble`, emptied first). */
+export function watch(page: Page, trouble: PageTrouble = { messages: [], dialogs: [] }): PageTrouble {
+  trouble.messages = [];
+  trouble.dialogs = [];
   page.on('console', (m: ConsoleMessage) => {
     if (m.type() === 'error' || m.type() === 'warning') trouble.messages.push(`${m.type()}: ${m.text()}`);
   });
   page.on('dialog', (d: Dialog) => {
     trouble.dialogs.push(`${d.type()}: ${d.message()}`);
     void d.dismiss();
+  });
+  return trouble;
+}
+
+/**
+ * For the enclosing `describe` (after {@link useBrowser}): watches each test's page and, after
+ * the test, expects no uncaught error, console error or warning, nor dialog. A test that provokes
+ * one on purpose removes it from the returned {@link PageTrouble}.
+ */
+export function useCleanPages(b: BrowserHandle): PageTrouble {
+  const trouble: PageTrouble = { messages: [], dialogs: [] };
+  beforeEach(() => {
+    watch(b.page, trouble);
+  });
+  afterEach(() => {
+    expect({ errors: b.errors.map(String), ...trouble }).toEqual({ errors: [], messages: [], dialogs: [] });
   });
   return trouble;
 }
