@@ -4,26 +4,15 @@ import {
   deposit,
   expectError,
   quarantinedConflict,
+  quarantinedInvalid,
   register,
   useTestApp,
 } from '../support/test-app.js';
-import type { TestContext } from '../support/test-app.js';
 import { useBrowser } from './support/browser.js';
 import { rows, signIn, useCleanPages } from './support/console.js';
 
 // The quarantine in the operator console (issue 30): bulk replay planned with a count, run with a
 // reason and a cap, watched to the end with every row's outcome; hostile bodies shown as text.
-
-/** Quarantines a signed body still refused when replayed (couponCount does not match). */
-async function quarantinedInvalid(t: TestContext, batchId: string, code: string): Promise<string> {
-  const body = { ...batchOf(batchId, { code, status: 2, realWin: '5.00' }), couponCount: 2 };
-  expectError(await deliver(t.app, body), 400, 'validation_failed');
-  const { rows: found } = await t.db.query<{ id: string }>(
-    `SELECT id::text FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
-    [batchId],
-  );
-  return found[0].id;
-}
 
 /** Hostile markup in a body: it must show as these characters and run nothing. */
 const SCRIPT = '<script>alert("xss-script")</script>';

@@ -2,11 +2,11 @@ import { BulkActionWorker } from '../../src/bulk-actions/bulk-action.worker.js';
 import {
   balance,
   batchOf,
-  deliver,
   deposit,
   expectError,
   ops,
   quarantinedConflict,
+  quarantinedInvalid,
   register,
   startApp,
   TestContext,
@@ -19,17 +19,6 @@ import { eventually } from '../support/wait.js';
 // per-account order kept, watch, cancel, and a restart that resumes without redoing a row.
 
 const OFF = { BULK_ACTION_POLL_INTERVAL: 'off', DELIVERY_ROLLUP_INTERVAL: 'off' };
-
-/** Quarantines a signed body that is still refused when replayed (couponCount does not match). */
-async function quarantinedInvalid(t: TestContext, batchId: string, code: string): Promise<string> {
-  const body = { ...batchOf(batchId, { code, status: 2, realWin: '5.00' }), couponCount: 2 };
-  expectError(await deliver(t.app, body), 400, 'validation_failed');
-  const { rows } = await t.db.query<{ id: string }>(
-    `SELECT id::text FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
-    [batchId],
-  );
-  return rows[0].id;
-}
 
 /** Inserts a parked outbox row for the operation `key`. */
 async function parkedOutboxRow(t: TestContext, key: string): Promise<string> {

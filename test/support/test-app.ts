@@ -294,6 +294,20 @@ export async function quarantinedConflict(t: TestContext, batch: { batchId: stri
   return rows[0].id;
 }
 
+/**
+ * Quarantines a signed body that is still refused when replayed (its couponCount does not match:
+ * 400 `validation_failed`). @returns the quarantine entry's id.
+ */
+export async function quarantinedInvalid(t: TestContext, batchId: string, code: string): Promise<string> {
+  const body = { ...batchOf(batchId, { code, status: 2, realWin: '5.00' }), couponCount: 2 };
+  expectError(await deliver(t.app, body), 400, 'validation_failed');
+  const { rows } = await t.db.query<{ id: string }>(
+    `SELECT id::text AS id FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
+    [batchId],
+  );
+  return rows[0].id;
+}
+
 /** What no response body may contain: SQL, driver errors, stack frames, secrets, table names. */
 export const LEAK =
   /SELECT|INSERT|UPDATE |QueryFailedError|driverError|\bat\s+[\w.<>$]+\s+\(|\bat (?:file|node):|\.[jt]s:\d+|test-secret|injected|coupon_snapshots|callback_batches/;
