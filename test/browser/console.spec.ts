@@ -67,8 +67,19 @@ describe('operator console (/ops)', () => {
     await b.page.getByRole('button', { name: 'Sign in' }).click();
     await b.page.getByRole('alert').waitFor();
     expect(await b.page.getByRole('alert').innerText()).toContain('The key was refused (401 unauthorized)');
-    // The refused request is the only console error the browser logs here.
-    trouble.messages = trouble.messages.filter((m) => !/status of 401/.test(m));
+    // A key without scope read cannot use the console: the 403 says which key and scopes.
+    await b.page.getByLabel('API key').fill('test-placement-key-8d1e7b33');
+    await b.page.getByRole('button', { name: 'Sign in' }).click();
+    await b.page.getByRole('alert').getByText(/403/).waitFor();
+    expect(await b.page.getByRole('alert').innerText()).toBe(
+      'This key may not do that (403 insufficient_scope): this route needs scope read; key placement has register. Ask for a key with that scope.',
+    );
+    // The refused requests are the only console errors the browser logs here.
+    expect(trouble.messages).toEqual([
+      expect.stringMatching(/status of 401/),
+      expect.stringMatching(/status of 403/),
+    ]);
+    trouble.messages = [];
     await b.page.getByLabel('API key').fill('test-operator-key-e61d0f58');
     await b.page.getByRole('button', { name: 'Sign in' }).click();
     await b.page.getByRole('button', { name: 'Sign out' }).waitFor();
@@ -112,6 +123,10 @@ describe('operator console (/ops)', () => {
       ['duplicate', '200', '', '1'],
     ]);
     expect(new Set(attempts.map((a) => a[6])).size).toBe(1);
+    // Times in UTC, the local time on hover.
+    const time = b.page.getByRole('table', { name: 'delivery attempts' }).locator('time').first();
+    expect(await time.innerText()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$/);
+    expect(await time.getAttribute('title')).toMatch(/ \([^,]+, local time\)$/);
     expect(await b.page.getByRole('note').innerText()).toBe(
       "Delivered 2 times: 1 attempt(s) answered as duplicate; the batch's 1 financial operation(s) below were posted once.",
     );
