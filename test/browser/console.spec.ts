@@ -117,6 +117,7 @@ describe('operator console (/ops)', () => {
     await b.page.getByRole('table', { name: 'delivery attempts' }).locator('tbody tr').nth(1).waitFor();
     await b.page.getByRole('link', { name: 'b-2026-11-30-000123' }).first().click();
     await b.page.getByRole('heading', { name: 'Batch b-2026-11-30-000123' }).waitFor();
+    await b.page.getByRole('table', { name: 'operations posted' }).waitFor();
     const attempts = await rows(b.page, 'delivery attempts');
     expect(attempts.map((a) => a.slice(1, 5))).toEqual([
       ['processed', '200', '', '1'],
