@@ -44,6 +44,10 @@ export class ApiError extends Error {
   }
 }
 
+/** Any failure as an {@link ApiError} (a bug or a browser failure as code `error`). */
+export const asApiError = (err: unknown): ApiError =>
+  err instanceof ApiError ? err : new ApiError(0, 'error', String(err));
+
 /** What the server answered to a request that went through. */
 export interface Answer<T> {
   status: number;

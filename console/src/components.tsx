@@ -1,7 +1,7 @@
 import { useId, useRef, useState } from 'react';
 import type { ReactNode } from 'react';
 import { Link } from 'wouter';
-import { ApiError } from './api';
+import { ApiError, asApiError } from './api';
 import type { Answer, Scope } from './api';
 import { json, local, money, utc } from './format';
 import { useSession } from './session';
@@ -156,7 +156,7 @@ export function Action(props: {
       setAnswer({ ok: true, status: result.status, body: result.body });
       props.onDone?.(result);
     } catch (err) {
-      const error = err instanceof ApiError ? err : new ApiError(0, 'error', String(err));
+      const error = asApiError(err);
       setAnswer({ ok: false, status: error.status, body: error.body ?? null, text: error.explanation });
     } finally {
       setBusy(false);

@@ -1,6 +1,6 @@
 import { createContext, useCallback, useContext, useEffect, useState } from 'react';
 import type { ReactNode } from 'react';
-import { api, ApiError, forgetKey, storedKey, storeKey, whenUnauthorized } from './api';
+import { api, ApiError, asApiError, forgetKey, storedKey, storeKey, whenUnauthorized } from './api';
 import type { Scope } from './api';
 import type { WhoAmI } from './types';
 
@@ -42,18 +42,30 @@ export function SessionGate(props: {
   const [problem, setProblem] = useState<ApiError | null>(null);
   const [busy, setBusy] = useState(() => storedKey() !== null);
 
-  const submit = useCallback(async (key: string) => {
-    setBusy(true);
-    setProblem(null);
-    try {
-      setWho(await signIn(key));
-    } catch (err) {
-      forgetKey();
-      setProblem(err instanceof ApiError ? err : new ApiError(0, 'error', String(err)));
-    } finally {
-      setBusy(false);
-    }
-  }, []);
+  // Asks who `key` is; shows the session, or why not (the key is then forgotten).
+  const check = useCallback(
+    (key: string) =>
+      signIn(key).then(
+        (found) => {
+          setWho(found);
+          setBusy(false);
+        },
+        (err: unknown) => {
+          forgetKey();
+          setProblem(asApiError(err));
+          setBusy(false);
+        },
+      ),
+    [],
+  );
+  const submit = useCallback(
+    (key: string) => {
+      setBusy(true);
+      setProblem(null);
+      return check(key);
+    },
+    [check],
+  );
 
   useEffect(() => {
     whenUnauthorized((error) => {
@@ -63,19 +75,8 @@ export function SessionGate(props: {
     });
     // A key kept in this tab (a reload): check it again before showing anything.
     const kept = storedKey();
-    if (kept)
-      signIn(kept).then(
-        (found) => {
-          setWho(found);
-          setBusy(false);
-        },
-        (err: unknown) => {
-          forgetKey();
-          setProblem(err instanceof ApiError ? err : new ApiError(0, 'error', String(err)));
-          setBusy(false);
-        },
-      );
-  }, []);
+    if (kept) void check(kept);
+  }, [check]);
 
   const signOut = useCallback(() => {
     forgetKey();
@@ -115,7 +116,7 @@ export function useGet<T>(path: string | null, everyMs?: number): Loaded<T> {
           path,
           tick,
           data: before?.path === path ? before.data : undefined,
-          error: error instanceof ApiError ? error : new ApiError(0, 'error', String(error)),
+          error: asApiError(error),
         })),
     );
     return () => {

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { ApiError, download, query, seg } from '../api';
+import { ApiError, asApiError, download, query, seg } from '../api';
 import {
   Amount,
   ErrorNote,
@@ -96,7 +96,7 @@ export function AccountScreen({ id }: { id: string }) {
     try {
       await download(`/accounts/${seg(id)}/statement${query(range)}`, 'text/csv', `statement-${id}.csv`);
     } catch (err) {
-      setCsvError(err instanceof ApiError ? err : new ApiError(0, 'error', String(err)));
+      setCsvError(asApiError(err));
     } finally {
       setBusy(false);
     }

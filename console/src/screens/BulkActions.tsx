@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, ApiError, query } from '../api';
+import { api, ApiError, asApiError, query } from '../api';
 import {
   Action,
   Badge,
@@ -58,7 +58,7 @@ export function BulkPanel(props: {
       });
       setPlan({ plan: answer.body, of: asked });
     } catch (err) {
-      setPlanError(err instanceof ApiError ? err : new ApiError(0, 'error', String(err)));
+      setPlanError(asApiError(err));
     }
   };
   const planned = plan?.of === asked ? plan.plan : null;
