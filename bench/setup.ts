@@ -422,3 +422,106 @@ export async function balanceTotals(url: string, currency = CURRENCY): Promise<B
     };
   });
 }
+
+/** Sizes of what {@link preloadConsole} adds for the operator console's benchmark. */
+export interface ConsolePreload {
+  /** Delivery attempts spread over the last 24 hours (2 M for the `--large` preload). */
+  attempts: number;
+  /** Quarantined bodies over the last 3 days, half of them replayed. */
+  quarantined: number;
+  /** Operator actions over the last 30 days. */
+  operatorActions: number;
+}
+
+/**
+ * Adds to a database {@link preload}ed what the operator console reads and the preload lacks:
+ * delivery attempts of the last day (75 % processed, 20 % duplicate, the rest refused or failed),
+ * quarantined bodies, a wallet outbox row with one delivery attempt per final credit (all
+ * delivered but 500 pending and 500 parked), 0.2 % of the coupons flagged `needs_review`, 2 000
+ * unallocated coupons and operator actions; then VACUUM ANALYZE. Bulk SQL, like the preload.
+ * @returns seconds taken.
+ */
+export async function preloadConsole(url: string, sizes: ConsolePreload): Promise<number> {
+  const t0 = performance.now();
+  await withClient(url, async (c) => {
+    await c.query("SET synchronous_commit = off; SET maintenance_work_mem = '512MB'; SET work_mem = '256MB'");
+    await c.query('SET statement_timeout = 0; SET lock_timeout = 0');
+    await c.query("SET session_replication_role = 'replica'").catch(() => undefined);
+    const { rows } = await c.query<{ batches: number }>(
+      'SELECT count(*)::int AS batches FROM callback_batches',
+    );
+    const batches = Math.max(1, rows[0].batches);
+    await c.query(
+      `INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
+       SELECT 'pre-' || lpad((i % $2)::text, 7, '0'), md5('req' || i), now() - (i::float8 / $1) * interval '1 day',
+              o.outcome, o.status, o.code, 100, 5 + i % 40, md5('b' || (i % $2)) || md5('c' || (i % $2))
+         FROM generate_series(0, $1 - 1) i
+         CROSS JOIN LATERAL (SELECT CASE WHEN i % 100 < 75 THEN 'processed' WHEN i % 100 < 95 THEN 'duplicate'
+                                         WHEN i % 100 < 97 THEN 'rejected' WHEN i % 100 < 98 THEN 'conflict'
+                                         WHEN i % 100 < 99 THEN 'unauthorized' ELSE 'failed' END AS outcome) x
+         CROSS JOIN LATERAL (SELECT x.outcome,
+                                    CASE x.outcome WHEN 'rejected' THEN 400 WHEN 'conflict' THEN 409
+                                                   WHEN 'unauthorized' THEN 401 WHEN 'failed' THEN 503 ELSE 200 END AS status,
+                                    CASE x.outcome WHEN 'rejected' THEN 'validation_failed' WHEN 'conflict' THEN 'batch_conflict'
+                                                   WHEN 'unauthorized' THEN 'invalid_signature' WHEN 'failed' THEN 'transient_failure'
+                                    END AS code) o`,
+      [sizes.attempts, batches],
+    );
+    await c.query(
+      `INSERT INTO quarantined_bodies (batch_id, reason, details, http_status, body, content_type, payload_hash, received_at,
+                                       replayed_at, replay_outcome, replay_count, replayed_by)
+       SELECT 'q-' || lpad(i::text, 7, '0'), CASE WHEN i % 3 = 0 THEN 'batch_conflict' ELSE 'validation_failed' END,
+              '{"message": "preloaded"}', CASE WHEN i % 3 = 0 THEN 409 ELSE 400 END,
+              convert_to(format('{"batchId":"q-%s","couponCount":1,"coupons":[{"coupon_code":"%s","status":2,"realWin":"1.00","events":[]}]}',
+                                lpad(i::text, 7, '0'), lpad((i * 7919 % 1000000)::text, 12, '0')), 'UTF8'),
+              'application/json', md5('q' || i) || md5('r' || i), now() - (i::float8 / $1) * interval '3 days',
+              CASE WHEN i % 2 = 0 THEN now() - interval '1 hour' END, CASE WHEN i % 2 = 0 THEN 'processed' END,
+              CASE WHEN i % 2 = 0 THEN 1 ELSE 0 END, CASE WHEN i % 2 = 0 THEN 'ops-desk' END
+         FROM generate_series(0, $1 - 1) i`,
+      [sizes.quarantined],
+    );
+    await c.query(
+      `INSERT INTO wallet_outbox (operation_id, operation_key, account_id, status, attempts, parked_reason, created_at,
+                                  delivered_at, parked_at, last_status)
+       SELECT id, operation_key, account_id,
+              CASE WHEN n <= 500 THEN 'pending' WHEN n <= 1000 THEN 'parked' ELSE 'delivered' END, 1,
+              CASE WHEN n > 500 AND n <= 1000 THEN 'refused' END, created_at,
+              CASE WHEN n > 1000 THEN created_at + interval '1 second' END,
+              CASE WHEN n > 500 AND n <= 1000 THEN created_at + interval '1 second' END,
+              CASE WHEN n > 500 AND n <= 1000 THEN 422 ELSE 200 END
+         FROM (SELECT id, operation_key, account_id, created_at, row_number() OVER (ORDER BY id DESC) AS n
+                 FROM financial_operations WHERE type = 'final_credit') f
+        ORDER BY id`,
+    );
+    await c.query(
+      `INSERT INTO wallet_delivery_attempts (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status)
+       SELECT id, 1, md5('wallet' || id), 'http', created_at, 20,
+              CASE status WHEN 'parked' THEN 'refused' WHEN 'pending' THEN 'retry' ELSE 'delivered' END,
+              CASE status WHEN 'parked' THEN 422 WHEN 'pending' THEN 503 ELSE 200 END
+         FROM wallet_outbox`,
+    );
+    await c.query(
+      `UPDATE coupons SET needs_review = true, updated_at = now() - (random() * interval '2 days'),
+              review_reason = CASE WHEN coupon_code::bigint % 1000 = 0 THEN 'conflicting_result' ELSE 'amount_precision' END
+        WHERE coupon_code::bigint % 500 = 0`,
+    );
+    await c.query(
+      `INSERT INTO coupons (coupon_code, status, real_win, created_at, updated_at)
+       SELECT 'U' || lpad(i::text, 11, '0'), 2, 5, now() - i * interval '1 minute', now() - i * interval '1 minute'
+         FROM generate_series(0, 1999) i`,
+    );
+    await c.query(
+      `INSERT INTO operator_actions (at, actor, action, target_kind, target_id, reason, request_id, outcome, details)
+       SELECT now() - (i::float8 / $1) * interval '30 days', CASE WHEN i % 4 = 0 THEN 'ops-desk' ELSE 'cashier' END,
+              CASE WHEN i % 4 = 0 THEN 'replay' ELSE 'adjustment' END,
+              CASE WHEN i % 4 = 0 THEN 'quarantine' ELSE 'account' END,
+              CASE WHEN i % 4 = 0 THEN (i % 1000 + 1)::text ELSE 'pre-p' || lpad((i % 10000)::text, 5, '0') END,
+              CASE WHEN i % 4 = 0 THEN NULL ELSE 'cashier deposit' END, md5('action' || i), 'ok', '{}'::jsonb
+         FROM generate_series(0, $1 - 1) i`,
+      [sizes.operatorActions],
+    );
+    await c.query('RESET session_replication_role').catch(() => undefined);
+    await c.query('VACUUM ANALYZE');
+  });
+  return (performance.now() - t0) / 1000;
+}

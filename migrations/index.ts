@@ -7,6 +7,7 @@ import { ApiKeyActors1796140048806 } from './1796140048806-ApiKeyActors.js';
 import { WalletOutbox1796143780085 } from './1796143780085-WalletOutbox.js';
 import { InboxPendingCoupons1796255594454 } from './1796255594454-InboxPendingCoupons.js';
 import { WalletSkipKeepsParkedReason1796401887278 } from './1796401887278-WalletSkipKeepsParkedReason.js';
+import { OperatorConsole1796402000000 } from './1796402000000-OperatorConsole.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   WalletOutbox1796143780085,
   InboxPendingCoupons1796255594454,
   WalletSkipKeepsParkedReason1796401887278,
+  OperatorConsole1796402000000,
 ];

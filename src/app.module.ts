@@ -16,6 +16,9 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
 import { WalletModule } from './wallet/wallet.module.js';
+import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
+import { ConsoleModule } from './console/console.module.js';
+import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
 import type { DestinationStream } from 'pino';
 
 /**
@@ -23,7 +26,8 @@ import type { DestinationStream } from 'pino';
  * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
  * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
  * JSON logs and Prometheus metrics, the delivery audit endpoints, the partner API's keys and
- * scopes, the wallet outbox and its connector, and the one exception filter.
+ * scopes, the wallet outbox and its connector, the operator console's API (operator actions log,
+ * search, overview, bulk actions), and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -44,6 +48,9 @@ export class AppModule {
         AuditModule,
         CallbackAdminModule,
         WalletModule.forRoot(config),
+        OperatorActionsModule,
+        ConsoleModule,
+        BulkActionsModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
       ],
       providers: [

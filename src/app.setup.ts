@@ -8,6 +8,7 @@ import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js'
 import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
 import { CurrencyValidationPipe } from './common/validation.js';
+import { consoleHeaders, isConsolePath, serveConsole } from './console/console-pages.js';
 import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
@@ -16,7 +17,7 @@ import { logContextMiddleware } from './observability/log-context.js';
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
  * the app exactly as users start it: body readers (raw bytes on the callback path, JSON
- * elsewhere), validation, Swagger at `/docs`, server timeouts against slow clients. The first
+ * elsewhere), validation, Swagger at `/docs`, the operator console at `/ops`, server timeouts against slow clients. The first
  * middleware counts requests in flight and answers new ones 503 once a shutdown has begun; logs
  * are JSON lines through nestjs-pino, each carrying its request id (and the callback's batchId).
  */
@@ -26,11 +27,16 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   app.use(logContextMiddleware);
   // Security headers (helmet defaults: CSP, HSTS, nosniff, frame and referrer policies, no
   // X-Powered-By) on every answer; Swagger UI at /docs keeps them but without the CSP, which would
-  // block its inline style and script.
+  // block its inline style and script; the operator console at /ops has its own strict CSP.
   const secureHeaders = helmet();
   const docsHeaders = helmet({ contentSecurityPolicy: false });
+  const opsHeaders = consoleHeaders();
   app.use((req: Request, res: Response, next: NextFunction) =>
-    (/^\/docs(\/|$|-json)/i.test(req.path) ? docsHeaders : secureHeaders)(req, res, next),
+    (/^\/docs(\/|$|-json)/i.test(req.path)
+      ? docsHeaders
+      : isConsolePath(req.path)
+        ? opsHeaders
+        : secureHeaders)(req, res, next),
   );
   const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
@@ -41,6 +47,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
     partnerReader(req, res, next);
   });
   app.useGlobalPipes(new CurrencyValidationPipe(config.currencies));
+  serveConsole(app, config.consoleDir);
   const server = app.getHttpServer() as Server;
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;

@@ -7,6 +7,8 @@ import {
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
 import { apiError } from '../common/error-response.dto.js';
+import { requestIdOf } from '../observability/request-id.js';
+import type { Actor as ActingKey } from './actor.js';
 import type { Scope } from './api-keys.js';
 import { BearerKeyGuard, REQUIRED_SCOPE } from './bearer-key.guard.js';
 import type { AuthenticatedRequest } from './partner-authenticator.js';
@@ -51,11 +53,15 @@ export function RequireScope(scope: Scope) {
 }
 
 /**
- * The name of the key that authenticated the request (a route with `@RequireScope()`), recorded as
- * the actor of what it does. Never the secret.
+ * The key that authenticated the request (a route with `@RequireScope()`): its name, recorded as
+ * the actor of what it does, its scopes and the request id (`Actor` of `src/auth/actor.ts`).
+ * Never the secret.
  */
-export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): string => {
-  const name = ctx.switchToHttp().getRequest<AuthenticatedRequest>().apiKey?.name;
-  if (name === undefined) throw new Error('@Actor() on a route without @RequireScope()');
-  return name;
+export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): ActingKey => {
+  const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
+  if (req.apiKey === undefined) throw new Error('@Actor() on a route without @RequireScope()');
+  return { name: req.apiKey.name, scopes: req.apiKey.scopes, requestId: requestIdOf(req) };
 });
+
+/** The type of what `@Actor()` gives: `Actor` of `src/auth/actor.ts`. */
+export type Actor = ActingKey;

@@ -12,11 +12,12 @@ export const API_TAGS = {
   coupons: {
     name: 'coupons',
     description:
-      'Register placed coupons (debits the stake) and read a coupon with its bets and financial operations',
+      'Register coupons (debits the stake); list them (flagged, unallocated); one with bets, operations, snapshot history',
   },
   accounts: {
     name: 'accounts',
-    description: 'Player accounts: balance, deposits and withdrawals through the ledger (CONTRACT §10)',
+    description:
+      'Player accounts: list, balance, statement (JSON or CSV), deposits and withdrawals through the ledger (CONTRACT §10)',
   },
   reconciliation: {
     name: 'reconciliation',
@@ -41,6 +42,21 @@ export const API_TAGS = {
     name: 'wallet',
     description:
       "The wallet outbox: settled money pushed to the bookmaker's wallet; retry, skip, pause and resume its delivery",
+  },
+  operatorConsole: {
+    name: 'operator console',
+    description:
+      "One search box for any id, and the console's first screen: deliveries per minute, flags, backlogs",
+  },
+  bulkActions: {
+    name: 'bulk actions',
+    description:
+      'Replay quarantined bodies, retry or skip parked outbox rows in bulk: plan, run in order, watch, cancel',
+  },
+  operatorActions: {
+    name: 'operator actions',
+    description:
+      'The append-only log of every action taken with a key of scope money or operate, refusals included',
   },
   healthAndMetrics: {
     name: 'health and metrics',

@@ -41,6 +41,9 @@ export enum ErrorCode {
   // wallet outbox (docs/wallet.md)
   /** An operator action that the outbox row's state does not allow (e.g. retry of a delivered row). */
   OUTBOX_ENTRY_STATE = 'outbox_entry_state',
+  // bulk actions (docs/api.md#bulk-actions)
+  /** A bulk action that has already ended (done or cancelled) cannot be cancelled. */
+  BULK_ACTION_STATE = 'bulk_action_state',
   INTERNAL = 'internal_error',
 }
 
@@ -72,6 +75,7 @@ export const HTTP_STATUS_OF: Record<ErrorCode, number> = {
   [ErrorCode.COUPON_NOT_FLAGGED]: 409,
   [ErrorCode.COUPON_INBOX_PENDING]: 409,
   [ErrorCode.COUPON_CHANGED_DURING_READ]: 409,
+  [ErrorCode.BULK_ACTION_STATE]: 409,
   [ErrorCode.INTERNAL]: 500,
 };
 

@@ -55,6 +55,8 @@ export interface AppConfig {
   /** Status code → kind; defaults of CONTRACT §6 when unset. */
   statusMap: Record<number, string>;
   swaggerEnabled: boolean;
+  /** Folder of the built operator console served at `/ops` (docs/console.md). */
+  consoleDir: string;
   runMigrationsOnStart: boolean;
   /**
    * `inline`: the callback applies the batch before answering (CONTRACT §4). `inbox`: it commits
@@ -85,6 +87,16 @@ export interface AppConfig {
   reconciliation: ReconciliationConfig;
   /** The wallet outbox and its connector (docs/wallet.md). */
   wallet: WalletConfig;
+  /** The operator console's background work (docs/api.md#operator-console-api). */
+  console: ConsoleConfig;
+}
+
+/** Background work of the operator console's API; durations in milliseconds, 0: off. */
+export interface ConsoleConfig {
+  /** How often the overview's rollup job counts closed minutes of delivery attempts. */
+  rollupIntervalMs: number;
+  /** How often an idle bulk action worker looks for running bulk actions (also woken on a new one). */
+  bulkPollIntervalMs: number;
 }
 
 /** Where settled money goes beyond the ledger: the wallet outbox and its connector (docs/wallet.md). */
@@ -253,6 +265,7 @@ export const envSchema = Joi.object({
       'string.pattern.base': 'STATUS_MAP must look like "1:PENDING,2:WIN,3:REFUND,4:LOSS,15:RECALCULATION"',
     }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
+  CONSOLE_DIR: Joi.string().default('dist/console'),
   RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
   SPORTAPI_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
@@ -329,6 +342,8 @@ export const envSchema = Joi.object({
   WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
   WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(64).default(8),
   WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
+  DELIVERY_ROLLUP_INTERVAL: duration(true).default(30_000),
+  BULK_ACTION_POLL_INTERVAL: duration(true).default(1000),
 }).unknown(true);
 
 /**
@@ -456,6 +471,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
           ],
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
+    consoleDir: v.CONSOLE_DIR as string,
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
     sportApi: {
       baseUrl: (v.SPORTAPI_BASE_URL as string | undefined)?.replace(/\/+$/, ''),
@@ -480,6 +496,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
     inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
     wallet: walletConfig(v),
+    console: {
+      rollupIntervalMs: v.DELIVERY_ROLLUP_INTERVAL as number,
+      bulkPollIntervalMs: v.BULK_ACTION_POLL_INTERVAL as number,
+    },
   };
 }
 

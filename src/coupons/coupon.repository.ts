@@ -37,6 +37,56 @@ const COUPON_COLUMNS = `coupon_code AS "couponCode", account_id AS "accountId", 
   settled_amount::text AS "settledAmount", recalculation_open AS "recalculationOpen",
   needs_review AS "needsReview", review_reason AS "reviewReason"`;
 
+/** Filters of {@link CouponRepository.list} (all optional) and the keyset position. */
+export interface CouponFilter {
+  needsReview?: boolean;
+  reviewReason?: string;
+  unallocated?: boolean;
+  status?: number;
+  currency?: string;
+  updatedFrom?: Date;
+  updatedTo?: Date;
+  /** The last row of the previous page: its `updated_at` (ISO 8601 with microseconds) and code. */
+  after?: { updatedAt: string; couponCode: string };
+  limit: number;
+}
+
+/** A coupon as `GET /coupons` lists it, before shaping; `cursorAt` is `updated_at` with microseconds. */
+export interface CouponListRow {
+  couponCode: string;
+  accountId: string | null;
+  stake: string | null;
+  currency: string | null;
+  status: number | null;
+  realWin: string | null;
+  generation: number;
+  generationSettled: boolean;
+  recalculationOpen: boolean;
+  needsReview: boolean;
+  reviewReason: string | null;
+  lastBatchId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  cursorAt: string;
+}
+
+/** One stored snapshot of a coupon, with the key that applied its batch (null: SportAPI). */
+export interface SnapshotHistoryRow {
+  id: string;
+  batchId: string;
+  status: number;
+  realWin: string | null;
+  applied: boolean;
+  transition: string;
+  generation: number;
+  decided: SettlementOperation[];
+  receivedAt: Date;
+  actor: string | null;
+}
+
+/** `updated_at` as the lists' cursors carry it: UTC, microseconds. */
+export const CURSOR_TIME = `'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'`;
+
 /** What one claimed batch writes besides money (CONTRACT §4 step 5, §6), for {@link CouponRepository.applyBatchStatement}. */
 export interface BatchWrites {
   batchId: string;
@@ -300,6 +350,62 @@ export class CouponRepository {
               (SELECT count(*) FROM coupons WHERE account_id IS NULL)::int AS unallocated`,
     );
     return rows[0];
+  }
+
+  /**
+   * Coupons matching `f`, most recently changed first (`updated_at`, then `coupon_code`, both
+   * descending), at most `f.limit`. Only the filters given are in the statement, so each plan uses
+   * its index: `coupons_updated_idx`, or the partial ones of flagged and unallocated coupons.
+   */
+  async list(tx: Tx, f: CouponFilter): Promise<CouponListRow[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const param = (v: unknown) => `$${values.push(v)}`;
+    if (f.needsReview !== undefined) where.push(f.needsReview ? 'needs_review' : 'NOT needs_review');
+    if (f.unallocated !== undefined) where.push(`account_id IS ${f.unallocated ? '' : 'NOT '}NULL`);
+    if (f.reviewReason !== undefined) where.push(`review_reason = ${param(f.reviewReason)}`);
+    if (f.status !== undefined) where.push(`status = ${param(f.status)}`);
+    if (f.currency !== undefined) where.push(`currency = ${param(f.currency)}`);
+    if (f.updatedFrom) where.push(`updated_at >= ${param(f.updatedFrom)}`);
+    if (f.updatedTo) where.push(`updated_at < ${param(f.updatedTo)}`);
+    if (f.after) {
+      const at = param(f.after.updatedAt);
+      where.push(`updated_at <= ${at}::timestamptz`);
+      where.push(`(updated_at, coupon_code) < (${at}::timestamptz, ${param(f.after.couponCode)})`);
+    }
+    const { rows } = await tx.query<CouponListRow>(
+      `SELECT coupon_code AS "couponCode", account_id AS "accountId", stake::text AS stake, currency, status,
+              real_win::text AS "realWin", settlement_generation AS generation,
+              generation_settled AS "generationSettled", recalculation_open AS "recalculationOpen",
+              needs_review AS "needsReview", review_reason AS "reviewReason", last_batch_id AS "lastBatchId",
+              created_at AS "createdAt", updated_at AS "updatedAt",
+              to_char(updated_at AT TIME ZONE 'UTC', ${CURSOR_TIME}) AS "cursorAt"
+         FROM coupons ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY updated_at DESC, coupon_code DESC LIMIT ${param(f.limit)}`,
+      values,
+    );
+    return rows;
+  }
+
+  /**
+   * A coupon's snapshots, newest first (by id), at most `limit` with an id below `before`, each
+   * with the key that applied its batch (`callback_batches.actor`).
+   */
+  async history(
+    tx: Tx,
+    couponCode: string,
+    before: string | undefined,
+    limit: number,
+  ): Promise<SnapshotHistoryRow[]> {
+    const { rows } = await tx.query<SnapshotHistoryRow>(
+      `SELECT s.id::text, s.batch_id AS "batchId", s.status, s.real_win::text AS "realWin", s.applied, s.transition,
+              s.generation, s.operations AS decided, s.received_at AS "receivedAt", b.actor
+         FROM coupon_snapshots s LEFT JOIN callback_batches b ON b.batch_id = s.batch_id
+        WHERE s.coupon_code = $1 AND ($2::bigint IS NULL OR s.id < $2)
+        ORDER BY s.id DESC LIMIT $3`,
+      [couponCode, before ?? null, limit],
+    );
+    return rows;
   }
 
   /** A coupon with its registration, or undefined. */

@@ -14,11 +14,15 @@ import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolu
 import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
 import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
 import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.entity.js';
+import { OperatorActionEntity } from '../operator-actions/entities/operator-action.entity.js';
+import { DeliveryMinuteEntity } from '../console/entities/delivery-minute.entity.js';
+import { BulkActionEntity } from '../bulk-actions/entities/bulk-action.entity.js';
+import { BulkActionItemEntity } from '../bulk-actions/entities/bulk-action-item.entity.js';
 
 /**
  * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring
  * exactly what the migrations create (docs/schema-changes.md). Not modelled by TypeORM, so only in
- * the migrations: the functions `forbid_ledger_mutation()` (append-only triggers), `receiver_assert()` and
+ * the migrations: the functions `forbid_ledger_mutation()` (append-only triggers, `operator_actions` included), `receiver_assert()` and
  * `callback_inbox_pending_coupons_sync()` (the triggers that keep `callback_inbox_pending_coupons`).
  */
 export const ENTITIES = [
@@ -38,4 +42,8 @@ export const ENTITIES = [
   WalletOutboxEntryEntity,
   WalletDeliveryAttemptEntity,
   WalletOutboxStateEntity,
+  OperatorActionEntity,
+  DeliveryMinuteEntity,
+  BulkActionEntity,
+  BulkActionItemEntity,
 ];

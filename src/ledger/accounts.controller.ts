@@ -1,16 +1,50 @@
-import { Body, Controller, Get, Headers, Param, Post, Res } from '@nestjs/common';
-import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, Headers, Param, Post, Query, Res, StreamableFile } from '@nestjs/common';
+import {
+  ApiExtraModels,
+  ApiHeader,
+  ApiOperation,
+  ApiProduces,
+  ApiResponse,
+  ApiTags,
+  getSchemaPath,
+} from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
+import { csvStream, textCell } from '../common/csv.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
+import {
+  AccountListQueryDto,
+  AccountPageView,
+  StatementPageView,
+  StatementQueryDto,
+} from './dto/statement.dto.js';
 import { AccountView, AdjustmentView, LedgerService } from './ledger.service.js';
 import { API_TAGS } from '../common/api-tags.js';
 
+/** Columns of the statement's CSV export, in order. */
+const STATEMENT_COLUMNS = [
+  'entryId',
+  'at',
+  'operationKey',
+  'type',
+  'couponCode',
+  'amount',
+  'balanceAfter',
+  'currency',
+];
+
+/** Whether a request asks for the CSV form (`format=csv`, or `text/csv` in `Accept`). */
+function wantsCsv(format: string | undefined, accept: string | undefined): boolean {
+  if (format !== undefined) return format === 'csv';
+  return (accept ?? '').split(',').some((type) => type.trim().toLowerCase().startsWith('text/csv'));
+}
+
 /** Partner API for accounts (CONTRACT §10). */
 @ApiTags(API_TAGS.accounts.name)
+@ApiExtraModels(StatementPageView)
 @Controller('accounts')
 export class AccountsController {
   constructor(private readonly ledger: LedgerService) {}
@@ -59,7 +93,7 @@ export class AccountsController {
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: AdjustmentDto,
-    @Actor() actor: string,
+    @Actor() actor: Actor,
     @Res({ passthrough: true }) res: Response,
   ): Promise<AdjustmentView> {
     const key = requireIdempotencyKey(idempotencyKey);
@@ -78,5 +112,109 @@ export class AccountsController {
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return view;
+  }
+
+  @Get()
+  @RequireScope('read')
+  @ApiOperation({
+    summary: 'Player accounts by id, optionally those whose id starts with `q`; keyset-paginated',
+    description:
+      'Ordered by id (ascending). `q` is a prefix of the id, matched through an index in any collation.',
+  })
+  @ApiResponse({
+    status: 200,
+    type: AccountPageView,
+    description: 'one page of player accounts',
+    example: {
+      items: [
+        {
+          id: 'player-42',
+          currency: 'EUR',
+          balance: '115.50',
+          createdAt: '2026-11-01T09:00:00.000Z',
+          updatedAt: '2026-11-30T12:00:00.512Z',
+        },
+      ],
+      nextCursor: null,
+    },
+  })
+  @ApiResponse(apiError(400, 'invalid prefix, limit or cursor', 'validation_failed'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  list(@Query() query: AccountListQueryDto): Promise<AccountPageView> {
+    return this.ledger.listAccounts(query.q, query);
+  }
+
+  @Get(':id/statement')
+  @RequireScope('read')
+  @ApiProduces('application/json', 'text/csv')
+  @ApiOperation({
+    summary:
+      "A player account's ledger entries, newest first, with the balance after each; JSON pages or CSV",
+    description:
+      'Each entry: its id, time, operation key and type, coupon, signed amount (positive credits the account), the ' +
+      'balance right after it and the currency; `from` inclusive, `to` exclusive. JSON is keyset-paginated. ' +
+      '`Accept: text/csv` or `format=csv` exports every entry of the range (not one page) as RFC 4180 CSV, streamed; ' +
+      'text cells that start like a spreadsheet formula (= + - @) are prefixed with a quote, amounts are not.',
+  })
+  @ApiResponse({
+    status: 200,
+    description: 'one page of the statement (JSON), or every entry of the range (CSV)',
+    content: {
+      'application/json': {
+        schema: { $ref: getSchemaPath(StatementPageView) },
+        example: {
+          accountId: 'player-42',
+          currency: 'EUR',
+          balance: '301.00',
+          items: [
+            {
+              entryId: '88412',
+              at: '2026-11-30T12:00:00.512Z',
+              operationKey: '000000000272:0:final_credit',
+              type: 'final_credit',
+              couponCode: '000000000272',
+              amount: '185.50',
+              balanceAfter: '301.00',
+              currency: 'EUR',
+            },
+          ],
+          nextCursor: '88412',
+        },
+      },
+      'text/csv': {
+        schema: { type: 'string' },
+        example:
+          'entryId,at,operationKey,type,couponCode,amount,balanceAfter,currency\r\n' +
+          '88412,2026-11-30T12:00:00.512Z,000000000272:0:final_credit,final_credit,000000000272,185.50,301.00,EUR\r\n',
+      },
+    },
+  })
+  @ApiResponse(apiError(400, 'invalid range, limit, cursor or format', 'validation_failed'))
+  @ApiResponse(apiError(404, 'no such player account', 'not_found', 'account player-42 not found'))
+  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  async statement(
+    @Param('id') id: string,
+    @Query() query: StatementQueryDto,
+    @Headers('accept') accept: string | undefined,
+  ): Promise<StatementPageView | StreamableFile> {
+    if (!wantsCsv(query.format, accept)) return this.ledger.statement(id, query);
+    const pages = await this.ledger.statementExport(id, query);
+    const records = (async function* () {
+      for await (const page of pages)
+        yield page.map((e) => [
+          e.entryId,
+          e.at,
+          textCell(e.operationKey),
+          e.type,
+          textCell(e.couponCode),
+          e.amount,
+          e.balanceAfter,
+          e.currency,
+        ]);
+    })();
+    return new StreamableFile(csvStream(STATEMENT_COLUMNS, records), {
+      type: 'text/csv; charset=utf-8',
+      disposition: `attachment; filename="statement-${id.replace(/[^A-Za-z0-9._@-]/g, '_')}.csv"`,
+    });
   }
 }

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { In } from 'typeorm';
 import { Statement, Tx } from '../database/transaction.js';
 import { LEDGER_SQLSTATE, ledgerErrorOf } from './ledger.exception.js';
 import { AccountEntity } from './entities/account.entity.js';
@@ -28,6 +29,36 @@ export interface AdjustmentRow {
   createdAt: Date;
   /** Name of the partner API key that made it; null for rows from before keys had names. */
   actor: string | null;
+}
+
+/** A player account as `GET /accounts` lists it. */
+export interface AccountListRow {
+  id: string;
+  currency: string;
+  balance: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** One ledger entry of an account's statement, with its operation and the balance right after it. */
+export interface StatementRow {
+  entryId: string;
+  at: Date;
+  operationKey: string;
+  type: OperationType;
+  couponCode: string | null;
+  /** Signed: positive credits the account. */
+  amount: string;
+  balanceAfter: string;
+  currency: string;
+}
+
+/** Filters of {@link LedgerRepository.statement}: `from` inclusive, `to` exclusive, `before` an entry id. */
+export interface StatementFilter {
+  from?: Date;
+  to?: Date;
+  before?: string;
+  limit: number;
 }
 
 /** SQL of the ledger tables: accounts, financial operations, ledger entries, adjustments (CONTRACT §7). */
@@ -192,6 +223,72 @@ export class LedgerRepository {
   /** The operations of a coupon in the order they were made. */
   operationsOfCoupon(tx: Tx, couponCode: string): Promise<FinancialOperationEntity[]> {
     return tx.manager.find(FinancialOperationEntity, { where: { couponCode }, order: { id: 'ASC' } });
+  }
+
+  /** The operations of a coupon posted for the batches `batchIds` (its snapshots'), in the order made. */
+  operationsOfBatches(tx: Tx, couponCode: string, batchIds: string[]): Promise<FinancialOperationEntity[]> {
+    return tx.manager.find(FinancialOperationEntity, {
+      where: { couponCode, batchId: In(batchIds) },
+      order: { id: 'ASC' },
+    });
+  }
+
+  /**
+   * Player accounts by id (ascending, the column's collation), those whose id starts with
+   * `prefix` when given (`^@`: the SP-GiST index, whatever the collation), after `after`.
+   */
+  async listAccounts(
+    tx: Tx,
+    prefix: string | undefined,
+    after: string | undefined,
+    limit: number,
+  ): Promise<AccountListRow[]> {
+    const { rows } = await tx.query<AccountListRow>(
+      `SELECT id, currency, balance::text AS balance, created_at AS "createdAt", updated_at AS "updatedAt"
+         FROM accounts
+        WHERE kind = 'player' ${prefix === undefined ? '' : 'AND id ^@ $3'} AND ($1::text IS NULL OR id > $1)
+        ORDER BY id LIMIT $2`,
+      prefix === undefined ? [after ?? null, limit] : [after ?? null, limit, prefix],
+    );
+    return rows;
+  }
+
+  /**
+   * One page of an account's statement, newest first (entry id descending), with each entry's
+   * balance right after it. The account's entries are inserted under its row lock, so their id
+   * order is the order they were committed in; the balance after an entry is the account's
+   * balance minus its newer entries, read in the same statement (one snapshot) through
+   * `ledger_entries (account_id, id)`: the posting statement stays as it is.
+   * @returns undefined when there is no such player account.
+   */
+  async statement(tx: Tx, accountId: string, f: StatementFilter): Promise<StatementRow[] | undefined> {
+    const { rows } = await tx.query<StatementRow & { sort: string | null }>(
+      `WITH a AS MATERIALIZED (
+         SELECT balance FROM accounts WHERE id = $1 AND kind = 'player'
+       ), page AS MATERIALIZED (
+         SELECT e.id, e.created_at, e.amount, e.operation_id FROM ledger_entries e
+          WHERE e.account_id = $1 AND ($2::bigint IS NULL OR e.id < $2)
+            AND ($3::timestamptz IS NULL OR e.created_at >= $3) AND ($4::timestamptz IS NULL OR e.created_at < $4)
+            AND EXISTS (SELECT 1 FROM a)
+          ORDER BY e.id DESC LIMIT $5
+       ), span AS (
+         -- Every entry of the account from the page's oldest on (those the time filter left out
+         -- included), each with the sum of the entries after it.
+         SELECT n.id, sum(n.amount) OVER (ORDER BY n.id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS later
+           FROM ledger_entries n
+          WHERE n.account_id = $1 AND n.id >= (SELECT min(id) FROM page)
+       )
+       SELECT p.id AS sort, p.id::text AS "entryId", p.created_at AS at, o.operation_key AS "operationKey", o.type,
+              o.coupon_code AS "couponCode", p.amount::text AS amount, o.currency::text AS currency,
+              ((SELECT balance FROM a) - coalesce(s.later, 0))::text AS "balanceAfter"
+         FROM page p JOIN span s ON s.id = p.id JOIN financial_operations o ON o.id = p.operation_id
+       UNION ALL
+       SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM a
+       ORDER BY sort DESC NULLS LAST`,
+      [accountId, f.before ?? null, f.from ?? null, f.to ?? null, f.limit],
+    );
+    if (!rows.length) return undefined; // not even the account's row
+    return rows.filter((r) => r.sort !== null).map(({ sort: _, ...r }) => r);
   }
 
   /** The adjustment stored under an idempotency key, if any. */

@@ -1,13 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
+import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
-import { AdjustmentRow, LedgerRepository, PostingRow } from './ledger.repository.js';
+import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
+import { Cursor, CURSOR_PART, Page, pageSize, toPage } from '../common/pagination.js';
+import type { AccountSummaryView, StatementEntryView, StatementPageView } from './dto/statement.dto.js';
+import { AdjustmentRow, LedgerRepository, PostingRow, StatementRow } from './ledger.repository.js';
 import { OperationType, Posting, PostingResult } from './ledger.types.js';
 import { adjustmentOperationKey, houseAccountIds } from './postings.js';
 
@@ -49,6 +54,7 @@ export class LedgerService {
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
     private readonly metrics: SettlementMetrics,
+    private readonly actions: OperatorActionLog,
   ) {}
 
   /**
@@ -115,9 +121,125 @@ export class LedgerService {
     });
   }
 
+  /** `GET /accounts`: player accounts by id, those starting with `prefix` when given. */
+  async listAccounts(
+    prefix: string | undefined,
+    query: { limit?: string | number; cursor?: string },
+  ): Promise<Page<AccountSummaryView>> {
+    const limit = pageSize(query);
+    const after =
+      query.cursor === undefined ? undefined : Cursor.decode(query.cursor, [/^[A-Za-z0-9._@-]{1,64}$/])[0];
+    const rows = await this.transactions.run((tx) => this.ledger.listAccounts(tx, prefix, after, limit + 1));
+    return toPage(
+      rows,
+      limit,
+      (r) => [r.id],
+      (r) => ({
+        id: r.id,
+        currency: r.currency,
+        balance: this.config.currencies.format(r.balance, r.currency),
+        createdAt: r.createdAt.toISOString(),
+        updatedAt: r.updatedAt.toISOString(),
+      }),
+    );
+  }
+
+  /**
+   * `GET /accounts/{id}/statement`: one page of the player account's ledger entries, newest first,
+   * each with its operation and the balance right after it ({@link LedgerRepository.statement}).
+   * @throws DomainException NOT_FOUND (no such player account).
+   */
+  async statement(
+    accountId: string,
+    query: { from?: string; to?: string; limit?: string | number; cursor?: string },
+  ): Promise<StatementPageView> {
+    const limit = pageSize(query);
+    const before = query.cursor === undefined ? undefined : Cursor.decode(query.cursor, [CURSOR_PART.id])[0];
+    const { account, rows } = await this.statementPage(accountId, query, before, limit + 1);
+    return {
+      accountId: account.id,
+      currency: account.currency,
+      balance: account.balance,
+      ...toPage(
+        rows,
+        limit,
+        (r) => [r.entryId],
+        (r) => this.entryView(r),
+      ),
+    };
+  }
+
+  /**
+   * Every entry of the statement's range, newest first, a page of `pageRows` at a time, each page
+   * in its own short transaction (the balance after an entry never changes once committed, so the
+   * pages agree however long the export takes). The first page is read before this returns, so an
+   * unknown account is a 404 and not a broken download.
+   * @throws DomainException NOT_FOUND.
+   */
+  async statementExport(
+    accountId: string,
+    query: { from?: string; to?: string },
+    pageRows = 1000,
+  ): Promise<AsyncIterable<StatementEntryView[]>> {
+    const first = await this.statementPage(accountId, query, undefined, pageRows);
+    const read = (before: string) => this.statementPage(accountId, query, before, pageRows);
+    const view = (r: StatementRow) => this.entryView(r);
+    return (async function* () {
+      let rows = first.rows;
+      while (rows.length) {
+        yield rows.map(view);
+        if (rows.length < pageRows) return;
+        rows = (await read(rows[rows.length - 1].entryId)).rows;
+      }
+    })();
+  }
+
+  private async statementPage(
+    accountId: string,
+    query: { from?: string; to?: string },
+    before: string | undefined,
+    limit: number,
+  ): Promise<{ account: AccountView; rows: StatementRow[] }> {
+    return this.transactions.run(async (tx) => {
+      const account = await this.ledger.findAccount(tx, accountId);
+      const rows =
+        account?.kind === 'player'
+          ? await this.ledger.statement(tx, accountId, {
+              from: query.from ? new Date(query.from) : undefined,
+              to: query.to ? new Date(query.to) : undefined,
+              before,
+              limit,
+            })
+          : undefined;
+      if (!account || !rows) throw new DomainException(ErrorCode.NOT_FOUND, `account ${accountId} not found`);
+      return {
+        account: {
+          id: account.id,
+          currency: account.currency,
+          balance: this.config.currencies.format(account.balance, account.currency),
+        },
+        rows,
+      };
+    });
+  }
+
+  private entryView(r: StatementRow): StatementEntryView {
+    return {
+      entryId: r.entryId,
+      at: new Date(r.at).toISOString(),
+      operationKey: r.operationKey,
+      type: r.type,
+      couponCode: r.couponCode,
+      amount: this.config.currencies.format(r.amount, r.currency),
+      balanceAfter: this.config.currencies.format(r.balanceAfter, r.currency),
+      currency: r.currency,
+    };
+  }
+
   /**
    * A deposit (positive amount) or withdrawal (negative) under an idempotency key, in one
-   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name); the amount was
+   * transaction (CONTRACT §10), recorded with `actor` (the partner API key's name) and as an
+   * operator action (a refusal too, docs/api.md#operator-actions); the amount was
    * checked against its currency by the DTO. The same key and body return the first result (with
    * its actor, whichever key asks again); the same key with another body is refused.
    * @returns the view and whether it was replayed from an earlier request.
@@ -128,7 +250,7 @@ export class LedgerService {
     accountId: string,
     idempotencyKey: string,
     request: { amount: string; currency: string; reason: string },
-    actor: string,
+    actor: Actor,
   ): Promise<{ view: AdjustmentView; replayed: boolean }> {
     const amount = new Decimal(request.amount);
     // The amount with at least 2 fraction digits (never rounded): the hashes of 2-digit requests
@@ -136,45 +258,84 @@ export class LedgerService {
     const requestHash = createHash('sha256')
       .update(JSON.stringify([accountId, formatAmount(amount), request.currency, request.reason]))
       .digest('hex');
-    return this.transactions.run(async (tx) => {
-      const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-      if (earlier) return { view: earlier, replayed: true };
-      // The player's row lock orders requests with the same key: look again once it is held.
-      await tx.send({
-        account: this.ledger.ensurePlayerAccountStatement(accountId, request.currency),
-        lock: this.ledger.lockPlayersStatement([accountId]),
-      });
-      const meanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
-      if (meanwhile) return { view: meanwhile, replayed: true };
-      const key = adjustmentOperationKey(idempotencyKey);
-      const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
-      const result = await this.post(tx, [
-        {
-          key,
-          type,
-          accountId,
-          currency: request.currency,
-          amount: amount.abs().toFixed(),
-          requireFunds: type === OperationType.WITHDRAWAL,
-        },
-      ]);
-      const operationId = result.inserted.get(key);
-      if (operationId === undefined)
-        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'operation key already used');
-      await this.ledger.insertAdjustment(tx, {
+    const spec = (done?: { view: AdjustmentView; replayed: boolean }): ActionSpec => ({
+      action: 'adjustment',
+      targetKind: 'account',
+      targetId: accountId,
+      reason: request.reason,
+      details: {
         idempotencyKey,
-        accountId,
-        requestHash,
-        amount: amount.toFixed(),
+        operationKey: adjustmentOperationKey(idempotencyKey),
+        amount: this.config.currencies.format(amount.toFixed(), request.currency),
         currency: request.currency,
-        reason: request.reason,
-        operationId,
-        balanceAfter: result.balances.get(accountId) as string,
-        actor,
-      });
-      const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
-      return { view: this.adjustmentView(stored), replayed: false };
+        ...(done ? { balance: done.view.balance, replayed: done.replayed } : {}),
+      },
     });
+    return this.actions.perform(actor, spec(), () =>
+      this.transactions.run(async (tx) => {
+        await this.actions.begin(tx, actor);
+        const result = await this.adjustIn(
+          tx,
+          accountId,
+          idempotencyKey,
+          request,
+          actor,
+          amount,
+          requestHash,
+        );
+        await this.actions.ok(tx, actor, spec(result));
+        return result;
+      }),
+    );
+  }
+
+  /** The adjustment inside its transaction (the first result again for a replayed key). */
+  private async adjustIn(
+    tx: Tx,
+    accountId: string,
+    idempotencyKey: string,
+    request: { amount: string; currency: string; reason: string },
+    actor: Actor,
+    amount: Decimal,
+    requestHash: string,
+  ): Promise<{ view: AdjustmentView; replayed: boolean }> {
+    const earlier = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+    if (earlier) return { view: earlier, replayed: true };
+    // The player's row lock orders requests with the same key: look again once it is held.
+    await tx.send({
+      account: this.ledger.ensurePlayerAccountStatement(accountId, request.currency),
+      lock: this.ledger.lockPlayersStatement([accountId]),
+    });
+    const meanwhile = await this.replayAdjustment(tx, idempotencyKey, requestHash);
+    if (meanwhile) return { view: meanwhile, replayed: true };
+    const key = adjustmentOperationKey(idempotencyKey);
+    const type = amount.isNegative() ? OperationType.WITHDRAWAL : OperationType.DEPOSIT;
+    const result = await this.post(tx, [
+      {
+        key,
+        type,
+        accountId,
+        currency: request.currency,
+        amount: amount.abs().toFixed(),
+        requireFunds: type === OperationType.WITHDRAWAL,
+      },
+    ]);
+    const operationId = result.inserted.get(key);
+    if (operationId === undefined)
+      throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'operation key already used');
+    await this.ledger.insertAdjustment(tx, {
+      idempotencyKey,
+      accountId,
+      requestHash,
+      amount: amount.toFixed(),
+      currency: request.currency,
+      reason: request.reason,
+      operationId,
+      balanceAfter: result.balances.get(accountId) as string,
+      actor: actor.name,
+    });
+    const stored = (await this.ledger.findAdjustment(tx, idempotencyKey)) as AdjustmentRow;
+    return { view: this.adjustmentView(stored), replayed: false };
   }
 
   private async replayAdjustment(

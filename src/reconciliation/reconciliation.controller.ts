@@ -67,7 +67,7 @@ export class ReconciliationController {
   @ApiResponse(apiError(503, 'SportAPI is unreachable or failing, retry later', 'sportapi_unavailable'))
   async reconcile(
     @Param('coupon_code') couponCode: string,
-    @Actor() actor: string,
+    @Actor() actor: Actor,
     @Res({ passthrough: true }) res: Response,
   ): Promise<CouponView> {
     const { view, outcome, batchId } = await this.reconciliation.reconcile(couponCode, actor);
@@ -120,7 +120,7 @@ export class ReconciliationController {
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
     @Body() dto: ResolutionDto,
-    @Actor() actor: string,
+    @Actor() actor: Actor,
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolutionResultView> {
     const key = requireIdempotencyKey(idempotencyKey);

@@ -7,6 +7,7 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import type { Actor } from '../auth/actor.js';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { parseBatch } from '../callbacks/callback-body.parser.js';
 import { InboxRepository } from '../callbacks/inbox/inbox.repository.js';
@@ -22,6 +23,8 @@ import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { isConnectionLoss } from '../database/pg-errors.js';
 import { DeadlineExceededError, TransactionRunner, Tx } from '../database/transaction.js';
 import { couponOperationKey } from '../ledger/postings.js';
+import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
 import { StatusMap } from '../settlement/status-map.js';
 import { ResolutionDto, ResolutionView } from './dto/resolution.dto.js';
@@ -107,6 +110,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     private readonly repository: ReconciliationRepository,
     private readonly inbox: InboxRepository,
     private readonly scheduler: SchedulerRegistry,
+    private readonly actions: OperatorActionLog,
   ) {
     this.statusMap = new StatusMap(config.statusMap);
   }
@@ -238,15 +242,19 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
 
   /**
    * `POST /coupons/{coupon_code}/reconcile`: reads the coupon from SportAPI now and applies it,
-   * the batch recorded with `actor` (the partner API key's name).
+   * the batch recorded with `actor` (the partner API key's name), and as an operator action in
+   * the transaction that applies it (a refusal: after the rollback).
    * @returns the outcome and the coupon view (as `GET /coupons/{coupon_code}`).
    * @throws DomainException POLLING_DISABLED (501), SPORTAPI_COUPON_NOT_FOUND (404),
    *   SPORTAPI_UNAVAILABLE (503), SPORTAPI_BAD_RESPONSE (502: invalid coupon, nothing written),
    *   COUPON_INBOX_PENDING (409: pending inbox batches of the coupon apply first),
    *   COUPON_CHANGED_DURING_READ (409: callbacks kept changing the coupon during each read).
    */
-  async reconcile(couponCode: string, actor: string): Promise<ReconcileResult> {
-    const { outcome, batchId, transition } = await this.readAndApply(couponCode, actor);
+  async reconcile(couponCode: string, actor: Actor): Promise<ReconcileResult> {
+    const spec: ActionSpec = { action: 'reconcile', targetKind: 'coupon', targetId: couponCode };
+    const { outcome, batchId, transition } = await this.actions.perform(actor, spec, () =>
+      this.readAndApply(couponCode, actor),
+    );
     return { outcome, batchId, transition, view: await this.couponsService.get(couponCode) };
   }
 
@@ -255,12 +263,13 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * read (`unchanged`); when the same coupon JSON was applied before and other batches changed the
    * coupon since, under a suffixed batch id. A read is applied only to the state it was taken
    * after: otherwise it is taken again, up to {@link READ_ATTEMPTS} times (docs/reconciliation.md).
-   * `actor`: the partner API key's name of a reconcile, null for a scheduled run.
+   * `actor`: the partner API key of a reconcile (its operator action is written with the apply),
+   * null for a scheduled run.
    * @throws DomainException COUPON_INBOX_PENDING, COUPON_CHANGED_DURING_READ; nothing written then.
    */
   private async readAndApply(
     couponCode: string,
-    actor: string | null,
+    actor: Actor | null,
   ): Promise<{ outcome: ReconcileOutcome; batchId: string; transition: TransitionName | null }> {
     for (let attempt = 1; ; attempt++) {
       const before = await this.transactions.run((tx) => this.repository.latestSnapshotBatch(tx, couponCode));
@@ -272,7 +281,15 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
         await this.refuseWhileInboxPending(tx, couponCode);
         const latest = await this.repository.latestSnapshotBatch(tx, couponCode);
         if (latest !== before) return undefined; // changed during the read: read again
-        return this.applyRead(tx, couponCode, read, latest, actor);
+        const applied = await this.applyRead(tx, couponCode, read, latest, actor?.name ?? null);
+        if (actor)
+          await this.actions.ok(tx, actor, {
+            action: 'reconcile',
+            targetKind: 'coupon',
+            targetId: couponCode,
+            details: { ...applied },
+          });
+        return applied;
       });
       if (result) return result;
       if (attempt >= READ_ATTEMPTS) {
@@ -403,7 +420,34 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     couponCode: string,
     idempotencyKey: string,
     dto: ResolutionDto,
-    actor: string,
+    actor: Actor,
+  ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
+    const spec = (row?: ResolutionRow, replayed?: boolean): ActionSpec => ({
+      action: 'resolution',
+      targetKind: 'coupon',
+      targetId: couponCode,
+      reason: dto.reason,
+      details: {
+        idempotencyKey,
+        resolvedBy: dto.resolvedBy,
+        ...(dto.status === undefined ? {} : { status: dto.status }),
+        realWin: dto.realWin,
+        ...(row
+          ? { batchId: row.batchId, transition: row.transition, generation: row.generation, replayed }
+          : {}),
+      },
+    });
+    return this.actions.perform(actor, spec(), () =>
+      this.resolveLogged(couponCode, idempotencyKey, dto, actor, spec),
+    );
+  }
+
+  private async resolveLogged(
+    couponCode: string,
+    idempotencyKey: string,
+    dto: ResolutionDto,
+    actor: Actor,
+    spec: (row?: ResolutionRow, replayed?: boolean) => ActionSpec,
   ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
     const currencies = this.config.currencies;
     const parsed = dto.realWin === null ? '0' : parseAmount(dto.realWin, currencies.maxMinorUnits);
@@ -419,66 +463,93 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       .update(JSON.stringify([couponCode, status, realWin, dto.reason, dto.resolvedBy]))
       .digest('hex');
     const { row, replayed } = await this.transactions.run(async (tx) => {
-      const earlier = await this.replayResolution(tx, idempotencyKey, requestHash);
-      if (earlier) return { row: earlier, replayed: true };
-      if (!(await this.coupons.find(tx, couponCode)))
-        throw new DomainException(ErrorCode.NOT_FOUND, `coupon ${couponCode} not found`);
-      const coupon = await this.coupons.lockOne(tx, couponCode);
-      // A concurrent request with the same key held the lock first: answer as it did.
-      const meanwhile = await this.replayResolution(tx, idempotencyKey, requestHash);
-      if (meanwhile) return { row: meanwhile, replayed: true };
-      if (coupon.currency !== null && !currencies.fits(realWin, coupon.currency)) {
-        // CONTRACT §3: never rounded; an unallocated coupon's currency is checked at registration.
-        throw new DomainException(
-          ErrorCode.VALIDATION_FAILED,
-          `realWin is finer than ${coupon.currency} allows`,
-          [
-            {
-              path: 'realWin',
-              message: `must have at most ${currencies.minorUnits(coupon.currency)} fraction digits (${coupon.currency})`,
-            },
-          ],
-        );
-      }
-      await this.refuseWhileInboxPending(tx, couponCode);
-      if (!coupon.needsReview) {
-        throw new DomainException(
-          ErrorCode.COUPON_NOT_FLAGGED,
-          `coupon ${couponCode} is not flagged needs_review; there is nothing to resolve`,
-        );
-      }
-      const batch = this.resolutionBatch(couponCode, idempotencyKey, status, realWin, dto);
-      const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION, actor);
-      const outcome =
-        claim === 'claimed' ? await this.repository.outcome(tx, batch.batchId, couponCode) : undefined;
-      if (!outcome)
-        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
-      const row: Omit<ResolutionRow, 'resolvedAt'> = {
-        idempotencyKey,
+      await this.actions.begin(tx, actor);
+      const done = await this.resolveIn(
+        tx,
         couponCode,
-        requestHash,
+        idempotencyKey,
+        dto,
+        actor.name,
         status,
         realWin,
-        reason: dto.reason,
-        resolvedBy: dto.resolvedBy,
-        batchId: batch.batchId,
-        transition: outcome.transition,
-        generation: outcome.generation,
-        operations: outcome.operations,
-        actor,
-      };
-      if (!(await this.repository.insertResolution(tx, row)))
-        throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
-      this.logger.log(
-        `coupon ${couponCode} resolved by ${dto.resolvedBy} (Idempotency-Key ${idempotencyKey}, API key ${actor}): ${outcome.transition}, generation ${outcome.generation}`,
+        requestHash,
       );
-      return {
-        row: (await this.repository.findResolution(tx, idempotencyKey)) as ResolutionRow,
-        replayed: false,
-      };
+      await this.actions.ok(tx, actor, spec(done.row, done.replayed));
+      return done;
     });
     const coupon = await this.couponsService.get(couponCode);
     return { resolution: this.resolutionView(row, coupon.currency), coupon, replayed };
+  }
+
+  /** The resolution inside its transaction (the stored one again for a replayed key). */
+  private async resolveIn(
+    tx: Tx,
+    couponCode: string,
+    idempotencyKey: string,
+    dto: ResolutionDto,
+    actor: string,
+    status: number,
+    realWin: string,
+    requestHash: string,
+  ): Promise<{ row: ResolutionRow; replayed: boolean }> {
+    const currencies = this.config.currencies;
+    const earlier = await this.replayResolution(tx, idempotencyKey, requestHash);
+    if (earlier) return { row: earlier, replayed: true };
+    if (!(await this.coupons.find(tx, couponCode)))
+      throw new DomainException(ErrorCode.NOT_FOUND, `coupon ${couponCode} not found`);
+    const coupon = await this.coupons.lockOne(tx, couponCode);
+    // A concurrent request with the same key held the lock first: answer as it did.
+    const meanwhile = await this.replayResolution(tx, idempotencyKey, requestHash);
+    if (meanwhile) return { row: meanwhile, replayed: true };
+    if (coupon.currency !== null && !currencies.fits(realWin, coupon.currency)) {
+      // CONTRACT §3: never rounded; an unallocated coupon's currency is checked at registration.
+      throw new DomainException(
+        ErrorCode.VALIDATION_FAILED,
+        `realWin is finer than ${coupon.currency} allows`,
+        [
+          {
+            path: 'realWin',
+            message: `must have at most ${currencies.minorUnits(coupon.currency)} fraction digits (${coupon.currency})`,
+          },
+        ],
+      );
+    }
+    await this.refuseWhileInboxPending(tx, couponCode);
+    if (!coupon.needsReview) {
+      throw new DomainException(
+        ErrorCode.COUPON_NOT_FLAGGED,
+        `coupon ${couponCode} is not flagged needs_review; there is nothing to resolve`,
+      );
+    }
+    const batch = this.resolutionBatch(couponCode, idempotencyKey, status, realWin, dto);
+    const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION, actor);
+    const outcome =
+      claim === 'claimed' ? await this.repository.outcome(tx, batch.batchId, couponCode) : undefined;
+    if (!outcome)
+      throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
+    const row: Omit<ResolutionRow, 'resolvedAt'> = {
+      idempotencyKey,
+      couponCode,
+      requestHash,
+      status,
+      realWin,
+      reason: dto.reason,
+      resolvedBy: dto.resolvedBy,
+      batchId: batch.batchId,
+      transition: outcome.transition,
+      generation: outcome.generation,
+      operations: outcome.operations,
+      actor,
+    };
+    if (!(await this.repository.insertResolution(tx, row)))
+      throw new DomainException(ErrorCode.IDEMPOTENCY_CONFLICT, 'this Idempotency-Key was used before');
+    this.logger.log(
+      `coupon ${couponCode} resolved by ${dto.resolvedBy} (Idempotency-Key ${idempotencyKey}, API key ${actor}): ${outcome.transition}, generation ${outcome.generation}`,
+    );
+    return {
+      row: (await this.repository.findResolution(tx, idempotencyKey)) as ResolutionRow,
+      replayed: false,
+    };
   }
 
   private async replayResolution(

@@ -82,7 +82,7 @@ export class WalletController {
       'outbox row 42 is delivered: only a parked row can be retried',
     ),
   )
-  retry(@Param('id') id: string, @Actor() actor: string): Promise<OutboxEntryDetailView> {
+  retry(@Param('id') id: string, @Actor() actor: Actor): Promise<OutboxEntryDetailView> {
     return this.wallet.retry(rowId(id), actor);
   }
 
@@ -111,7 +111,7 @@ export class WalletController {
   skip(
     @Param('id') id: string,
     @Body() body: SkipOutboxEntryDto,
-    @Actor() actor: string,
+    @Actor() actor: Actor,
   ): Promise<OutboxEntryDetailView> {
     return this.wallet.skip(rowId(id), actor, body.reason);
   }
@@ -133,7 +133,7 @@ export class WalletController {
       'Rows keep being written with their settlements and wait. Also set by the receiver after a 401/403.',
   })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
-  pause(@Body() body: PauseWalletDto, @Actor() actor: string): Promise<WalletStatusView> {
+  pause(@Body() body: PauseWalletDto, @Actor() actor: Actor): Promise<WalletStatusView> {
     return this.wallet.setPaused(true, actor, body.reason ?? null);
   }
 
@@ -142,7 +142,7 @@ export class WalletController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Resume delivery to the wallet' })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
-  resume(@Actor() actor: string): Promise<WalletStatusView> {
+  resume(@Actor() actor: Actor): Promise<WalletStatusView> {
     return this.wallet.setPaused(false, actor, null);
   }
 }

@@ -1,8 +1,11 @@
 import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
+import type { Actor } from '../auth/actor.js';
 import { ErrorCode } from '../common/domain.exception.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
+import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import type {
   OutboxEntryDetailView,
   OutboxEntryView,
@@ -22,7 +25,8 @@ export const DEFAULT_PAGE_SIZE = 20;
 /**
  * The wallet outbox for operators (docs/wallet.md): list and inspect rows, release a parked row
  * (`retry`), mark one settled by hand (`skip`), pause and resume all delivery. Each action is one
- * transaction that locks the row and records the key's name. Also feeds the outbox gauges.
+ * transaction that locks the row and records the key's name, and its operator action
+ * (docs/api.md#operator-actions; a refusal after the rollback). Also feeds the outbox gauges.
  */
 @Injectable()
 export class WalletService implements OnModuleInit {
@@ -31,6 +35,7 @@ export class WalletService implements OnModuleInit {
     private readonly transactions: TransactionRunner,
     private readonly outbox: OutboxRepository,
     private readonly metrics: WalletMetrics,
+    private readonly actions: OperatorActionLog,
     @Optional() private readonly worker?: OutboxWorker,
   ) {}
 
@@ -61,17 +66,23 @@ export class WalletService implements OnModuleInit {
    * coupon's `wallet_refused` flag ends when it is delivered).
    * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is not parked.
    */
-  async retry(id: string, actor: string): Promise<OutboxEntryDetailView> {
-    const view = await this.transactions.run(async (tx) => {
-      const row = await this.locked(tx, id);
-      if (row.status !== 'parked')
-        throw new WalletException(
-          ErrorCode.OUTBOX_ENTRY_STATE,
-          `outbox row ${id} is ${row.status}: only a parked row can be retried`,
-        );
-      await this.outbox.release(tx, id, actor);
-      return this.detail(tx, id);
-    });
+  async retry(id: string, actor: Actor): Promise<OutboxEntryDetailView> {
+    const spec: ActionSpec = { action: 'outbox_retry', targetKind: 'outbox', targetId: id };
+    const view = await this.actions.perform(actor, spec, () =>
+      this.transactions.run(async (tx) => {
+        await this.actions.begin(tx, actor);
+        const row = await this.locked(tx, id);
+        if (row.status !== 'parked')
+          throw new WalletException(
+            ErrorCode.OUTBOX_ENTRY_STATE,
+            `outbox row ${id} is ${row.status}: only a parked row can be retried`,
+          );
+        await this.outbox.release(tx, id, actor.name);
+        const detail = await this.detail(tx, id);
+        await this.actions.ok(tx, actor, { ...spec, details: this.actionDetails(detail) });
+        return detail;
+      }),
+    );
     this.worker?.wake();
     return view;
   }
@@ -83,31 +94,60 @@ export class WalletService implements OnModuleInit {
    * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is delivered or skipped, or a
    *   worker is delivering it right now (ask again once its attempt is recorded).
    */
-  async skip(id: string, actor: string, reason: string): Promise<OutboxEntryDetailView> {
-    const view = await this.transactions.run(async (tx) => {
-      const row = await this.locked(tx, id);
-      if (row.status !== 'parked' && row.status !== 'pending')
-        throw new WalletException(
-          ErrorCode.OUTBOX_ENTRY_STATE,
-          `outbox row ${id} is ${row.status}: nothing to skip`,
-        );
-      if (row.leased)
-        throw new WalletException(
-          ErrorCode.OUTBOX_ENTRY_STATE,
-          `outbox row ${id} is being delivered right now: look at its attempt, then skip it if still needed`,
-        );
-      await this.outbox.skip(tx, id, actor, reason.trim());
-      return this.detail(tx, id);
-    });
+  async skip(id: string, actor: Actor, reason: string): Promise<OutboxEntryDetailView> {
+    const spec: ActionSpec = {
+      action: 'outbox_skip',
+      targetKind: 'outbox',
+      targetId: id,
+      reason: reason.trim(),
+    };
+    const view = await this.actions.perform(actor, spec, () =>
+      this.transactions.run(async (tx) => {
+        await this.actions.begin(tx, actor);
+        const row = await this.locked(tx, id);
+        if (row.status !== 'parked' && row.status !== 'pending')
+          throw new WalletException(
+            ErrorCode.OUTBOX_ENTRY_STATE,
+            `outbox row ${id} is ${row.status}: nothing to skip`,
+          );
+        if (row.leased)
+          throw new WalletException(
+            ErrorCode.OUTBOX_ENTRY_STATE,
+            `outbox row ${id} is being delivered right now: look at its attempt, then skip it if still needed`,
+          );
+        await this.outbox.skip(tx, id, actor.name, reason.trim());
+        const detail = await this.detail(tx, id);
+        await this.actions.ok(tx, actor, { ...spec, details: this.actionDetails(detail) });
+        return detail;
+      }),
+    );
     this.worker?.wake();
     return view;
   }
 
+  /** What an outbox action's operator action notes of its row. */
+  private actionDetails(row: OutboxEntryView): Record<string, unknown> {
+    return {
+      operationKey: row.operationKey,
+      accountId: row.accountId,
+      amount: row.amount,
+      currency: row.currency,
+    };
+  }
+
   /** Pauses (or resumes) all delivery in every replica, recording who and why. */
-  async setPaused(paused: boolean, actor: string, reason: string | null): Promise<WalletStatusView> {
+  async setPaused(paused: boolean, actor: Actor, reason: string | null): Promise<WalletStatusView> {
     const status = await this.transactions.run(async (tx) => {
-      await tx.send({ pause: this.outbox.pauseStatement(paused, paused ? reason : null, actor) });
-      return this.statusIn(tx);
+      await tx.send({ pause: this.outbox.pauseStatement(paused, paused ? reason : null, actor.name) });
+      const view = await this.statusIn(tx);
+      await this.actions.ok(tx, actor, {
+        action: paused ? 'wallet_pause' : 'wallet_resume',
+        targetKind: 'wallet',
+        targetId: null,
+        reason: paused ? reason : null,
+        details: { pending: view.pending, parked: view.parked },
+      });
+      return view;
     });
     if (!paused) this.worker?.wake();
     return status;

@@ -13,9 +13,12 @@ const TAGS: [string, string][] = [
   ],
   [
     'coupons',
-    'Register placed coupons (debits the stake) and read a coupon with its bets and financial operations',
+    'Register coupons (debits the stake); list them (flagged, unallocated); one with bets, operations, snapshot history',
   ],
-  ['accounts', 'Player accounts: balance, deposits and withdrawals through the ledger (CONTRACT §10)'],
+  [
+    'accounts',
+    'Player accounts: list, balance, statement (JSON or CSV), deposits and withdrawals through the ledger (CONTRACT §10)',
+  ],
   [
     'reconciliation',
     'Read a coupon from SportAPI now (polling fallback), or resolve a coupon flagged needs_review by hand (CONTRACT §9)',
@@ -32,6 +35,18 @@ const TAGS: [string, string][] = [
   [
     'wallet',
     "The wallet outbox: settled money pushed to the bookmaker's wallet; retry, skip, pause and resume its delivery",
+  ],
+  [
+    'operator console',
+    "One search box for any id, and the console's first screen: deliveries per minute, flags, backlogs",
+  ],
+  [
+    'bulk actions',
+    'Replay quarantined bodies, retry or skip parked outbox rows in bulk: plan, run in order, watch, cancel',
+  ],
+  [
+    'operator actions',
+    'The append-only log of every action taken with a key of scope money or operate, refusals included',
   ],
   [
     'health and metrics',

@@ -42,6 +42,21 @@ const ROUTE_SCOPES: Record<string, Scope | 'none'> = {
   'POST /wallet/pause': 'operate',
   'POST /wallet/resume': 'operate',
   'GET /metrics': 'read',
+  // The operator console's API (issue 30).
+  'GET /coupons': 'read',
+  'GET /coupons/:coupon_code/history': 'read',
+  'GET /accounts': 'read',
+  'GET /accounts/:id/statement': 'read',
+  'GET /search': 'read',
+  'GET /overview': 'read',
+  'GET /operator-actions': 'read',
+  'POST /bulk-actions/plan': 'operate',
+  'POST /bulk-actions': 'operate',
+  'GET /bulk-actions': 'read',
+  'GET /bulk-actions/:id': 'read',
+  'POST /bulk-actions/:id/cancel': 'operate',
+  // The key's own name and scopes, for the console's sign-in (issue 30).
+  'GET /auth/whoami': 'read',
   // The callback has its signature (CONTRACT §4), the probes no credential (docs/operating.md#health).
   'POST /sportapi/callback': 'none',
   'GET /health/live': 'none',

@@ -50,6 +50,9 @@ describe('OpenAPI document', () => {
       'inbox',
       'delivery audit',
       'wallet',
+      'operator console',
+      'bulk actions',
+      'operator actions',
       'health and metrics',
     ]);
     for (const tag of tags)
@@ -99,6 +102,14 @@ describe('OpenAPI document', () => {
       '/callbacks/quarantine': range(100, 20),
       '/callbacks/inbox': range(100, 20),
       '/wallet/outbox': range(100, 20),
+      // The operator console's lists (issue 30): one page rule, src/common/pagination.ts.
+      '/accounts': range(200, 50),
+      '/accounts/{id}/statement': range(200, 50),
+      '/coupons': range(200, 50),
+      '/coupons/{coupon_code}/history': range(200, 50),
+      '/operator-actions': range(200, 50),
+      '/bulk-actions': range(200, 50),
+      '/bulk-actions/{id}': range(200, 50),
     });
   });
 

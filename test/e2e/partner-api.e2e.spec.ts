@@ -743,7 +743,7 @@ describe('partner API (CONTRACT §10)', () => {
       for (const res of [
         await http().get('/no-such-route'),
         await http().post('/no-such-route').send({ a: 1 }),
-        await ops(t.app).get('/coupons'),
+        await ops(t.app).get('/coupons/PA-1/nothing'),
         await ops(t.app).get('/accounts/pa1/adjustments'),
       ]) {
         expect(res.status).toBe(404);

@@ -51,7 +51,10 @@ export interface TestContext {
  * cloned from the migrated template. `env` overrides configuration variables (`LOG_LEVEL` is
  * `fatal` unless set: tests that provoke failures on purpose would fill the output;
  * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose; `HOUSE_SUB_ACCOUNTS`
- * is 1 unless set, so every house entry is on `house:<currency>` where a test names it);
+ * is 1 unless set, so every house entry is on `house:<currency>` where a test names it;
+ * `DELIVERY_ROLLUP_INTERVAL` and `BULK_ACTION_POLL_INTERVAL` are `off` unless set: their background
+ * transactions would take connections a test counts on, so the tests of the overview and of bulk
+ * actions run them by hand, or set them);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
  * `options.override` replaces providers ({@link startApp}).
@@ -71,9 +74,13 @@ export async function createTestApp(
     OPS_API_KEYS: TEST_OPS_API_KEYS,
     AUTH_FAILURE_LIMIT: '1000',
     HOUSE_SUB_ACCOUNTS: '1',
+    DELIVERY_ROLLUP_INTERVAL: 'off',
+    BULK_ACTION_POLL_INTERVAL: 'off',
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',
+    // The console built for this run by the browser tests' global set-up (else dist/console).
+    ...(process.env.CONSOLE_DIR && { CONSOLE_DIR: process.env.CONSOLE_DIR }),
     ...env,
   });
   const app = await startApp(config, options);
@@ -283,6 +290,20 @@ export async function quarantinedConflict(t: TestContext, batch: { batchId: stri
   const { rows } = await t.db.query<{ id: string }>(
     `SELECT id::text AS id FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
     [batch.batchId],
+  );
+  return rows[0].id;
+}
+
+/**
+ * Quarantines a signed body that is still refused when replayed (its couponCount does not match:
+ * 400 `validation_failed`). @returns the quarantine entry's id.
+ */
+export async function quarantinedInvalid(t: TestContext, batchId: string, code: string): Promise<string> {
+  const body = { ...batchOf(batchId, { code, status: 2, realWin: '5.00' }), couponCount: 2 };
+  expectError(await deliver(t.app, body), 400, 'validation_failed');
+  const { rows } = await t.db.query<{ id: string }>(
+    `SELECT id::text AS id FROM quarantined_bodies WHERE batch_id = $1 ORDER BY id DESC LIMIT 1`,
+    [batchId],
   );
   return rows[0].id;
 }

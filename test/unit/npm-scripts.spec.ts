@@ -38,6 +38,7 @@ describe('npm scripts', () => {
       .sort();
     expect(building).toEqual([
       'bench',
+      'bench:console',
       'bench:latency',
       'build',
       'openapi',

@@ -12,6 +12,7 @@ import { DeliveryOutcome } from '../callback.types.js';
 )
 @Index('delivery_attempts_batch_idx', ['batchId'])
 @Index('delivery_attempts_received_idx', ['receivedAt'])
+@Index('delivery_attempts_request_idx', ['requestId'])
 export class DeliveryAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'delivery_attempts_pkey' }) id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;

@@ -17,6 +17,7 @@ import { InboxEntryEntity } from './inbox-entry.entity.js';
 @Entity('quarantined_bodies')
 @Index('quarantined_bodies_batch_idx', ['batchId'])
 @Index('quarantined_bodies_inbox_idx', ['inboxId'], { where: 'inbox_id IS NOT NULL' })
+@Index('quarantined_bodies_unreplayed_idx', ['id'], { where: 'replayed_at IS NULL' })
 export class QuarantinedBodyEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'quarantined_bodies_pkey' }) id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;

@@ -139,7 +139,7 @@ export class QuarantineController {
     ),
   )
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  replay(@Param('id') id: string, @Actor() actor: string): Promise<ReplayResult> {
+  replay(@Param('id') id: string, @Actor() actor: Actor): Promise<ReplayResult> {
     return this.quarantine.replay(entryId(id), actor);
   }
 }

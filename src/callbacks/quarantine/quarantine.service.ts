@@ -1,9 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { Actor } from '../../auth/actor.js';
 import { DomainException, ErrorCode } from '../../common/domain.exception.js';
 import { dataExceptionRefusal } from '../../database/pg-errors.js';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
+import { OperatorActionLog } from '../../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../../operator-actions/operator-actions.types.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
 import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
@@ -41,6 +44,7 @@ export class QuarantineService {
     private readonly inbox: InboxRepository,
     private readonly callbacks: CallbackService,
     private readonly audit: DeliveryAuditRepository,
+    private readonly actions: OperatorActionLog,
   ) {}
 
   /** Newest first, `limit` (1..100) rows with an id below `cursor`. */
@@ -64,24 +68,34 @@ export class QuarantineService {
   /**
    * Re-runs the stored bytes through the pipeline (CONTRACT §8) in ONE transaction (parse,
    * validate, {@link CallbackService.applyClaimed}: safe to repeat), recording the outcome on the
-   * entry and as the attempt `quarantine-replay:<id>`, with `actor` (the key's name).
+   * entry and as the attempt `quarantine-replay:<id>`, with `actor` (the key's name), and as an
+   * operator action (docs/api.md#operator-actions) in the same transaction (a refusal after it).
    * Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
    * @returns `processed` (applied now) or `duplicate` (applied before, nothing done).
    * @throws DomainException NOT_FOUND; REPLAY_REJECTED (422) and BATCH_CONFLICT (409), both
    *   recorded first; COUPON_INBOX_PENDING (409) and transient errors (503), recording nothing.
    */
-  async replay(id: string, actor: string): Promise<ReplayResult> {
+  async replay(id: string, actor: Actor): Promise<ReplayResult> {
+    const spec: ActionSpec = { action: 'replay', targetKind: 'quarantine', targetId: id, details: {} };
+    return this.actions.perform(actor, spec, () => this.replayLogged(id, actor, spec));
+  }
+
+  /** {@link replay} with its operator action `spec`, whose details it fills in as it learns them. */
+  private async replayLogged(id: string, actor: Actor, spec: ActionSpec): Promise<ReplayResult> {
     const startedAt = Date.now();
     let batchId: string | null = null;
     let couponCount: number | null = null;
     try {
       return await this.transactions.run(
         async (tx) => {
+          await this.actions.begin(tx, actor);
           const row = await this.quarantine.find(tx, id, true);
           if (!row) throw notFound(id);
           batchId = row.batchId;
+          spec.details = { batchId };
           const batch = parseBatch(row.body, this.config.currencies.maxMinorUnits);
           batchId = batch.batchId;
+          spec.details = { batchId };
           couponCount = batch.couponCount;
           let outcome: 'processed' | 'duplicate';
           const queued = await this.inbox.findByBatchId(tx, batch.batchId);
@@ -100,7 +114,7 @@ export class QuarantineService {
                 `the inbox holds ${pending} pending batch(es) of this batch's coupons; replay after they are applied`,
               );
             }
-            const claim = await this.callbacks.applyClaimed(tx, batch, actor);
+            const claim = await this.callbacks.applyClaimed(tx, batch, actor.name);
             outcome = claim === 'claimed' ? 'processed' : 'duplicate';
             if (queued?.status === 'quarantined')
               await tx.send({ done: this.inbox.markDoneStatement(queued.id, outcome) });
@@ -113,9 +127,10 @@ export class QuarantineService {
             outcome: outcome === 'processed' ? DeliveryOutcome.PROCESSED : DeliveryOutcome.DUPLICATE,
             httpStatus: 200,
             errorCode: null,
-            actor,
+            actor: actor.name,
           });
-          return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome, actor) };
+          await this.actions.ok(tx, actor, { ...spec, details: { batchId, outcome } });
+          return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome, actor.name) };
         },
         { deadline: startedAt + this.config.callbackDeadlineMs },
       );
@@ -148,9 +163,9 @@ export class QuarantineService {
             outcome: conflict ? DeliveryOutcome.CONFLICT : DeliveryOutcome.REJECTED,
             httpStatus: conflict ? 409 : 422,
             errorCode: answer.code,
-            actor,
+            actor: actor.name,
           });
-          await this.quarantine.recordReplay(tx, id, conflict ? 'conflict' : 'rejected', actor);
+          await this.quarantine.recordReplay(tx, id, conflict ? 'conflict' : 'rejected', actor.name);
         },
         { deadline: Date.now() + 2000 },
       );

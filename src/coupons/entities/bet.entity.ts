@@ -1,5 +1,6 @@
 import {
   Check,
+  Index,
   Column,
   CreateDateColumn,
   Entity,
@@ -14,6 +15,7 @@ import { CouponEntity } from './coupon.entity.js';
 /** A bet (event, selection) of a coupon by (`coupon_code`, `uuid`); `payload` keeps every field sent. */
 @Entity('bets')
 @Check('bets_uuid_check', 'length(uuid) BETWEEN 1 AND 64')
+@Index('bets_uuid_idx', ['uuid'])
 export class BetEntity {
   @PrimaryColumn('text', { name: 'coupon_code', primaryKeyConstraintName: 'bets_pkey' }) couponCode: string;
   @ManyToOne(() => CouponEntity)

@@ -31,6 +31,7 @@ import { AccountEntity } from '../../ledger/entities/account.entity.js';
 @Index('coupons_needs_review_idx', ['updatedAt'], { where: 'needs_review' })
 @Index('coupons_unallocated_idx', ['createdAt'], { where: 'account_id IS NULL' })
 @Index('coupons_account_idx', ['accountId'], { where: 'account_id IS NOT NULL' })
+@Index('coupons_updated_idx', ['updatedAt'])
 @Index('coupons_reconcile_idx', ['updatedAt'], { where: 'needs_review OR NOT generation_settled' })
 export class CouponEntity {
   @PrimaryColumn('text', { name: 'coupon_code', primaryKeyConstraintName: 'coupons_pkey' })

@@ -1,4 +1,4 @@
-import { Check, Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import type { AccountKind } from '../ledger.types.js';
 
 /**
@@ -10,6 +10,8 @@ import type { AccountKind } from '../ledger.types.js';
 @Check('accounts_kind_check', "kind IN ('player', 'house')")
 @Check('accounts_currency_check', "currency ~ '^[A-Z0-9]{3,8}$'")
 @Check('accounts_check', "(kind = 'house') = (id LIKE 'house:%')")
+// SP-GiST: answers `id ^@ prefix` (GET /accounts?q=, GET /search) in any collation.
+@Index('accounts_id_prefix_idx', ['id'], { type: 'spgist' })
 export class AccountEntity {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'accounts_pkey' }) id: string;
   @Column('text') kind: AccountKind;

@@ -15,12 +15,14 @@ import { FinancialOperationEntity } from './financial-operation.entity.js';
 /**
  * One side of a financial operation: a signed `numeric` amount on one account. Append-only:
  * trigger `ledger_entries_append_only` (function `forbid_ledger_mutation()`, migrations only:
- * TypeORM does not model triggers) refuses UPDATE and DELETE.
+ * TypeORM does not model triggers) refuses UPDATE and DELETE. An account's entries are inserted
+ * under its row lock, so their id order is its commit order (the statement's balance after each
+ * entry is read through `(account_id, id)`).
  */
 @Entity('ledger_entries')
 @Check('ledger_entries_amount_check', 'amount <> 0')
 @Index('ledger_entries_operation_idx', ['operationId'])
-@Index('ledger_entries_account_idx', ['accountId'])
+@Index('ledger_entries_account_entry_idx', ['accountId', 'id'])
 export class LedgerEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'ledger_entries_pkey' }) id: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;

@@ -15,6 +15,7 @@ import { WalletOutboxEntryEntity } from './wallet-outbox-entry.entity.js';
 )
 @Check('wallet_delivery_attempts_duration_check', 'duration_ms >= 0')
 @Index('wallet_delivery_attempts_outbox_idx', ['outboxId', 'id'])
+@Index('wallet_delivery_attempts_request_idx', ['requestId'])
 export class WalletDeliveryAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_delivery_attempts_pkey' })
   id: string;

@@ -1,0 +1,292 @@
+import { useState } from 'react';
+import type { ReactNode } from 'react';
+import { Link, useLocation } from 'wouter';
+import { api, ApiError, asApiError, query } from '../api';
+import {
+  Action,
+  Badge,
+  ErrorNote,
+  Facts,
+  Field,
+  Loading,
+  Pager,
+  Screen,
+  ScopedButton,
+  Time,
+  toneOf,
+  usePager,
+} from '../components';
+import { useGet } from '../session';
+import type { BulkAction, BulkDetail, BulkKind, BulkPlan, Page } from '../types';
+
+const KIND_TEXT: Record<BulkKind, string> = {
+  quarantine_replay: 'replay quarantined bodies',
+  outbox_retry: 'retry parked outbox rows',
+  outbox_skip: 'skip parked outbox rows',
+};
+
+/** The screen of a bulk action's target row. */
+const targetHref = (kind: string, id: string) =>
+  kind === 'quarantine_replay' ? `/quarantine/${id}` : `/wallet/outbox/${id}`;
+
+/**
+ * A bulk action in three steps (docs/api.md#bulk-actions): count the rows a filter matches (the
+ * plan, touching nothing), then run it with a reason and a cap after a confirmation, then watch
+ * it on its own screen. `filter` is the filter built by the caller's fields (`fields`).
+ */
+export function BulkPanel(props: {
+  kind: BulkKind;
+  filter: Record<string, unknown>;
+  fields: ReactNode;
+  title: string;
+}) {
+  const [, navigate] = useLocation();
+  const [plan, setPlan] = useState<{ plan: BulkPlan; of: string } | null>(null);
+  const [planError, setPlanError] = useState<ApiError | undefined>();
+  const [reason, setReason] = useState('');
+  const [cap, setCap] = useState('1000');
+  const capNumber = /^\d{1,5}$/.test(cap) ? Number(cap) : NaN;
+  // A plan stands for the filter and cap it counted: change either and it needs a new count.
+  const asked = JSON.stringify([props.kind, props.filter, capNumber]);
+  const count = async () => {
+    setPlan(null);
+    setPlanError(undefined);
+    try {
+      const answer = await api<BulkPlan>('/bulk-actions/plan', {
+        method: 'POST',
+        body: { kind: props.kind, filter: props.filter, cap: capNumber || undefined },
+      });
+      setPlan({ plan: answer.body, of: asked });
+    } catch (err) {
+      setPlanError(asApiError(err));
+    }
+  };
+  const planned = plan?.of === asked ? plan.plan : null;
+  const blocked = !planned
+    ? 'count first'
+    : planned.wouldTouch === 0
+      ? 'nothing to do'
+      : !reason.trim()
+        ? 'enter a reason'
+        : !(capNumber >= 1 && capNumber <= 10000)
+          ? 'cap must be 1..10000'
+          : undefined;
+  return (
+    <section className="bulk" aria-label={props.title}>
+      <h2>{props.title}</h2>
+      <form className="form" onSubmit={(e) => e.preventDefault()}>
+        {props.fields}
+        <Field label="Cap (rows at most)" hint="1..10000; default 1000">
+          {(id) => <input id={id} inputMode="numeric" value={cap} onChange={(e) => setCap(e.target.value)} />}
+        </Field>
+        <ScopedButton scope="operate" label="Count matching rows" onClick={() => void count()} />
+        <ErrorNote error={planError} />
+        {planned && (
+          <p className="plan" role="status" aria-label="plan">
+            <strong>{planned.matched}</strong> row(s) match now; a run with cap {planned.cap} would touch{' '}
+            <strong>{planned.wouldTouch}</strong>
+            {planned.sample.length > 0 && <> (first: {planned.sample.join(', ')})</>}.
+          </p>
+        )}
+        <Field label="Reason" hint="recorded with your key on the bulk action and every row">
+          {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value)} />}
+        </Field>
+        <Action
+          label={`Run: ${KIND_TEXT[props.kind]}`}
+          scope="operate"
+          blocked={blocked}
+          what={
+            planned && (
+              <>
+                <p>
+                  The receiver will {KIND_TEXT[props.kind]}: <strong>{planned.wouldTouch}</strong> row(s), one
+                  by one in the order they arrived, in the background, each as its single action would (a
+                  failed row holds back the later rows of the same{' '}
+                  {props.kind === 'quarantine_replay' ? 'coupon' : 'account'}).
+                </p>
+                <p>
+                  Filter: <code>{JSON.stringify(props.filter)}</code>; cap {capNumber}; reason:{' '}
+                  <q>{reason}</q>.
+                </p>
+              </>
+            )
+          }
+          send={() =>
+            api<BulkAction>('/bulk-actions', {
+              method: 'POST',
+              body: { kind: props.kind, filter: props.filter, cap: capNumber, reason: reason.trim() },
+            })
+          }
+          onDone={(answer) => navigate(`/bulk-actions/${(answer.body as BulkAction).id}`)}
+        />
+      </form>
+    </section>
+  );
+}
+
+/** Progress of a bulk action as a bar and its counts. */
+function Progress({ action }: { action: BulkAction }) {
+  const finished = action.done + action.skipped + action.failed;
+  return (
+    <div className="progress-line">
+      <progress max={action.total || 1} value={finished} aria-label="rows finished">
+        {finished}/{action.total}
+      </progress>
+      <span>
+        {finished} of {action.total} finished: {action.done} done, {action.skipped} skipped, {action.failed}{' '}
+        failed, {action.pending} pending
+      </span>
+    </div>
+  );
+}
+
+/** A bulk action: its progress (refreshed while it runs), every row's outcome, cancel. */
+export function BulkActionScreen({ id }: { id: string }) {
+  const pager = usePager();
+  const [outcome, setOutcome] = useState('');
+  const [running, setRunning] = useState(true);
+  const { data, error, loading, reload } = useGet<BulkDetail>(
+    `/bulk-actions/${id}${query({ outcome, cursor: pager.cursor, limit: 100 })}`,
+    running ? 1000 : undefined,
+  );
+  if (data && running && data.status !== 'running') setRunning(false);
+  return (
+    <Screen title={<>Bulk action {id}</>}>
+      <Loading loading={loading && !data} error={error} />
+      {data && (
+        <>
+          <Facts
+            rows={[
+              ['what', KIND_TEXT[data.kind] ?? data.kind],
+              ['status', <Badge text={data.status} tone={toneOf(data.status)} />],
+              ['filter', <code>{JSON.stringify(data.filter)}</code>],
+              ['reason', data.reason],
+              ['started by', data.actor],
+              ['cap', data.cap],
+              ['started', <Time at={data.createdAt} />],
+              ['finished', <Time at={data.finishedAt} />],
+              ['cancelled by', data.cancelledBy ?? '—'],
+            ]}
+          />
+          <Progress action={data} />
+          {data.status === 'running' && (
+            <Action
+              label="Cancel bulk action"
+              scope="operate"
+              danger
+              what={<p>Rows not run yet stay pending and are never run; a row in hand finishes first.</p>}
+              send={() => api(`/bulk-actions/${id}/cancel`, { method: 'POST', body: {} })}
+              onDone={reload}
+            />
+          )}
+          <div className="filters" role="group" aria-label="row outcome">
+            {['', 'done', 'skipped', 'failed', 'pending'].map((o) => (
+              <button
+                key={o}
+                type="button"
+                aria-pressed={outcome === o}
+                onClick={() => {
+                  pager.reset();
+                  setOutcome(o);
+                }}
+              >
+                {o || 'all rows'}
+              </button>
+            ))}
+          </div>
+          <table aria-label="rows">
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">row</th>
+                <th scope="col">outcome</th>
+                <th scope="col">code</th>
+                <th scope="col">why</th>
+                <th scope="col">order kept per</th>
+                <th scope="col">finished</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.items.map((item) => (
+                <tr key={item.seq}>
+                  <td>{item.seq}</td>
+                  <td>
+                    <Link href={targetHref(data.kind, item.targetId)}>{item.targetId}</Link>
+                  </td>
+                  <td>
+                    <Badge text={item.outcome} tone={toneOf(item.outcome)} />
+                  </td>
+                  <td>{item.code ?? ''}</td>
+                  <td>{item.message ?? ''}</td>
+                  <td>{item.groupKeys?.join(', ') ?? ''}</td>
+                  <td>
+                    <Time at={item.finishedAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager pager={pager} nextCursor={data.nextCursor} />
+        </>
+      )}
+    </Screen>
+  );
+}
+
+/** Every bulk action, newest first, with its progress. */
+export function BulkActionsScreen() {
+  const pager = usePager();
+  const { data, error, loading } = useGet<Page<BulkAction>>(
+    `/bulk-actions${query({ cursor: pager.cursor, limit: 50 })}`,
+    5000,
+  );
+  return (
+    <Screen title="Bulk actions">
+      <p className="muted">
+        Start one from the <Link href="/quarantine">quarantine</Link> or the{' '}
+        <Link href="/wallet">wallet outbox</Link>.
+      </p>
+      <Loading loading={loading && !data} error={error} />
+      {data && (
+        <>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">id</th>
+                <th scope="col">what</th>
+                <th scope="col">status</th>
+                <th scope="col">progress</th>
+                <th scope="col">reason</th>
+                <th scope="col">by</th>
+                <th scope="col">started</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.items.map((a) => (
+                <tr key={a.id}>
+                  <td>
+                    <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link>
+                  </td>
+                  <td>{KIND_TEXT[a.kind] ?? a.kind}</td>
+                  <td>
+                    <Badge text={a.status} tone={toneOf(a.status)} />
+                  </td>
+                  <td>
+                    {a.done} done, {a.skipped} skipped, {a.failed} failed of {a.total}
+                  </td>
+                  <td>{a.reason}</td>
+                  <td>{a.actor}</td>
+                  <td>
+                    <Time at={a.createdAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {data.items.length === 0 && <p>No bulk action yet.</p>}
+          <Pager pager={pager} nextCursor={data.nextCursor} />
+        </>
+      )}
+    </Screen>
+  );
+}

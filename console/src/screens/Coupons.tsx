@@ -1,0 +1,365 @@
+import { useState } from 'react';
+import { Link, useLocation, useSearch } from 'wouter';
+import { api, query, seg } from '../api';
+import {
+  Action,
+  Amount,
+  idempotencyKey,
+  Badge,
+  Facts,
+  Field,
+  Json,
+  Loading,
+  Pager,
+  Screen,
+  Time,
+  toneOf,
+  usePager,
+} from '../components';
+import { useGet, useSession } from '../session';
+import type { Coupon, CouponSummary, Page, Resolution, Snapshot } from '../types';
+
+const couponHref = (code: string) => `/coupons/${seg(code)}`;
+
+/** Coupons, most recently changed first: the flagged and unallocated ones by default. */
+export function CouponsScreen() {
+  const params = new URLSearchParams(useSearch());
+  const [, navigate] = useLocation();
+  const needsReview = params.get('needsReview') ?? (params.get('unallocated') ? '' : 'true');
+  const unallocated = params.get('unallocated') ?? '';
+  const reviewReason = params.get('reviewReason') ?? '';
+  const pager = usePager();
+  const path = `/coupons${query({ needsReview, unallocated, reviewReason, cursor: pager.cursor, limit: 50 })}`;
+  const { data, error, loading } = useGet<Page<CouponSummary>>(path);
+  const show = (which: string) => {
+    pager.reset();
+    navigate(
+      which === 'review'
+        ? '/coupons?needsReview=true'
+        : which === 'unallocated'
+          ? '/coupons?unallocated=true'
+          : '/coupons?needsReview=false',
+    );
+  };
+  const which = unallocated === 'true' ? 'unallocated' : needsReview === 'true' ? 'review' : 'all';
+  return (
+    <Screen title="Coupons">
+      <div className="filters" role="group" aria-label="which coupons">
+        {[
+          ['review', 'Needs review'],
+          ['unallocated', 'Unallocated'],
+          ['all', 'Not flagged'],
+        ].map(([value, label]) => (
+          <button key={value} type="button" aria-pressed={which === value} onClick={() => show(value)}>
+            {label}
+          </button>
+        ))}
+        {reviewReason && (
+          <span>
+            reason <Badge text={reviewReason} /> <Link href="/coupons?needsReview=true">all reasons</Link>
+          </span>
+        )}
+      </div>
+      <Loading loading={loading} error={error} />
+      {data && (
+        <>
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">coupon</th>
+                <th scope="col">account</th>
+                <th scope="col">stake</th>
+                <th scope="col">status</th>
+                <th scope="col">realWin</th>
+                <th scope="col">flag</th>
+                <th scope="col">changed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.items.map((c) => (
+                <tr key={c.coupon_code}>
+                  <td>
+                    <Link href={couponHref(c.coupon_code)}>{c.coupon_code}</Link>
+                  </td>
+                  <td>
+                    {c.accountId ? (
+                      <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
+                    ) : (
+                      'unallocated'
+                    )}
+                  </td>
+                  <td>
+                    <Amount value={c.stake} currency={c.currency} />
+                  </td>
+                  <td>{c.status ?? '—'}</td>
+                  <td>
+                    <Amount value={c.realWin} currency={c.currency} />
+                  </td>
+                  <td>
+                    {c.needsReview ? (
+                      <Badge text={c.reviewReason ?? 'needs review'} tone="bad" />
+                    ) : c.unallocated ? (
+                      <Badge text="unallocated" tone="warn" />
+                    ) : (
+                      ''
+                    )}
+                  </td>
+                  <td>
+                    <Time at={c.updatedAt} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          {data.items.length === 0 && <p>No coupon here.</p>}
+          <Pager pager={pager} nextCursor={data.nextCursor} />
+        </>
+      )}
+    </Screen>
+  );
+}
+
+/** The resolution form of a flagged coupon: amount, reason, who; confirmed, then sent once. */
+function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void }) {
+  const { who } = useSession();
+  const [realWin, setRealWin] = useState('');
+  const [reason, setReason] = useState('');
+  const [resolvedBy, setResolvedBy] = useState(who.name);
+  // One Idempotency-Key per filled-in form: a second click sends the same key, applied once.
+  const [key] = useState(idempotencyKey);
+  const [resolved, setResolved] = useState(false);
+  const blocked = resolved
+    ? 'resolved: see the answer'
+    : !realWin.trim()
+      ? 'enter the amount'
+      : !reason.trim()
+        ? 'enter a reason'
+        : !resolvedBy.trim()
+          ? 'say who resolves it'
+          : undefined;
+  return (
+    <form className="form" aria-label="resolve" onSubmit={(e) => e.preventDefault()}>
+      <Field
+        label={`realWin (${coupon.currency ?? 'currency'}; 0 for a loss)`}
+        hint="credited for the result, stake included"
+      >
+        {(id) => (
+          <input id={id} inputMode="decimal" value={realWin} onChange={(e) => setRealWin(e.target.value)} />
+        )}
+      </Field>
+      <Field label="Reason">
+        {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value)} />}
+      </Field>
+      <Field label="Resolved by">
+        {(id) => <input id={id} value={resolvedBy} onChange={(e) => setResolvedBy(e.target.value)} />}
+      </Field>
+      <Action
+        label="Resolve"
+        scope="operate"
+        blocked={blocked}
+        what={
+          <>
+            <p>
+              Coupon <strong>{coupon.coupon_code}</strong> is settled by hand at realWin{' '}
+              <strong>
+                <Amount value={realWin.trim()} currency={coupon.currency} />
+              </strong>
+              . A settled generation with another amount becomes a new generation: its credit is taken back
+              and the new amount credited, once.
+            </p>
+            <p>
+              Reason: <q>{reason}</q>, by {resolvedBy}, recorded with key {who.name}.
+            </p>
+          </>
+        }
+        send={() =>
+          api<{ resolution: Resolution; coupon: Coupon }>(`/coupons/${seg(coupon.coupon_code)}/resolution`, {
+            method: 'POST',
+            headers: { 'idempotency-key': key },
+            body: { realWin: realWin.trim(), reason: reason.trim(), resolvedBy: resolvedBy.trim() },
+          })
+        }
+        onDone={() => {
+          setResolved(true);
+          onDone();
+        }}
+      />
+    </form>
+  );
+}
+
+/** A coupon: its state, bets, operations and every snapshot; reconcile now, resolve by hand. */
+export function CouponScreen({ code }: { code: string }) {
+  const coupon = useGet<Coupon>(`/coupons/${seg(code)}`);
+  const pager = usePager();
+  const history = useGet<Page<Snapshot>>(
+    `/coupons/${seg(code)}/history${query({ cursor: pager.cursor, limit: 20 })}`,
+  );
+  const reload = () => {
+    coupon.reload();
+    history.reload();
+  };
+  const c = coupon.data;
+  // The form stays once shown, so its answer stays on screen after the flag is gone.
+  const [resolving, setResolving] = useState(false);
+  if (c?.needsReview && !resolving) setResolving(true);
+  return (
+    <Screen title={<>Coupon {code}</>}>
+      <Loading loading={coupon.loading && !c} error={coupon.error} />
+      {c && (
+        <>
+          <Facts
+            rows={[
+              [
+                'account',
+                c.accountId ? (
+                  <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
+                ) : (
+                  'unallocated'
+                ),
+              ],
+              ['stake', <Amount value={c.stake} currency={c.currency} />],
+              ['status', c.status ?? 'no callback yet'],
+              ['realWin', <Amount value={c.realWin} currency={c.currency} />],
+              ['settlement generation', c.settlementGeneration],
+              ['settled', c.settled ? 'yes' : 'no'],
+              ['recalculation open', c.recalculationOpen ? 'yes' : 'no'],
+              ['needs review', c.needsReview ? <Badge text={c.reviewReason ?? 'yes'} tone="bad" /> : 'no'],
+              ['registered by', c.registeredBy ?? '—'],
+            ]}
+          />
+          <div className="actions-row">
+            <Action
+              label="Reconcile now"
+              scope="operate"
+              what={
+                <p>
+                  The receiver reads coupon <strong>{c.coupon_code}</strong> from SportAPI now and applies it
+                  like a callback (a synthetic batch <code>poll:…</code>). SportAPI's answer is authoritative:
+                  it may settle the coupon again as a new generation.
+                </p>
+              }
+              send={() => api<Coupon>(`/coupons/${seg(c.coupon_code)}/reconcile`, { method: 'POST' })}
+              onDone={reload}
+            />
+          </div>
+          {resolving && (
+            <section>
+              <h2>Resolve</h2>
+              <ResolveForm coupon={c} onDone={reload} />
+            </section>
+          )}
+          <section>
+            <h2>Operations</h2>
+            <table aria-label="operations">
+              <thead>
+                <tr>
+                  <th scope="col">operation key</th>
+                  <th scope="col">type</th>
+                  <th scope="col">generation</th>
+                  <th scope="col">amount</th>
+                </tr>
+              </thead>
+              <tbody>
+                {c.operations.map((o) => (
+                  <tr key={o.key}>
+                    <td>
+                      <code>{o.key}</code>
+                    </td>
+                    <td>{o.type}</td>
+                    <td>{o.generation ?? '—'}</td>
+                    <td>
+                      <Amount value={o.amount} currency={c.currency} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </section>
+          <section>
+            <h2>Bets</h2>
+            <table aria-label="bets">
+              <thead>
+                <tr>
+                  <th scope="col">uuid</th>
+                  <th scope="col">status</th>
+                  <th scope="col">as sent</th>
+                </tr>
+              </thead>
+              <tbody>
+                {c.events.map((e, i) => (
+                  <tr key={String(e.uuid ?? i)}>
+                    <td>
+                      <code>{String(e.uuid)}</code>
+                    </td>
+                    <td>{String(e.status)}</td>
+                    <td>
+                      <Json value={e} />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </section>
+        </>
+      )}
+      <section>
+        <h2>Snapshots</h2>
+        <Loading loading={history.loading && !history.data} error={history.error} />
+        {history.data && (
+          <>
+            <table aria-label="snapshots">
+              <thead>
+                <tr>
+                  <th scope="col">received</th>
+                  <th scope="col">batch</th>
+                  <th scope="col">status</th>
+                  <th scope="col">realWin</th>
+                  <th scope="col">transition</th>
+                  <th scope="col">gen.</th>
+                  <th scope="col">applied</th>
+                  <th scope="col">operations posted</th>
+                </tr>
+              </thead>
+              <tbody>
+                {history.data.items.map((s) => (
+                  <tr key={s.id}>
+                    <td>
+                      <Time at={s.receivedAt} />
+                    </td>
+                    <td>
+                      <Link href={`/batches/${seg(s.batchId)}`}>{s.batchId}</Link>
+                      {s.actor && <span className="muted"> by {s.actor}</span>}
+                    </td>
+                    <td>{s.status}</td>
+                    <td>
+                      <Amount value={s.realWin} currency={c?.currency} />
+                    </td>
+                    <td>
+                      <Badge
+                        text={s.transition}
+                        tone={s.applied ? 'ok' : toneOf(s.transition) === 'ok' ? undefined : 'warn'}
+                      />
+                    </td>
+                    <td>{s.generation}</td>
+                    <td>{s.applied ? 'yes' : 'history only'}</td>
+                    <td>
+                      {s.operations.length === 0
+                        ? 'none'
+                        : s.operations.map((o) => (
+                            <div key={o.key}>
+                              <code>{o.key}</code> <Amount value={o.amount} currency={c?.currency} />
+                            </div>
+                          ))}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+            <Pager pager={pager} nextCursor={history.data.nextCursor} />
+          </>
+        )}
+      </section>
+    </Screen>
+  );
+}

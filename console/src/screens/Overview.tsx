@@ -1,0 +1,176 @@
+import { useEffect, useRef } from 'react';
+import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
+import { Link } from 'wouter';
+import { Badge, Facts, Loading, Screen, Time } from '../components';
+import { duration, utc } from '../format';
+import { useGet } from '../session';
+import type { DeliverySeries, Overview } from '../types';
+
+Chart.register(BarController, BarElement, CategoryScale, LinearScale, Legend, Tooltip);
+
+/** Colours of the delivery outcomes (docs/api.md, delivery-attempt outcomes). */
+const OUTCOME_COLOURS: Record<string, string> = {
+  processed: '#2e7d32',
+  accepted: '#66bb6a',
+  duplicate: '#1976d2',
+  conflict: '#ef6c00',
+  rejected: '#c62828',
+  unauthorized: '#6a1b9a',
+  failed: '#424242',
+};
+
+/** `HH:MM` (UTC) of each minute of a series. */
+function minuteLabels(series: DeliverySeries): string[] {
+  const start = Date.parse(series.from);
+  return Array.from({ length: series.minutes }, (_, i) =>
+    utc(new Date(start + i * 60_000).toISOString()).slice(11, 16),
+  );
+}
+
+/** Deliveries per minute, stacked by outcome (Chart.js on a canvas). */
+function DeliveryChart({ title, series }: { title: string; series: DeliverySeries }) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const chart = useRef<Chart | null>(null);
+  useEffect(() => {
+    if (!canvas.current) return;
+    const datasets = Object.entries(series.series).map(([outcome, counts]) => ({
+      label: outcome,
+      data: counts,
+      backgroundColor: OUTCOME_COLOURS[outcome] ?? '#888',
+      borderWidth: 0,
+      // A day is 1440 bars: no gaps between them.
+      barPercentage: series.minutes > 120 ? 1 : 0.9,
+      categoryPercentage: series.minutes > 120 ? 1 : 0.8,
+    }));
+    const data = { labels: minuteLabels(series), datasets };
+    if (chart.current) {
+      chart.current.data = data;
+      chart.current.update('none');
+      return;
+    }
+    chart.current = new Chart(canvas.current, {
+      type: 'bar',
+      data,
+      options: {
+        animation: false,
+        maintainAspectRatio: false,
+        interaction: { mode: 'index', intersect: false },
+        scales: {
+          x: { stacked: true, ticks: { maxTicksLimit: 12, maxRotation: 0 } },
+          y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } },
+        },
+        plugins: { legend: { position: 'bottom' } },
+      },
+    });
+  }, [series]);
+  useEffect(
+    () => () => {
+      chart.current?.destroy();
+      chart.current = null;
+    },
+    [],
+  );
+  const total = Object.values(series.totals).reduce((a, b) => a + b, 0);
+  return (
+    <figure className="chart">
+      <figcaption>
+        {title}: {total} deliveries (
+        {Object.entries(series.totals)
+          .filter(([, n]) => n > 0)
+          .map(([o, n]) => `${o} ${n}`)
+          .join(', ') || 'none'}
+        )
+      </figcaption>
+      <div className="chart-box">
+        <canvas ref={canvas} role="img" aria-label={`${title}: deliveries per minute by outcome`} />
+      </div>
+    </figure>
+  );
+}
+
+/** The first screen: deliveries per minute, and what waits for a person. */
+export function OverviewScreen() {
+  const { data, error, loading, reload } = useGet<Overview>('/overview', 15_000);
+  return (
+    <Screen
+      title="Overview"
+      actions={
+        <button type="button" onClick={reload}>
+          Refresh
+        </button>
+      }
+    >
+      <Loading loading={loading && !data} error={error} />
+      {data && (
+        <>
+          <p className="muted">
+            As of <Time at={data.generatedAt} />; refreshed every 15 s.
+          </p>
+          <div className="cards">
+            <article className="card">
+              <h2>
+                <Link href="/coupons?needsReview=true">Coupons needing review</Link>
+              </h2>
+              <p className="big">{data.coupons.needsReview}</p>
+              <ul className="plain">
+                {Object.entries(data.coupons.byReviewReason).map(([reason, n]) => (
+                  <li key={reason}>
+                    <Link href={`/coupons?needsReview=true&reviewReason=${encodeURIComponent(reason)}`}>
+                      {reason}
+                    </Link>
+                    : {n}
+                  </li>
+                ))}
+              </ul>
+            </article>
+            <article className="card">
+              <h2>
+                <Link href="/coupons?unallocated=true">Unallocated coupons</Link>
+              </h2>
+              <p className="big">{data.coupons.unallocated}</p>
+              <p className="muted">settled before registration</p>
+            </article>
+            <article className="card">
+              <h2>
+                <Link href="/quarantine">Quarantined, not replayed</Link>
+              </h2>
+              <p className="big">{data.quarantine.notReplayed}</p>
+              <p className="muted">
+                oldest: <Time at={data.quarantine.oldestNotReplayedAt} />
+              </p>
+            </article>
+            <article className="card">
+              <h2>Inbox backlog</h2>
+              <p className="big">{data.inbox.pending}</p>
+              <p className="muted">oldest: {duration(data.inbox.oldestPendingAgeSeconds)}</p>
+            </article>
+            <article className="card">
+              <h2>
+                <Link href="/wallet">Wallet outbox</Link>
+              </h2>
+              <p className="big">{data.walletOutbox.pending + data.walletOutbox.parked}</p>
+              <Facts
+                rows={[
+                  [
+                    'delivery',
+                    data.walletOutbox.paused ? (
+                      <Badge text="paused" tone="bad" />
+                    ) : (
+                      <Badge text="running" tone="ok" />
+                    ),
+                  ],
+                  ['pending', data.walletOutbox.pending],
+                  ['parked', data.walletOutbox.parked],
+                  ['skipped', data.walletOutbox.skipped],
+                  ['oldest undelivered', duration(data.walletOutbox.oldestUndeliveredAgeSeconds)],
+                ]}
+              />
+            </article>
+          </div>
+          <DeliveryChart title="Last hour" series={data.deliveries.lastHour} />
+          <DeliveryChart title="Last day" series={data.deliveries.lastDay} />
+        </>
+      )}
+    </Screen>
+  );
+}
