@@ -7,6 +7,7 @@ import {
   OnApplicationBootstrap,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { parseBatch } from '../callbacks/callback-body.parser.js';
 import { InboxRepository } from '../callbacks/inbox/inbox.repository.js';
@@ -96,6 +97,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   private readonly logger = new Logger('Reconciliation');
   private readonly statusMap: StatusMap;
   private currentRun: Promise<ReconciliationRunSummary> | undefined;
+  /** The governor's permits of scheduled runs: one coupon at a time, none while the callback is slow. */
+  private readonly gate: WorkGate;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -107,8 +110,11 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     private readonly repository: ReconciliationRepository,
     private readonly inbox: InboxRepository,
     private readonly scheduler: SchedulerRegistry,
+    governor: BackgroundGovernor,
   ) {
     this.statusMap = new StatusMap(config.statusMap);
+    // Pure catch-up work: its floor is 0, where it still reads one coupon a second (the trickle).
+    this.gate = governor.register('reconciliation', 1, 0);
   }
 
   onApplicationBootstrap(): void {
@@ -143,7 +149,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * One scheduled reconciliation run (what the interval calls; tests call it directly). Takes the
    * session advisory lock {@link RECONCILIATION_LOCK_KEY} on a dedicated connection with
    * `pg_try_advisory_lock`: when another replica holds it the run is skipped. Otherwise reads and
-   * applies up to `RECONCILE_BATCH_SIZE` candidates one by one (one transaction each, a failure is
+   * applies up to `RECONCILE_BATCH_SIZE` candidates one by one, each after a permit of the
+   * background-work governor (one transaction each, a failure is
    * counted and the run goes on), stamps each coupon read (not after a transient failure, so it is
    * tried again next run) and logs one line with the counts.
    * @throws DomainException POLLING_DISABLED when SPORTAPI_BASE_URL is unset.
@@ -199,6 +206,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     const codes = await this.transactions.run((tx) => this.repository.candidates(tx, afterMs, batchSize));
     summary.candidates = codes.length;
     for (const code of codes) {
+      const release = (await this.gate.acquire()) as () => void;
       try {
         const result = await this.readAndApply(code, null);
         if (result.outcome === 'unchanged') summary.unchanged++;
@@ -232,6 +240,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
           this.logger.warn(`reconciliation run stopped after ${code}: the database did not answer in time`);
           break;
         }
+      } finally {
+        release();
       }
     }
   }

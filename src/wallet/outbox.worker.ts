@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { BackgroundGovernor } from '../background/background-governor.js';
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -22,7 +23,7 @@ const TRANSACTION_DEADLINE_MS = 5000;
 @Injectable()
 export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('OutboxWorker');
-  private readonly loops = new PollingLoops(this.logger, () => this.deliverNext());
+  private readonly loops: PollingLoops;
   /** A claimed row's lease: longer than any attempt can take, so no two workers hold one row. */
   private readonly leaseMs: number;
 
@@ -32,8 +33,16 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly outbox: OutboxRepository,
     private readonly connector: WalletConnector,
     private readonly metrics: WalletMetrics,
+    governor: BackgroundGovernor,
   ) {
     this.leaseMs = 2 * config.wallet.timeoutMs + 2 * TRANSACTION_DEADLINE_MS;
+    // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
+    const gate = governor.register('wallet', config.wallet.concurrency);
+    this.loops = new PollingLoops(
+      this.logger,
+      () => this.deliverNext(),
+      (signal) => gate.acquire(signal),
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { BackgroundGovernor } from '../../background/background-governor.js';
 import { PollingLoops } from '../../common/polling-loops.js';
 import { TransactionRunner } from '../../database/transaction.js';
 import { parseBatch } from '../callback-body.parser.js';
@@ -19,7 +20,7 @@ import { InboxService } from './inbox.service.js';
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('InboxWorker');
-  private readonly loops = new PollingLoops(this.logger, () => this.applyNext());
+  private readonly loops: PollingLoops;
   private unsubscribe?: () => void;
 
   constructor(
@@ -28,7 +29,18 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly rows: InboxRepository,
     private readonly inbox: InboxService,
     private readonly callbacks: CallbackService,
-  ) {}
+    governor: BackgroundGovernor,
+  ) {
+    // Each apply waits for a permit of the governor. In inbox mode the apply is the main work, not
+    // catch-up: it backs off to half its workers at most (docs/background-work.md).
+    const max = config.inboxConcurrency;
+    const gate = governor.register('inbox', max, config.callbackMode === 'inbox' ? Math.ceil(max / 2) : 1);
+    this.loops = new PollingLoops(
+      this.logger,
+      () => this.applyNext(),
+      (signal) => gate.acquire(signal),
+    );
+  }
 
   /**
    * Claims the next due inbox row ({@link InboxRepository.claimNext}) and applies it through
