@@ -19,7 +19,7 @@ const W = 960;
 const H = 460;
 const PANEL_W = 400;
 const PANEL_H = 300;
-const TOP = 60;
+const TOP = 66;
 const LEFTS = [70, 540];
 /** The y axis: 10 ms to 100 s, log scale. */
 const Y_MIN = 0.01;
@@ -27,9 +27,10 @@ const Y_MAX = 100;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
-/** The SVG document: `title`, the series, the limits of the capacity criteria. */
+/** The SVG document: `title` and a `subtitle` line, the series, the limits of the capacity criteria. */
 export function capacityChart(
   title: string,
+  subtitle: string,
   series: ChartSeries[],
   limits: { p99: number; lag: number },
 ): string {
@@ -47,7 +48,8 @@ export function capacityChart(
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="24" text-anchor="middle" font-size="15">${esc(title)}</text>`,
+    `<text x="${W / 2}" y="20" text-anchor="middle" font-size="15">${esc(title)}</text>`,
+    `<text x="${W / 2}" y="38" text-anchor="middle" font-size="11" fill="#555">${esc(subtitle)}</text>`,
   ];
   const panels: {
     left: number;

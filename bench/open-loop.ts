@@ -511,7 +511,8 @@ async function capacityRun(cap: number): Promise<unknown> {
   writeFileSync(
     chartPath,
     capacityChart(
-      `Open loop, money-heavy: p99 and background lag against offered rate (inline closed-loop capacity ${cap.toFixed(1)}/s at c=8; ${DURATION} s per rate)`,
+      'Open loop, money-heavy: callback p99 and background lag p99 against the offered rate',
+      `inline closed-loop capacity ${cap.toFixed(1)} batches/s at c=8; ${DURATION} s per rate; ${new Date().toISOString().slice(0, 16)}Z`,
       series,
       LIMITS,
     ),
