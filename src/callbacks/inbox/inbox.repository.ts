@@ -34,7 +34,6 @@ export interface ClaimedInboxRow {
   id: string;
   batchId: string;
   payloadHash: string;
-  payload: Buffer;
   /** Failed applications so far (this claim not counted). */
   attempts: number;
   requestId: string | null;
@@ -68,7 +67,7 @@ export class InboxRepository {
     tx: Tx,
     entry: InboxAppend,
     attempt: Omit<DeliveryAttemptRow, 'outcome'>,
-  ): Promise<InboxAppendResult> {
+  ): Promise<{ result: InboxAppendResult; id: string | null }> {
     await tx.send({
       batchLock: this.batches.batchIdLockStatement(entry.batchId),
       couponLocks: {
@@ -100,7 +99,7 @@ export class InboxRepository {
                  INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
                  SELECT $1, $7, $8, result, $9, $10, $3, $11, $2 FROM result WHERE result <> 'conflict'
                )
-               SELECT result FROM result`,
+               SELECT result, (SELECT id::text FROM ins) AS id FROM result`,
         values: [
           entry.batchId,
           entry.payloadHash,
@@ -114,9 +113,9 @@ export class InboxRepository {
           a[5],
           a[7],
         ],
-      } as Statement<{ result: InboxAppendResult }>,
+      } as Statement<{ result: InboxAppendResult; id: string | null }>,
     });
-    return appended.rows[0].result;
+    return appended.rows[0];
   }
 
   /** The inbox row of `batchId`, if any. */
@@ -135,18 +134,19 @@ export class InboxRepository {
    * waiting for its retry) holds back every later row touching one of its coupons, so two
    * batches touching one coupon are never applied concurrently nor out of arrival order; batches
    * on disjoint coupons are applied in parallel. A candidate costs one probe of
-   * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog.
+   * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog. Without the
+   * payload: a worker of the process that accepted the row has it parsed already ({@link payloadOf}
+   * reads it otherwise).
    */
   async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
     const { rows } = await tx.query<{
       id: string;
       batch_id: string;
       payload_hash: string;
-      payload: Buffer;
       attempts: number;
       request_id: string | null;
     }>(
-      `SELECT i.id, i.batch_id, i.payload_hash, i.payload, i.attempts, i.request_id
+      `SELECT i.id, i.batch_id, i.payload_hash, i.attempts, i.request_id
          FROM callback_inbox i
         WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
           AND NOT EXISTS (
@@ -163,11 +163,18 @@ export class InboxRepository {
         id: r.id,
         batchId: r.batch_id,
         payloadHash: r.payload_hash,
-        payload: r.payload,
         attempts: r.attempts,
         requestId: r.request_id,
       }
     );
+  }
+
+  /** The exact bytes of inbox row `id` (a claimed row: its payload never changes). */
+  async payloadOf(tx: Tx, id: string): Promise<Buffer> {
+    const { rows } = await tx.query<{ payload: Buffer }>('SELECT payload FROM callback_inbox WHERE id = $1', [
+      id,
+    ]);
+    return rows[0].payload;
   }
 
   /**

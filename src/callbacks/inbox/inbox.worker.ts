@@ -44,7 +44,8 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Claims the next due inbox row ({@link InboxRepository.claimNext}) and applies it through
-   * {@link CallbackService.applyClaimed} in ONE transaction that also marks it done: never
+   * {@link CallbackService.applyClaimed} (the batch as this process parsed it when it accepted it,
+   * else its bytes read and parsed) in ONE transaction that also marks it done: never
    * applied twice nor lost. A failed apply is rolled back to a savepoint and counted in that
    * transaction; when the transaction itself fails (connection lost, deadline), in a new one.
    * @returns false when no row was due; true when one was applied or its failure recorded.
@@ -62,10 +63,11 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           let outcome: InboxOutcome;
           try {
             outcome = await tx.savepoint('inbox_apply', async () => {
-              const batch = {
-                ...parseBatch(row.payload, this.config.currencies.maxMinorUnits),
-                inboxId: row.id,
-              };
+              // Parsed when this process accepted it; else read and parsed here (another replica's).
+              const parsed =
+                this.inbox.takeParsed(row.id) ??
+                parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
+              const batch = { ...parsed, inboxId: row.id };
               return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
             });
           } catch (err) {
