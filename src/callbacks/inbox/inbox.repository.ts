@@ -11,7 +11,7 @@ import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
  * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
  * inbox append holds from before its INSERT to COMMIT. Two batches sharing a coupon therefore get
  * their inbox ids in the order they commit: a snapshot that shows a row also shows every earlier
- * row sharing one of its coupons (see {@link InboxRepository.claimNext}). Batches on disjoint
+ * row sharing one of its coupons (see {@link InboxRepository.claimDue}). Batches on disjoint
  * coupons do not wait for each other.
  */
 export const INBOX_COUPON_LOCK_NAMESPACE = 727_002;
@@ -128,17 +128,18 @@ export class InboxRepository {
   }
 
   /**
-   * Claims the oldest pending row that is due and that no earlier pending row shares a coupon
-   * with, locking it `FOR UPDATE SKIP LOCKED` (other workers skip it; the lock lasts until the
-   * caller's transaction ends). An earlier pending row (being applied by another worker, or
-   * waiting for its retry) holds back every later row touching one of its coupons, so two
-   * batches touching one coupon are never applied concurrently nor out of arrival order; batches
-   * on disjoint coupons are applied in parallel. A candidate costs one probe of
+   * Claims up to `limit` of the oldest pending rows that are due and that no earlier pending row
+   * shares a coupon with, locking them `FOR UPDATE SKIP LOCKED` (other workers skip them; the locks
+   * last until the caller's transaction ends). An earlier pending row (being applied by another
+   * worker, or waiting for its retry) holds back every later row touching one of its coupons, so
+   * two batches touching one coupon are never applied concurrently nor out of arrival order; batches
+   * on disjoint coupons are applied in parallel. So the rows of one claim, and the rows all workers
+   * hold, have pairwise disjoint coupons. A candidate costs one probe of
    * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog. Without the
    * payload: a worker of the process that accepted the row has it parsed already ({@link payloadOf}
-   * reads it otherwise).
+   * reads it otherwise). Oldest first.
    */
-  async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
+  async claimDue(tx: Tx, limit: number): Promise<ClaimedInboxRow[]> {
     const { rows } = await tx.query<{
       id: string;
       batch_id: string;
@@ -154,19 +155,17 @@ export class InboxRepository {
                  WHERE EXISTS (SELECT 1 FROM callback_inbox_pending_coupons e
                                 WHERE e.coupon_code = c.code COLLATE "C" AND e.inbox_id < i.id))
         ORDER BY i.id
-        LIMIT 1
+        LIMIT $1
         FOR UPDATE OF i SKIP LOCKED`,
+      [limit],
     );
-    const r = rows[0];
-    return (
-      r && {
-        id: r.id,
-        batchId: r.batch_id,
-        payloadHash: r.payload_hash,
-        attempts: r.attempts,
-        requestId: r.request_id,
-      }
-    );
+    return rows.map((r) => ({
+      id: r.id,
+      batchId: r.batch_id,
+      payloadHash: r.payload_hash,
+      attempts: r.attempts,
+      requestId: r.request_id,
+    }));
   }
 
   /** The exact bytes of inbox row `id` (a claimed row: its payload never changes). */
@@ -178,14 +177,15 @@ export class InboxRepository {
   }
 
   /**
-   * Marks a claimed row applied, in the transaction that applied it (a worker sends it with
-   * COMMIT); its trigger releases the row's coupons.
+   * Marks claimed rows applied, each with its outcome, in the transaction that applied them (a
+   * worker sends it with COMMIT); their trigger releases their coupons.
    */
-  markDoneStatement(id: string, outcome: InboxOutcome): Statement {
+  markDoneStatement(done: { id: string; outcome: InboxOutcome }[]): Statement {
     return {
       name: 'inbox_done',
-      text: `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
-      values: [id, outcome],
+      text: `UPDATE callback_inbox i SET status = 'done', outcome = d.outcome, finished_at = now(), last_error = NULL
+               FROM unnest($1::bigint[], $2::text[]) AS d(id, outcome) WHERE i.id = d.id`,
+      values: [done.map((d) => d.id), done.map((d) => d.outcome)],
     };
   }
 
