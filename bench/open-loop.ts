@@ -43,7 +43,8 @@ const { values: args } = parseArgs({
     capacity: { type: 'boolean', default: false },
     burst: { type: 'boolean', default: false },
     steady: { type: 'boolean', default: false },
-    modes: { type: 'string', default: 'inline,inbox,wallet,broker' },
+    'batch-call': { type: 'boolean', default: false },
+    modes: { type: 'string', default: 'inline,inbox,wallet,wallet-batch,broker' },
     fractions: { type: 'string', default: '0.3,0.5,0.6,0.7,0.8,0.9,1.0' },
     'capacity-rate': { type: 'string' },
     'capacity-seconds': { type: 'string', default: '30' },
@@ -63,16 +64,19 @@ const { values: args } = parseArgs({
 });
 
 const HELP = `npm run bench:open [-- options]: the receiver under an open-loop sender (docs/benchmark.md)
-  --mode M --rate R       one run: mode inline, inbox or wallet, R batches/s for --duration s
+  --mode M --rate R       one run: mode inline, inbox, wallet or wallet-batch (the batch call,
+                          WALLET_BATCH_SIZE=64, WALLET_CLAIM_SIZE=64), R batches/s for --duration s
   --capacity              inline's closed-loop capacity at c=8, then per mode (--modes) the
                           offered rate stepped through --fractions of it: the highest rate with
                           callback p99 <= 1 s and background lag p99 <= 5 s; writes --chart
   --burst                 wallet on at 0.8x the capacity for --duration (60) s: callback p99 and
-                          the seconds until every push is delivered after the burst
+                          the seconds until every push is delivered after the burst (--batch-call:
+                          the wallet-batch mode)
   --steady                0.5x the capacity for --duration (60) s: inline with the wallet off,
-                          with it on, and inbox mode
+                          with it on (--batch-call: the wallet-batch mode), and inbox mode
   --duration S            seconds of each load (20 for one run, 60 otherwise)
-  --modes a,b             modes of --capacity (inline,inbox,wallet,broker; broker: a placeholder)
+  --modes a,b             modes of --capacity (inline,inbox,wallet,wallet-batch,broker; broker: a
+                          placeholder)
   --fractions f,g         rates of --capacity as fractions of the capacity (0.3,0.5,0.6,0.7,0.8,0.9,1.0)
   --capacity-rate R       take R batches/s as inline's closed-loop capacity instead of measuring it
   --capacity-seconds S    length of that closed-loop measurement (30)
@@ -169,6 +173,20 @@ const MODES: Record<string, Mode> = {
       ...envOption('wallet-env'),
     }),
   },
+  'wallet-batch': {
+    key: 'wallet-batch',
+    title: 'inline, wallet on, batch call of 64',
+    color: '#ff7f0e',
+    queue: 'wallet',
+    wallet: true,
+    env: () => ({
+      WALLET_URL: `http://127.0.0.1:${PORT_BASE + 6}`,
+      WALLET_SECRET,
+      WALLET_BATCH_SIZE: '64',
+      WALLET_CLAIM_SIZE: '64',
+      ...envOption('wallet-env'),
+    }),
+  },
   broker: {
     key: 'broker',
     title: 'inline, broker on',
@@ -177,6 +195,9 @@ const MODES: Record<string, Mode> = {
     placeholder: 'slot for the broker publisher of the next issue: not measured',
   },
 };
+
+/** The wallet mode of --burst and --steady: single calls, or with --batch-call the batch call. */
+const WALLET_MODE = (): Mode => (args['batch-call'] ? MODES['wallet-batch'] : MODES.wallet);
 
 const children: { stop(): Promise<void> }[] = [];
 
@@ -523,7 +544,7 @@ async function capacityRun(cap: number): Promise<unknown> {
 
 /** `--burst`: the wallet on at 0.8× the capacity; p99 and the time until every push is delivered. */
 async function burstRun(cap: number): Promise<unknown> {
-  return withMode(MODES.wallet, async (r, client) => {
+  return withMode(WALLET_MODE(), async (r, client) => {
     const s = await step(r, client, cap * 0.8, DURATION);
     console.log(`  ${describe(s)}`);
     console.log(
@@ -540,7 +561,7 @@ async function burstRun(cap: number): Promise<unknown> {
 async function steadyRun(cap: number): Promise<unknown> {
   const steps: Record<string, Step> = {};
   for (const key of ['inline', 'wallet', 'inbox']) {
-    steps[key] = await withMode(MODES[key], async (r, client) => {
+    steps[key] = await withMode(key === 'wallet' ? WALLET_MODE() : MODES[key], async (r, client) => {
       const s = await step(r, client, cap * 0.5, DURATION);
       console.log(`  ${describe(s)}`);
       return s;
@@ -568,7 +589,7 @@ async function main(): Promise<void> {
   let out: unknown;
   if (COMMAND === 'run') {
     const mode = MODES[args.mode as string];
-    if (!mode || mode.placeholder) usage(`--mode: inline, inbox or wallet`);
+    if (!mode || mode.placeholder) usage(`--mode: inline, inbox, wallet or wallet-batch`);
     if (!args.rate) usage('--rate R is needed for one run (or --capacity, --burst, --steady)');
     out = await withMode(mode, async (r, client) => {
       const s = await step(r, client, Number(args.rate), DURATION);
