@@ -26,6 +26,8 @@ export interface LoadResult {
   max: number;
   /** Sends that left more than 10 ms after their scheduled time (the bench itself behind). */
   lateSends: number;
+  /** The slowest answer of each second of the schedule (index: second since the start), ms. */
+  worstBySecond: number[];
 }
 
 /** A connection pool to the receiver: keep-alive, one request at a time per connection, no cap. */
@@ -61,6 +63,7 @@ function result(
   answers: Record<string, number>,
   latencies: number[],
   late = 0,
+  worstBySecond: number[] = [],
 ) {
   latencies.sort((a, b) => a - b);
   const sent = Object.values(answers).reduce((a, b) => a + b, 0);
@@ -75,6 +78,7 @@ function result(
     p99: percentile(latencies, 99),
     max: latencies.length ? latencies[latencies.length - 1] : NaN,
     lateSends: late,
+    worstBySecond,
   } satisfies LoadResult;
 }
 
@@ -94,6 +98,7 @@ export async function openLoop(
   if (deliveries.length < n) throw new Error(`openLoop: ${deliveries.length} deliveries for ${n} sends`);
   const answers: Record<string, number> = {};
   const latencies: number[] = [];
+  const worst: number[] = Array.from({ length: Math.ceil(seconds) }, () => 0);
   const inFlight: Promise<void>[] = [];
   const interval = 1000 / rate;
   const start = performance.now() + 20;
@@ -106,12 +111,15 @@ export async function openLoop(
     inFlight.push(
       send(pool, path, deliveries[i]).then((status) => {
         answers[status] = (answers[status] ?? 0) + 1;
-        latencies.push(performance.now() - at);
+        const latency = performance.now() - at;
+        latencies.push(latency);
+        const second = Math.floor((i * interval) / 1000);
+        worst[second] = Math.max(worst[second] ?? 0, latency);
       }),
     );
   }
   await Promise.all(inFlight);
-  return result(rate, seconds, answers, latencies, late);
+  return result(rate, seconds, answers, latencies, late, worst);
 }
 
 /** `connections` senders back to back for `seconds`, each taking the next delivery of `next`. */

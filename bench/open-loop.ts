@@ -397,6 +397,7 @@ function describe(s: Step): string {
     `${s.mode} at ${s.offered.toFixed(1)}/s for ${s.load.seconds} s: ${answers}; p50 ${s1(s.load.p50)}, p99 ${s1(s.load.p99)}, ` +
     `max ${s1(s.load.max)}${lag}${cpu}${perPush}; load average ${s.loadAverage.toFixed(1)} before` +
     (s.load.lateSends ? `; ${s.load.lateSends} sends left over 10 ms late (the bench was busy)` : '') +
+    `; slowest answer per second of the schedule: ${s.load.worstBySecond.map((ms) => (ms / 1000).toFixed(1)).join(' ')} s` +
     ` → ${s.pass ? 'within' : 'OUTSIDE'} p99 <= ${LIMITS.p99} s and lag p99 <= ${LIMITS.lag} s`
   );
 }

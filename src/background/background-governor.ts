@@ -48,7 +48,7 @@ export const BACKGROUND_PROBES = Symbol('BACKGROUND_PROBES');
 export type WorkKind = 'wallet' | 'inbox' | 'reconciliation' | (string & NonNullable<unknown>);
 
 /** Milliseconds between evaluations of the rule. */
-export const EVALUATE_EVERY_MS = 500;
+export const EVALUATE_EVERY_MS = 250;
 /** Milliseconds between two samples of the pool's waiting requests. */
 export const POOL_SAMPLE_MS = 100;
 /** At a limit of 0, one permit is still given this often (the minimum trickle). */
@@ -73,7 +73,7 @@ export class WorkGate {
     private readonly now: () => number,
     private readonly onChange: () => void,
   ) {
-    this.state = { limit: bounds.max, lastDecreaseAt: null };
+    this.state = { limit: bounds.max, lastDecreaseAt: null, lastIncreaseAt: null };
   }
 
   /** The current limit. */
@@ -200,7 +200,8 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
       windowMs,
       poolBusyShare: 0.5,
       decrease: 0.5,
-      cooldownMs: Math.min(windowMs, 2 * EVALUATE_EVERY_MS),
+      cooldownMs: 2 * EVALUATE_EVERY_MS,
+      growEveryMs: 2 * EVALUATE_EVERY_MS,
     };
     const registers = [metrics.registry];
     this.limitGauge = new Gauge({

@@ -49,6 +49,8 @@ export interface LimitPolicy {
   cooldownMs: number;
   /** Milliseconds of quiet after a back-off before the limit grows again (the signals' window). */
   windowMs: number;
+  /** Least milliseconds between two increases. */
+  growEveryMs: number;
 }
 
 /** A kind of work's bounds: its floor (0 allowed, see the gate's trickle) and its maximum. */
@@ -62,6 +64,8 @@ export interface LimitState {
   limit: number;
   /** When the limit was last lowered (epoch ms); null: never. */
   lastDecreaseAt: number | null;
+  /** When it was last raised (epoch ms); null: never. */
+  lastIncreaseAt: number | null;
 }
 
 /** The signal over its bound, in this order; null when none is. A window without answers has none. */
@@ -79,8 +83,8 @@ export function pressureOf(signals: IntakeSignals, policy: LimitPolicy): LimitRe
  * Under pressure: `floor(limit × decrease)`, at least `min`, unless a back-off happened less than
  * `cooldownMs` ago (the window still holds answers given before it). Quiet (no answer in the
  * window, or p99 at most half the target, and nothing over its bound): one more, at most `max`,
- * once a whole window has passed since the last back-off. Otherwise (between half the target and
- * the target) it holds.
+ * once a whole window has passed since the last back-off and `growEveryMs` since the last
+ * increase. Otherwise (between half the target and the target) it holds.
  */
 export function nextLimit(
   state: LimitState,
@@ -89,20 +93,25 @@ export function nextLimit(
   policy: LimitPolicy,
   now: number,
 ): { state: LimitState; reason?: LimitReason } {
-  const since = state.lastDecreaseAt === null ? Infinity : now - state.lastDecreaseAt;
+  const since = (at: number | null) => (at === null ? Infinity : now - at);
   const pressure = pressureOf(signals, policy);
   if (pressure) {
     const lowered = Math.max(bounds.min, Math.floor(state.limit * policy.decrease));
-    if (lowered >= state.limit || since < policy.cooldownMs) return { state };
-    return { state: { limit: lowered, lastDecreaseAt: now }, reason: pressure };
+    if (lowered >= state.limit || since(state.lastDecreaseAt) < policy.cooldownMs) return { state };
+    return { state: { ...state, limit: lowered, lastDecreaseAt: now }, reason: pressure };
   }
   const quiet = signals.intakeP99Ms === null || signals.intakeP99Ms <= policy.targetMs / 2;
-  if (!quiet || state.limit >= bounds.max || since < policy.windowMs) {
+  if (
+    !quiet ||
+    state.limit >= bounds.max ||
+    since(state.lastDecreaseAt) < policy.windowMs ||
+    since(state.lastIncreaseAt) < policy.growEveryMs
+  ) {
     // A maximum lowered by configuration (or a limit above it) comes down at once.
     return state.limit > bounds.max ? { state: { ...state, limit: bounds.max } } : { state };
   }
   return {
-    state: { ...state, limit: Math.min(bounds.max, state.limit + 1) },
+    state: { ...state, limit: Math.min(bounds.max, state.limit + 1), lastIncreaseAt: now },
     reason: signals.intakeP99Ms === null ? 'intake_idle' : 'intake_quiet',
   };
 }

@@ -120,10 +120,10 @@ describe('the background-work governor under a synthetic intake (docs/background
       await scrape(t.app),
       `settlement_background_limit_changes_total{kind="${kind}",reason="${reason}"}`,
     );
-  /** Answers of `ms` each, then one evaluation period. */
+  /** Answers of `ms` each, then one evaluation period (250 ms). */
   const tick = (answerMs: number | null) => {
     if (answerMs !== null) for (let i = 0; i < 10; i++) governor.intakeAnswered(answerMs);
-    probes.advance(500);
+    probes.advance(250);
   };
 
   it('starts every kind at its configured maximum', async () => {
@@ -138,7 +138,7 @@ describe('the background-work governor under a synthetic intake (docs/background
       const batch = batchOf(`bg-b-${i}`, { code: `BG${i}`, status: 2, realWin: '2.50' });
       expect((await deliver(t.app, batch)).status).toBe(200);
     }
-    probes.advance(500);
+    probes.advance(250);
     expect(governor.signals.intakeP99Ms).toEqual(expect.any(Number));
     expect(sample(await scrape(t.app), 'settlement_background_intake_p99_seconds')).toBeGreaterThan(0);
     probes.advance(2500); // out of the window again (the limits were at their maxima: they stay)
@@ -176,14 +176,16 @@ describe('the background-work governor under a synthetic intake (docs/background
     );
   });
 
-  it('quiet answers grow every limit by one per evaluation after a whole window, back to the maximum', async () => {
-    // The slow answers leave the window first (three evaluations: held at the floors), then a whole
-    // window has passed since the last back-off: growth starts.
-    for (let i = 0; i < 3; i++) tick(20);
+  it('quiet answers grow every limit by one per 500 ms after a whole window, back to the maximum', async () => {
+    // The slow answers leave the window first (seven evaluations: held at the floors), then a whole
+    // window has passed since the last back-off: growth starts, one every other evaluation.
+    for (let i = 0; i < 7; i++) tick(20);
     expect(await limits()).toEqual({ wallet: 1, inbox: 1, reconciliation: 0 });
     tick(20);
     expect(await limits()).toEqual({ wallet: 2, inbox: 2, reconciliation: 1 });
-    for (let i = 0; i < 6; i++) tick(20);
+    tick(20);
+    expect(await limits()).toEqual({ wallet: 2, inbox: 2, reconciliation: 1 });
+    for (let i = 0; i < 11; i++) tick(20);
     expect(await limits()).toEqual({ wallet: 4, inbox: 8, reconciliation: 1 });
     expect(await changes('wallet', 'intake_quiet')).toBe(3);
     expect(await changes('inbox', 'intake_quiet')).toBe(7);
@@ -204,7 +206,7 @@ describe('the background-work governor under a synthetic intake (docs/background
     expect((await limits()).wallet).toBe(1);
     expect(await changes('wallet', 'event_loop_delay')).toBe(1);
     probes.loopP99 = 5;
-    for (let i = 0; i < 10; i++) tick(null); // no answer at all: nothing to protect
+    for (let i = 0; i < 20; i++) tick(null); // no answer at all: nothing to protect
     expect(await limits()).toEqual({ wallet: 4, inbox: 8, reconciliation: 1 });
     expect(await changes('wallet', 'intake_idle')).toBeGreaterThanOrEqual(1);
   });

@@ -15,13 +15,19 @@ const POLICY: LimitPolicy = {
   eventLoopDelayMs: 200,
   poolBusyShare: 0.5,
   decrease: 0.5,
-  cooldownMs: 1000,
+  cooldownMs: 500,
   windowMs: 2000,
+  growEveryMs: 500,
 };
 const BOUNDS = { min: 1, max: 8 };
 const quiet: IntakeSignals = { intakeP99Ms: 40, poolBusyShare: 0, eventLoopP99Ms: 12 };
 const slow: IntakeSignals = { intakeP99Ms: 900, poolBusyShare: 0, eventLoopP99Ms: 12 };
-const full: LimitState = { limit: 8, lastDecreaseAt: null };
+const full: LimitState = { limit: 8, lastDecreaseAt: null, lastIncreaseAt: null };
+const at = (limit: number, lastDecreaseAt: number | null = null): LimitState => ({
+  limit,
+  lastDecreaseAt,
+  lastIncreaseAt: null,
+});
 
 describe('pressureOf', () => {
   it.each<[string, IntakeSignals, string | null]>([
@@ -49,40 +55,40 @@ describe('pressureOf', () => {
 describe('nextLimit', () => {
   it('halves under pressure, at most once per cooldown, never below the floor', () => {
     let state = full;
-    const steps: [number, number | undefined][] = [];
-    for (const t of [0, 500, 1000, 1500, 2000, 3000, 4000]) {
-      const next = nextLimit(state, BOUNDS, slow, POLICY, t);
-      state = next.state;
-      steps.push([state.limit, next.reason === undefined ? undefined : t]);
+    const limits: number[] = [];
+    for (const t of [0, 250, 500, 750, 1000, 1250, 1500, 2000]) {
+      state = nextLimit(state, BOUNDS, slow, POLICY, t).state;
+      limits.push(state.limit);
     }
-    expect(steps.map(([l]) => l)).toEqual([4, 4, 2, 2, 1, 1, 1]);
-    expect(state).toEqual({ limit: 1, lastDecreaseAt: 2000 });
+    expect(limits).toEqual([4, 4, 2, 2, 1, 1, 1, 1]);
+    expect(state).toEqual({ limit: 1, lastDecreaseAt: 1000, lastIncreaseAt: null });
     expect(nextLimit(full, BOUNDS, slow, POLICY, 0).reason).toBe('intake_slow');
+    expect(nextLimit(at(4, 0), BOUNDS, slow, POLICY, 250).reason).toBeUndefined();
   });
 
   it('goes down to 0 for a floor of 0 (the gate still trickles)', () => {
-    const next = nextLimit({ limit: 1, lastDecreaseAt: null }, { min: 0, max: 1 }, slow, POLICY, 0);
-    expect(next).toEqual({ state: { limit: 0, lastDecreaseAt: 0 }, reason: 'intake_slow' });
+    const next = nextLimit(at(1), { min: 0, max: 1 }, slow, POLICY, 0);
+    expect(next).toEqual({ state: at(0, 0), reason: 'intake_slow' });
   });
 
-  it('grows by one per evaluation once a whole window has passed since the back-off', () => {
-    const down: LimitState = { limit: 1, lastDecreaseAt: 10_000 };
+  it('grows by one every 500 ms once a whole window has passed since the back-off', () => {
+    const down = at(1, 10_000);
     expect(nextLimit(down, BOUNDS, quiet, POLICY, 11_999)).toEqual({ state: down });
     let state = down;
     const limits: number[] = [];
-    for (let t = 12_000; t <= 16_000; t += 500) {
+    for (let t = 12_000; t <= 16_000; t += 250) {
       const next = nextLimit(state, BOUNDS, quiet, POLICY, t);
       if (next.state.limit !== state.limit) expect(next.reason).toBe('intake_quiet');
       state = next.state;
       limits.push(state.limit);
     }
-    expect(limits).toEqual([2, 3, 4, 5, 6, 7, 8, 8, 8]);
+    expect(limits).toEqual([2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 8, 8, 8]);
   });
 
   it('grows with no answer at all (intake_idle) and holds between half the target and the target', () => {
-    const half: LimitState = { limit: 3, lastDecreaseAt: null };
+    const half = at(3);
     expect(nextLimit(half, BOUNDS, { ...quiet, intakeP99Ms: null }, POLICY, 0)).toEqual({
-      state: { limit: 4, lastDecreaseAt: null },
+      state: { limit: 4, lastDecreaseAt: null, lastIncreaseAt: 0 },
       reason: 'intake_idle',
     });
     expect(nextLimit(half, BOUNDS, { ...quiet, intakeP99Ms: 251 }, POLICY, 0)).toEqual({ state: half });
@@ -90,12 +96,8 @@ describe('nextLimit', () => {
   });
 
   it('brings a limit above a lowered maximum down at once', () => {
-    expect(
-      nextLimit({ limit: 8, lastDecreaseAt: null }, { min: 1, max: 4 }, slow, POLICY, 0).state.limit,
-    ).toBe(4);
-    expect(
-      nextLimit({ limit: 8, lastDecreaseAt: null }, { min: 1, max: 4 }, quiet, POLICY, 0).state.limit,
-    ).toBe(4);
+    expect(nextLimit(at(8), { min: 1, max: 4 }, slow, POLICY, 0).state.limit).toBe(4);
+    expect(nextLimit(at(8), { min: 1, max: 4 }, quiet, POLICY, 0).state.limit).toBe(4);
   });
 });
 
@@ -118,7 +120,7 @@ describe('WorkGate', () => {
       () => now,
       () => undefined,
     );
-    g.state = { limit, lastDecreaseAt: null };
+    g.state = at(limit);
     return { g, advance: (ms: number) => (now += ms) };
   };
 
@@ -149,7 +151,7 @@ describe('WorkGate', () => {
     const aborted = g.acquire(stop.signal);
     stop.abort();
     expect(await aborted).toBeUndefined();
-    g.state = { limit: 3, lastDecreaseAt: null };
+    g.state = at(3);
     g.pump();
     expect((await Promise.all(waits)).every((r) => typeof r === 'function')).toBe(true);
     expect(g.inFlight).toBe(3);
