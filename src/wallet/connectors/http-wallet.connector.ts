@@ -167,51 +167,9 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
   }
 
   /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
-  async deliverMany({ items, requestId, signal }: WalletBatchRequest): Promise<WalletDelivery[]> {
-    const parts: Buffer[] = [OPEN];
-    items.forEach((item, i) => parts.push(...(i ? [COMMA] : []), item.body));
-    parts.push(CLOSE);
-    const body = Buffer.concat(parts);
-    const ids = items.map((i) => i.transaction.transactionId);
-    try {
-      const res = await request(this.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: {
-          'content-type': 'application/json',
-          'x-request-id': requestId,
-          'x-signature': this.sign(body),
-        },
-        body,
-        signal,
-      });
-      const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
-      return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
-    } catch (err) {
-      const e = err as Error & { code?: string };
-      const reason = `${e.code ?? e.name}: ${e.message}`.slice(0, ANSWER_EXCERPT_CHARS);
-      return ids.map(() => ({ outcome: 'retry', reason }));
-    }
-  }
-
-  private sign(body: Buffer): string {
-    return `sha256=${createHmac('sha256', this.secret).update(body).digest('hex')}`;
-  }
-
   async deliver({ transaction, body, requestId, signal }: WalletDeliveryRequest): Promise<WalletDelivery> {
     try {
-      const res = await request(this.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': transaction.transactionId,
-          'x-request-id': requestId,
-          'x-signature': this.sign(body),
-        },
-        body,
-        signal,
-      });
+      const res = await this.post(body, requestId, signal, transaction.transactionId);
       const answer = await readExcerpt(res.body);
       const status = res.statusCode;
       const outcome = outcomeOfStatus(status);
@@ -221,14 +179,52 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
         return { outcome, status, answer, reason, afterMs: retryAfterMs(res.headers['retry-after']) };
       return { outcome, status, answer, reason };
     } catch (err) {
-      const e = err as Error & { code?: string };
-      return { outcome: 'retry', reason: `${e.code ?? e.name}: ${e.message}`.slice(0, ANSWER_EXCERPT_CHARS) };
+      return { outcome: 'retry', reason: transportReason(err) };
     }
+  }
+
+  /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
+  async deliverMany({ items, requestId, signal }: WalletBatchRequest): Promise<WalletDelivery[]> {
+    const parts: Buffer[] = [OPEN];
+    items.forEach((item, i) => parts.push(...(i ? [COMMA] : []), item.body));
+    parts.push(CLOSE);
+    const ids = items.map((i) => i.transaction.transactionId);
+    try {
+      const res = await this.post(Buffer.concat(parts), requestId, signal);
+      const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
+      return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
+    } catch (err) {
+      const reason = transportReason(err);
+      return ids.map(() => ({ outcome: 'retry', reason }));
+    }
+  }
+
+  /** `POST /transactions` of `body`, signed; `Idempotency-Key` for a single transaction. */
+  private post(body: Buffer, requestId: string, signal: AbortSignal, idempotencyKey?: string) {
+    const signature = createHmac('sha256', this.secret).update(body).digest('hex');
+    return request(this.url, {
+      method: 'POST',
+      dispatcher: this.agent,
+      headers: {
+        'content-type': 'application/json',
+        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+        'x-request-id': requestId,
+        'x-signature': `sha256=${signature}`,
+      },
+      body,
+      signal,
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
     await this.agent.close();
   }
+}
+
+/** A transport error or timeout as the reason of a `retry`. */
+function transportReason(err: unknown): string {
+  const e = err as Error & { code?: string };
+  return `${e.code ?? e.name}: ${e.message}`.slice(0, ANSWER_EXCERPT_CHARS);
 }
 
 const OPEN = Buffer.from('[');
