@@ -99,6 +99,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   private currentRun: Promise<ReconciliationRunSummary> | undefined;
   /** The governor's permits of scheduled runs: one coupon at a time, none while the callback is slow. */
   private readonly gate: WorkGate;
+  /** Aborted at shutdown: a run stops waiting for a permit. */
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -142,6 +144,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   /** Lets a run in progress finish (the interval itself is cleared by @nestjs/schedule). */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
+    // A run waiting for the governor's permit (the intake busy) leaves its coupons to the next one.
+    this.stopping.abort();
     await this.currentRun?.catch(() => undefined);
   }
 
@@ -206,7 +210,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     const codes = await this.transactions.run((tx) => this.repository.candidates(tx, afterMs, batchSize));
     summary.candidates = codes.length;
     for (const code of codes) {
-      const release = (await this.gate.acquire()) as () => void;
+      const release = await this.gate.acquire(this.stopping.signal);
+      if (!release) break;
       try {
         const result = await this.readAndApply(code, null);
         if (result.outcome === 'unchanged') summary.unchanged++;
