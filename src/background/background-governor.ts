@@ -20,6 +20,7 @@ import {
 /** Metric names of the governor (docs/operating.md#metrics). */
 export const BACKGROUND_METRIC = {
   limit: 'settlement_background_limit',
+  max: 'settlement_background_limit_max',
   inFlight: 'settlement_background_in_flight',
   changes: 'settlement_background_limit_changes_total',
   intakeP99: 'settlement_background_intake_p99_seconds',
@@ -184,6 +185,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
   private lastSignals: IntakeSignals = { intakeP99Ms: null, poolBusyShare: 0, eventLoopP99Ms: 0 };
   private stops: (() => void)[] = [];
   private readonly limitGauge: Gauge<'kind'>;
+  private readonly maxGauge: Gauge<'kind'>;
   private readonly inFlightGauge: Gauge<'kind'>;
   private readonly changes: Counter<'kind' | 'reason'>;
 
@@ -207,6 +209,12 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
     this.limitGauge = new Gauge({
       name: BACKGROUND_METRIC.limit,
       help: 'Concurrency a kind of background work may use now (the governor moves it between its floor and maximum)',
+      labelNames: ['kind'],
+      registers,
+    });
+    this.maxGauge = new Gauge({
+      name: BACKGROUND_METRIC.max,
+      help: 'Configured concurrency of a kind of background work (its limit when the intake is quiet)',
       labelNames: ['kind'],
       registers,
     });
@@ -276,6 +284,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
     );
     this.gates.set(kind, gate);
     this.limitGauge.set({ kind }, gate.limit);
+    this.maxGauge.set({ kind }, bounds.max);
     this.inFlightGauge.set({ kind }, 0);
     for (const reason of [...PRESSURE_REASONS, ...QUIET_REASONS]) this.changes.inc({ kind, reason }, 0);
     return gate;

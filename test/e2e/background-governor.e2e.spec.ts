@@ -128,6 +128,12 @@ describe('the background-work governor under a synthetic intake (docs/background
 
   it('starts every kind at its configured maximum', async () => {
     expect(await limits()).toEqual({ wallet: 4, inbox: 8, reconciliation: 1 });
+    const text = await scrape(t.app);
+    expect(
+      ['wallet', 'inbox', 'reconciliation'].map((k) =>
+        sample(text, `settlement_background_limit_max{kind="${k}"}`),
+      ),
+    ).toEqual([4, 8, 1]);
   });
 
   it("counts the callback's real answers in its window (four win credits, delivery paused)", async () => {
