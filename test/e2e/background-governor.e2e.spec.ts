@@ -84,6 +84,9 @@ describe('the background-work governor under a synthetic intake (docs/background
         WALLET_CLAIM_SIZE: '1',
         WALLET_POLL_INTERVAL_MS: '20',
         INBOX_CONCURRENCY: '8',
+        // Far above what the real callbacks of this test take, even on a loaded machine: only the
+        // synthetic answers below are slow (5 s) or quiet (20 ms).
+        BACKGROUND_TARGET_MS: '4000',
         LOG_LEVEL: 'info',
       },
       {
@@ -152,14 +155,14 @@ describe('the background-work governor under a synthetic intake (docs/background
   });
 
   it('slow answers halve every limit, once per cooldown, down to each floor', async () => {
-    tick(900);
+    tick(5000);
     expect(await limits()).toEqual({ wallet: 2, inbox: 4, reconciliation: 0 });
-    tick(900); // within the cooldown: the window still holds answers from before the back-off
+    tick(5000); // within the cooldown: the window still holds answers from before the back-off
     expect(await limits()).toEqual({ wallet: 2, inbox: 4, reconciliation: 0 });
-    tick(900);
+    tick(5000);
     expect(await limits()).toEqual({ wallet: 1, inbox: 2, reconciliation: 0 });
-    tick(900);
-    tick(900);
+    tick(5000);
+    tick(5000);
     expect(await limits()).toEqual({ wallet: 1, inbox: 1, reconciliation: 0 });
     expect(await changes('wallet', 'intake_slow')).toBe(2);
     expect(await changes('inbox', 'intake_slow')).toBe(3);
@@ -169,7 +172,7 @@ describe('the background-work governor under a synthetic intake (docs/background
       'wallet: background limit 4 → 2',
       'wallet: background limit 2 → 1',
     ]);
-    expect(warned[0].msg).toContain('(intake_slow: answers p99 900 ms');
+    expect(warned[0].msg).toContain('(intake_slow: answers p99 5000 ms');
   });
 
   it('at a limit of 1 the wallet workers deliver one claim at a time, and everything still goes out', async () => {
