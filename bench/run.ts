@@ -8,8 +8,8 @@
  * lists the options; docs/benchmark.md explains the figures. The last line is always (today's mix, when it ran)
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
  */
-import { ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,17 @@ import type { WalletStats } from '../sim/wallet.js';
 import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/config/configuration.js';
 import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
 import { Delivery, LoadGenerator, LoadProfile, PoolSpec, poolCoupons, poolPlayers } from './load.js';
+import {
+  backendCpu,
+  backendCpuUsed,
+  cpuMsOf,
+  memoryOf,
+  percentile,
+  sleep,
+  startChild as startLoggedChild,
+  startScriptNodeFlags,
+  stopChild,
+} from './processes.js';
 import {
   balanceTotals,
   BalanceTotals,
@@ -266,18 +277,11 @@ interface Stoppable {
   stop(): Promise<void>;
 }
 
-/** The `--flags` between `node` and `dist/src/main.js` of an npm script. @throws Error when it runs no such command. */
-function startScriptNodeFlags(script: string): string[] {
-  const match = /\bnode((?:\s+--\S+)*)\s+dist\/src\/main\.js\b/.exec(script);
-  if (!match) throw new Error(`package.json's start script does not run node dist/src/main.js: ${script}`);
-  return match[1].split(/\s+/).filter(Boolean);
-}
-
 /**
  * Starts `node <nodeArgs>` (with the `--profile` flags), its output to `.data/bench/<logName>.log`
  * (appended to with `append`), and waits until `probe` answers anything (at most 90 s).
  */
-async function startChild(
+function startChild(
   name: string,
   nodeArgs: string[],
   env: NodeJS.ProcessEnv,
@@ -286,46 +290,13 @@ async function startChild(
   probe: string,
   cwd = ROOT,
 ): Promise<ChildProcess> {
-  mkdirSync(LOG_DIR, { recursive: true });
-  const logPath = resolve(LOG_DIR, `${logName}.log`);
-  const log = openSync(logPath, append ? 'a' : 'w');
-  const flags = args.profile ? ['--cpu-prof', `--cpu-prof-dir=${resolve(LOG_DIR, 'profile')}`] : [];
-  const child = spawn(process.execPath, [...flags, ...nodeArgs], {
+  return startLoggedChild(name, nodeArgs, env, probe, {
     cwd,
-    env,
-    stdio: ['ignore', log, log],
+    logPath: resolve(LOG_DIR, `${logName}.log`),
+    append,
+    probeHeaders: { authorization: `Bearer ${OPS_KEY}` },
+    cpuProfileDir: args.profile ? resolve(LOG_DIR, 'profile') : undefined,
   });
-  closeSync(log);
-  let exited: number | null | undefined;
-  child.once('exit', (code) => (exited = code));
-  const until = Date.now() + 90_000;
-  for (;;) {
-    if (exited !== undefined) {
-      const tail = readFileSync(logPath, 'utf8').split('\n').slice(-15).join('\n');
-      throw new Error(`${name} exited with ${exited} during start-up (log ${logPath}):\n${tail}`);
-    }
-    try {
-      const res = await fetch(probe, {
-        headers: { authorization: `Bearer ${OPS_KEY}` },
-        signal: AbortSignal.timeout(1000),
-      });
-      await res.arrayBuffer();
-      return child;
-    } catch {
-      if (Date.now() > until) throw new Error(`${name} did not answer ${probe} within 90 s`);
-      await sleep(200);
-    }
-  }
-}
-
-/** SIGTERM, then SIGKILL after 15 s; resolves when the child has exited. */
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await done;
-  clearTimeout(timer);
 }
 
 /** A server under test: a child process of this one. */
@@ -427,54 +398,6 @@ class StandInWallet implements Stoppable {
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-/** Resident set size now and its high-water mark, in MB, from /proc (Linux). */
-function memoryOf(pid: number): { rss: number; hwm: number } | undefined {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-    return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
-  } catch {
-    return undefined;
-  }
-}
-
-/** CPU time (user + system) of a process so far, in ms, from /proc (Linux; 100 ticks per second). */
-function cpuMsOf(pid: number): number | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * CPU time of the PostgreSQL backends serving a database, by pid (the server must run on this
- * machine and /proc be readable; otherwise empty).
- */
-async function backendCpu(dbUrl: string): Promise<Map<number, number>> {
-  const dbName = new URL(dbUrl).pathname.slice(1);
-  const pids = await withClient(dbUrl, async (c) =>
-    (
-      await c.query<{ pid: number }>(
-        'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
-        [dbName],
-      )
-    ).rows.map((r) => r.pid),
-  );
-  const cpu = new Map<number, number>();
-  for (const pid of pids) {
-    const ms = cpuMsOf(pid);
-    if (ms !== undefined) cpu.set(pid, ms);
-  }
-  return cpu;
-}
-
 /** The server's current WAL insert position as a byte offset (the LSN less 0/0; exact below 2^53). */
 async function walPosition(dbUrl: string): Promise<number> {
   return withClient(dbUrl, async (c) =>
@@ -483,18 +406,6 @@ async function walPosition(dbUrl: string): Promise<number> {
         .n,
     ),
   );
-}
-
-/** CPU ms the backends used between two {@link backendCpu} samples (new backends count whole). */
-function backendCpuUsed(before: Map<number, number>, after: Map<number, number>): number {
-  let total = 0;
-  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
-  return total;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (!sorted.length) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
 
 /** Name of the database of a connection URL. */

@@ -41,11 +41,12 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
       checks wait up to MS for a receiver that applies after its 200 (inbox mode).
 
   wallet --port P --secret S [--host 127.0.0.1] [--fail-rate R] [--drop-after-apply R]
-         [--slow-ms N] [--seed 1] [--allow-negative]
+         [--element-fail-rate R] [--slow-ms N] [--seed 1] [--allow-negative]
       A stand-in wallet (docs/wallet-http-contract.md): POST /transactions signed with S, each
-      transactionId applied once, a debit above the balance refused (402). --fail-rate: answer
-      503 (half of them 429) before applying; --drop-after-apply: close the connection after a
-      200 (the answer is lost); --slow-ms: wait before handling. GET /balances, /transactions,
+      transactionId applied once, a debit above the balance refused (402); also the batch call
+      (a JSON array, one result per element). --fail-rate: answer 503 (half of them 429) before
+      applying; --drop-after-apply: close the connection after a 200 (the answer is lost);
+      --element-fail-rate: answer a batch element transient; --slow-ms: wait before handling. GET /balances, /transactions,
       /stats; POST /accounts/{accountId}/deposits|withdrawals {amount, currency}.
 `;
 
@@ -242,6 +243,7 @@ async function wallet(args: string[], io: CliIo): Promise<number> {
       secret: { type: 'string' },
       'fail-rate': { type: 'string' },
       'drop-after-apply': { type: 'string' },
+      'element-fail-rate': { type: 'string' },
       'slow-ms': { type: 'string' },
       seed: { type: 'string' },
       'allow-negative': { type: 'boolean' },
@@ -256,6 +258,7 @@ async function wallet(args: string[], io: CliIo): Promise<number> {
     secret: required(values, 'secret'),
     failRate: rate('fail-rate'),
     dropAfterApply: rate('drop-after-apply'),
+    elementFailRate: rate('element-fail-rate'),
     slowMs: number(values, 'slow-ms', 0, integerFrom(0, 600_000), 'an integer from 0 to 600000 (ms)'),
     seed: number(values, 'seed', 1, integerFrom(0, MAX_SEED), `an integer from 0 to ${MAX_SEED}`),
     allowNegative: values['allow-negative'],

@@ -9,6 +9,7 @@ import { Rng } from './random.js';
  * `wallet`: a stand-in for the bookmaker's wallet, the far side of the wallet connector. It
  * implements docs/wallet-http-contract.md: `POST /transactions` signed with HMAC-SHA256, each
  * `transactionId` applied once (a byte-identical repeat gets the first answer, another body 409),
+ * also in the batch call (a JSON array, one result per element, each element by the same rules),
  * a debit above the balance refused with 402 (not remembered), plus seeded faults (503/429 before
  * applying, the answer lost after applying, a slow or down wallet) and unsigned read/admin
  * endpoints for tests and reconciliation. State is in memory. docs/simulator.md#wallet has more.
@@ -21,6 +22,8 @@ export interface WalletFaults {
   dropAfterApply?: number;
   /** Delay before handling a `POST /transactions`, in milliseconds. */
   slowMs?: number;
+  /** 0..1: in a batch call, answer an element `transient` (not applied), drawn per element. */
+  elementFailRate?: number;
   /** Answer 503 to every request until set back to false (the wallet down for a while). */
   down?: boolean;
 }
@@ -34,7 +37,7 @@ export interface WalletOptions extends Omit<WalletFaults, 'down'> {
   seed?: number;
   /** Let debits take a balance below zero (default false: 402 insufficient_funds). */
   allowNegative?: boolean;
-  /** Largest accepted body (default 64 KiB; 413 above). */
+  /** Largest accepted body (default 1 MiB; 413 above). */
   bodyLimitBytes?: number;
   /** Clock of `appliedAt` (tests). */
   now?: () => Date;
@@ -54,7 +57,9 @@ export interface WalletStats {
   invalid: number;
   /** Signature missing or wrong (401). */
   unauthorized: number;
-  faults: { unavailable: number; throttled: number; dropped: number };
+  /** Batch calls (arrays) answered 200, whatever their elements' results. */
+  batchCalls: number;
+  faults: { unavailable: number; throttled: number; dropped: number; transient: number };
 }
 
 /** Body of a transaction (docs/wallet-http-contract.md), in the contract's field order. */
@@ -130,6 +135,20 @@ interface Answer {
   status: number;
   body: object;
   headers?: Record<string, string>;
+}
+
+/** The largest batch call accepted (413 above). */
+const MAX_BATCH = 1000;
+
+/** One element's result in a batch call's answer (docs/wallet-http-contract.md#the-batch-call). */
+interface ElementResult {
+  transactionId: string | null;
+  status: 'applied' | 'duplicate' | 'refused' | 'conflict' | 'transient';
+  code?: string;
+  detail?: string;
+  retryAfterSeconds?: number;
+  balance?: string;
+  currency?: string;
 }
 
 interface Account {
@@ -222,17 +241,29 @@ function checkRate(name: string, value: number | undefined): void {
 
 export async function startWallet(options: WalletOptions): Promise<RunningWallet> {
   if (!options.secret) throw new Error('secret is required');
-  const faults: Required<WalletFaults> = { failRate: 0, dropAfterApply: 0, slowMs: 0, down: false };
+  const faults: Required<WalletFaults> = {
+    failRate: 0,
+    dropAfterApply: 0,
+    slowMs: 0,
+    down: false,
+    elementFailRate: 0,
+  };
   const setFaults = (next: WalletFaults): void => {
     checkRate('failRate', next.failRate);
     checkRate('dropAfterApply', next.dropAfterApply);
+    checkRate('elementFailRate', next.elementFailRate);
     if (next.slowMs !== undefined && !(Number.isInteger(next.slowMs) && next.slowMs >= 0))
       throw new Error('slowMs must be an integer >= 0');
     for (const [k, v] of Object.entries(next)) if (v !== undefined) Object.assign(faults, { [k]: v });
   };
-  setFaults({ failRate: options.failRate, dropAfterApply: options.dropAfterApply, slowMs: options.slowMs });
+  setFaults({
+    failRate: options.failRate,
+    dropAfterApply: options.dropAfterApply,
+    slowMs: options.slowMs,
+    elementFailRate: options.elementFailRate,
+  });
   const rng = new Rng(options.seed ?? 1);
-  const limit = options.bodyLimitBytes ?? 65_536;
+  const limit = options.bodyLimitBytes ?? 1_048_576;
   const now = options.now ?? (() => new Date());
   const log = options.log ?? (() => undefined);
   const stats: WalletStats = {
@@ -242,7 +273,8 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     refused: 0,
     invalid: 0,
     unauthorized: 0,
-    faults: { unavailable: 0, throttled: 0, dropped: 0 },
+    batchCalls: 0,
+    faults: { unavailable: 0, throttled: 0, dropped: 0, transient: 0 },
   };
   const accounts = new Map<string, Account>();
   /** transactionId → SHA-256 of the body applied and the answer given. */
@@ -301,12 +333,20 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
         note: `bad_request: ${error.message}`,
       };
     }
+    return applyOnce(tx, raw);
+  }
+
+  /** Applies a valid transaction whose exact bytes are `raw` once (docs/wallet-http-contract.md). */
+  function applyOnce(
+    tx: WalletTransactionBody,
+    raw: Buffer,
+  ): { answer: Answer; note: string; id: string; kind: 'applied' | 'repeat' | 'conflict' | 'refused' } {
     const id = tx.transactionId;
     const hash = createHash('sha256').update(raw).digest('hex');
     const known = applied.get(id);
     if (known && known.hash === hash) {
       stats.repeats++;
-      return { answer: known.answer, note: 'repeat (first answer again)', id };
+      return { answer: known.answer, note: 'repeat (first answer again)', id, kind: 'repeat' };
     }
     if (known) {
       stats.conflicts++;
@@ -315,6 +355,7 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
         answer: { status: 409, body: { error: 'transaction_conflict', detail } },
         note: 'conflict',
         id,
+        kind: 'conflict',
       };
     }
     const amount = readAmount(tx.amount);
@@ -326,7 +367,7 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     );
     if ('status' in moved) {
       stats.refused++;
-      return { answer: moved, note: 'insufficient_funds (not applied)', id };
+      return { answer: moved, note: 'insufficient_funds (not applied)', id, kind: 'refused' };
     }
     const balance = shown(moved).balance;
     const answer: Answer = {
@@ -336,7 +377,85 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     applied.set(id, { hash, answer });
     history.push({ ...tx, appliedAt: now().toISOString() });
     stats.applied++;
-    return { answer, note: `applied, balance ${balance} ${tx.currency}`, id };
+    return { answer, note: `applied, balance ${balance} ${tx.currency}`, id, kind: 'applied' };
+  }
+
+  /**
+   * The batch call (`POST /transactions` with an array): the signature over the whole body, then
+   * each element in order as its own transaction. An element's bytes for its idempotency are its
+   * fields re-serialised in the contract's order: the receiver's single-call body, byte for byte.
+   */
+  function transactBatch(req: IncomingMessage, raw: Buffer): { answer: Answer; note: string } {
+    if (!signatureMatches(header(req, 'x-signature'), raw, options.secret)) {
+      stats.unauthorized++;
+      return { answer: { status: 401, body: { error: 'invalid_signature' } }, note: 'invalid_signature' };
+    }
+    let elements: unknown[];
+    try {
+      elements = JSON.parse(raw.toString('utf8')) as unknown[];
+    } catch {
+      stats.invalid++;
+      return {
+        answer: { status: 400, body: { error: 'bad_request', detail: 'body is not JSON' } },
+        note: 'bad_request',
+      };
+    }
+    if (!elements.length || elements.length > MAX_BATCH) {
+      stats.invalid++;
+      const detail = `a batch holds 1..${MAX_BATCH} transactions`;
+      return {
+        answer: { status: elements.length ? 413 : 400, body: { error: 'bad_request', detail } },
+        note: detail,
+      };
+    }
+    const results = elements.map((element): ElementResult => {
+      const claimed = (element as { transactionId?: unknown } | null)?.transactionId;
+      const transactionId = typeof claimed === 'string' ? claimed : null;
+      if (rng.chance(faults.elementFailRate)) {
+        stats.faults.transient++;
+        return { transactionId, status: 'transient', code: 'unavailable', retryAfterSeconds: 1 };
+      }
+      const bytes = Buffer.from(
+        typeof element === 'object' && element !== null && !Array.isArray(element)
+          ? JSON.stringify(
+              Object.fromEntries(
+                FIELDS.filter((k) => k in element).map((k) => [k, (element as Record<string, unknown>)[k]]),
+              ),
+            )
+          : JSON.stringify(element),
+      );
+      let tx: WalletTransactionBody;
+      try {
+        tx = readTransaction(bytes);
+        // Unknown fields are refused as in a single call.
+        const extra = Object.keys(element as object).filter(
+          (k) => !(FIELDS as readonly string[]).includes(k),
+        );
+        if (extra.length) throw new BadRequest(`unknown field ${extra[0]}`);
+      } catch (error) {
+        if (!(error instanceof BadRequest)) throw error;
+        stats.invalid++;
+        return { transactionId, status: 'refused', code: 'bad_request', detail: error.message };
+      }
+      const { answer, kind } = applyOnce(tx, bytes);
+      const body = answer.body as { error?: string; detail?: string; balance?: string; currency?: string };
+      if (kind === 'applied')
+        return { transactionId, status: 'applied', balance: body.balance, currency: body.currency };
+      if (kind === 'repeat') return { transactionId, status: 'duplicate' };
+      if (kind === 'conflict') return { transactionId, status: 'conflict', detail: body.detail };
+      return { transactionId, status: 'refused', code: body.error, detail: body.detail };
+    });
+    stats.batchCalls++;
+    const counts = results.reduce<Record<string, number>>(
+      (c, r) => ({ ...c, [r.status]: (c[r.status] ?? 0) + 1 }),
+      {},
+    );
+    return {
+      answer: { status: 200, body: { results } },
+      note: `batch of ${results.length}: ${Object.entries(counts)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}`,
+    };
   }
 
   /** `POST /accounts/{accountId}/deposits|withdrawals` `{amount, currency}` (unsigned, admin). */
@@ -411,7 +530,8 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
       reply(res, { status: 503, body: { error: 'unavailable' } }, requestId);
       return;
     }
-    const { answer, note, id } = transact(req, raw);
+    const batch = raw.subarray(0, 64).toString('utf8').trimStart().startsWith('[');
+    const { answer, note, id } = batch ? { ...transactBatch(req, raw), id: 'batch' } : transact(req, raw);
     const line = `POST /transactions ${id ?? '-'} → ${answer.status} ${note}`;
     if (answer.status === 200 && rng.chance(faults.dropAfterApply)) {
       stats.faults.dropped++;

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, RouterModule } from '@nestjs/core';
 import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
+import { BackgroundModule } from './background/background.module.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
 import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
 import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
@@ -25,9 +26,9 @@ import type { DestinationStream } from 'pino';
  * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
  * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
  * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
- * JSON logs and Prometheus metrics, the delivery audit endpoints, the partner API's keys and
- * scopes, the wallet outbox and its connector, the operator console's API (operator actions log,
- * search, overview, bulk actions), and the one exception filter.
+ * JSON logs and Prometheus metrics, the background-work governor, the delivery audit endpoints,
+ * the partner API's keys and scopes, the wallet outbox and its connector, the operator console's
+ * API (operator actions log, search, overview, bulk actions), and the one exception filter.
  */
 @Module({})
 export class AppModule {
@@ -40,6 +41,7 @@ export class AppModule {
         AuthModule,
         DatabaseModule,
         ObservabilityModule.forRoot(options),
+        BackgroundModule,
         HealthModule,
         LedgerModule,
         CouponsModule,

@@ -186,12 +186,18 @@ export class CallbackService {
 
   /**
    * The apply step inside the caller's transaction `tx` (inbox workers, quarantine replay), with
-   * the callback's settlement rules; see {@link applySyntheticBatch} (`actor`: a replay's key name).
+   * the callback's settlement rules; see {@link applySyntheticBatch} (`actor`: a replay's key name;
+   * `postingsInto`: the inbox workers' postings of several batches, posted together).
    * @returns `claimed` (applied now) or `duplicate` (the same body was applied before: nothing done).
    * @throws DomainException BATCH_CONFLICT when the batch id was applied with another body.
    */
-  async applyClaimed(tx: Tx, batch: ParsedBatch, actor: string | null = null): Promise<BatchClaim> {
-    return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK, actor)).claim;
+  async applyClaimed(
+    tx: Tx,
+    batch: ParsedBatch,
+    actor: string | null = null,
+    postingsInto?: Posting[],
+  ): Promise<BatchClaim> {
+    return (await this.applySyntheticBatch(tx, batch, SnapshotSource.CALLBACK, actor, postingsInto)).claim;
   }
 
   /**
@@ -199,7 +205,10 @@ export class CallbackService {
    * batch, or a synthetic one of §9: a coupon read, an operator's resolution): the steps of
    * {@link process} (a group that claims the batch id and locks its coupons, then one that writes
    * and posts), without a delivery attempt and without COMMIT. `actor`: the name of the
-   * partner API key whose request applies it, stored with the batch id (null: no key).
+   * partner API key whose request applies it, stored with the batch id (null: no key). With
+   * `postingsInto` the batch's postings are added to it instead of posted: the caller posts them,
+   * with those of other batches of disjoint coupons, in one posting statement before COMMIT
+   * (accounts locked once, in order: docs/inbox-mode.md#workers).
    * @returns the claim (`duplicate`: applied before, nothing done) and each coupon's transition.
    * @throws DomainException BATCH_CONFLICT (the batch id with another payload hash); LedgerException.
    */
@@ -208,6 +217,7 @@ export class CallbackService {
     batch: ParsedBatch,
     source: SnapshotSource,
     actor: string | null = null,
+    postingsInto?: Posting[],
   ): Promise<{ claim: BatchClaim; transitions: Map<string, TransitionName> }> {
     const ordered = orderedCoupons(batch);
     const codes = ordered.map((c) => c.coupon.couponCode);
@@ -233,7 +243,10 @@ export class CallbackService {
       source,
       this.minorUnitsOf,
     );
-    await tx.send(this.writeStatements(tx, settlement.writes, settlement.postings, null));
+    if (postingsInto) {
+      postingsInto.push(...settlement.postings);
+      await tx.send(this.writeStatements(tx, settlement.writes, [], null));
+    } else await tx.send(this.writeStatements(tx, settlement.writes, settlement.postings, null));
     return { claim: 'claimed', transitions: settlement.transitions };
   }
 

@@ -1,20 +1,29 @@
 import { Logger } from '@nestjs/common';
 
 /**
+ * A permit to take one step of work (the background-work governor's `WorkGate.acquire`): resolves
+ * with its release, or undefined when `signal` was aborted first.
+ */
+export type Permit = (signal: AbortSignal) => Promise<(() => void) | undefined>;
+
+/**
  * `count` worker loops calling `step` back to back while it finds work, sleeping `intervalMs` when
  * it finds none (woken early by {@link wake}). A plain loop rather than a scheduler interval: a
  * worker drains a backlog without pause, never runs twice at once, and {@link stop} lets each
- * finish the step in hand. A step that throws is logged and counts as no work found. Used by the
- * inbox and wallet outbox workers.
+ * finish the step in hand. A step that throws is logged and counts as no work found. With
+ * `permit`, each step first waits for one (held during the step only), so that fewer loops than
+ * `count` may work at once (docs/background-work.md). Used by the inbox and wallet outbox workers.
  */
 export class PollingLoops {
   private running = false;
   private loops: Promise<void>[] = [];
   private readonly sleepers = new Set<() => void>();
+  private stopping = new AbortController();
 
   constructor(
     private readonly logger: Logger,
     private readonly step: () => Promise<boolean>,
+    private readonly permit?: Permit,
   ) {}
 
   /** Whether the loops run. */
@@ -26,6 +35,7 @@ export class PollingLoops {
   start(count: number, intervalMs: number): void {
     if (this.running) return this.wake();
     this.running = true;
+    this.stopping = new AbortController();
     for (let i = 0; i < count; i++) this.loops.push(this.loop(intervalMs));
   }
 
@@ -37,6 +47,7 @@ export class PollingLoops {
   /** Stops the loops once their step in hand is done. */
   async stop(): Promise<void> {
     this.running = false;
+    this.stopping.abort();
     this.wake();
     await Promise.all(this.loops);
     this.loops = [];
@@ -45,10 +56,14 @@ export class PollingLoops {
   private async loop(intervalMs: number): Promise<void> {
     while (this.running) {
       let found = false;
+      const release = this.permit ? await this.permit(this.stopping.signal) : () => undefined;
+      if (!release) break;
       try {
         found = await this.step();
       } catch (err) {
         this.logger.error(`worker step failed: ${(err as Error).message}`);
+      } finally {
+        release();
       }
       // Finished work may have made more due (e.g. later rows of the same coupons or account).
       if (found) this.wake();

@@ -27,3 +27,30 @@ export class RecentSet {
     this.items.delete(item);
   }
 }
+
+/**
+ * A map of at most `capacity` entries, for process-local memories that may be lost: setting past
+ * the capacity forgets the entry set (or re-set) longest ago. {@link take} reads and forgets.
+ */
+export class RecentMap<K, V> {
+  private readonly entries = new Map<K, V>();
+
+  constructor(private readonly capacity: number) {}
+
+  set(key: K, value: V): void {
+    this.entries.delete(key);
+    this.entries.set(key, value);
+    if (this.entries.size > this.capacity) this.entries.delete(this.entries.keys().next().value as K);
+  }
+
+  /** The value of `key`, forgotten; undefined when unknown (never set, taken, or forgotten). */
+  take(key: K): V | undefined {
+    const value = this.entries.get(key);
+    this.entries.delete(key);
+    return value;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}

@@ -89,6 +89,8 @@ export interface AppConfig {
   wallet: WalletConfig;
   /** The operator console's background work (docs/api.md#operator-console-api). */
   console: ConsoleConfig;
+  /** The background-work governor (docs/background-work.md). */
+  background: BackgroundConfig;
 }
 
 /** Background work of the operator console's API; durations in milliseconds, 0: off. */
@@ -97,6 +99,18 @@ export interface ConsoleConfig {
   rollupIntervalMs: number;
   /** How often an idle bulk action worker looks for running bulk actions (also woken on a new one). */
   bulkPollIntervalMs: number;
+}
+
+/** The background-work governor: the callback comes first (docs/background-work.md). */
+export interface BackgroundConfig {
+  /** false: every kind of background work keeps its configured concurrency. */
+  enabled: boolean;
+  /** Milliseconds; the callback's answer p99 above which background work backs off. */
+  targetMs: number;
+  /** Milliseconds; the event loop's delay p99 above which background work backs off. */
+  eventLoopDelayMs: number;
+  /** Milliseconds of answers the p99 is taken over; also the quiet needed before growing again. */
+  windowMs: number;
 }
 
 /** Where settled money goes beyond the ledger: the wallet outbox and its connector (docs/wallet.md). */
@@ -123,6 +137,11 @@ export interface WalletConfig {
   concurrency: number;
   /** Rows (of distinct accounts) a worker claims at once and delivers in parallel. */
   claimSize: number;
+  /**
+   * Transactions per call: 1 sends one `POST /transactions` per operation; more sends arrays of up
+   * to this many (the wallet must support the batch call, docs/wallet-http-contract.md).
+   */
+  batchSize: number;
   /** Milliseconds an idle delivery worker waits before looking for work again. */
   pollIntervalMs: number;
 }
@@ -344,6 +363,21 @@ export const envSchema = Joi.object({
   WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
   DELIVERY_ROLLUP_INTERVAL: duration(true).default(30_000),
   BULK_ACTION_POLL_INTERVAL: duration(true).default(1000),
+  WALLET_BATCH_SIZE: Joi.number().integer().min(1).max(256).default(1),
+  BACKGROUND_GOVERNOR: Joi.boolean().truthy('1').falsy('0').default(true),
+  BACKGROUND_TARGET_MS: Joi.number()
+    .integer()
+    .min(10)
+    .max(4750)
+    .default(500)
+    .custom((v: number, helpers) => {
+      const deadline = (helpers.state.ancestors[0] as Record<string, unknown>).CALLBACK_DEADLINE_MS;
+      return typeof deadline === 'number' && v > deadline / 2
+        ? helpers.message({ custom: 'BACKGROUND_TARGET_MS must be at most half of CALLBACK_DEADLINE_MS' })
+        : v;
+    }),
+  BACKGROUND_EVENT_LOOP_DELAY_MS: Joi.number().integer().min(10).max(5000).default(200),
+  BACKGROUND_WINDOW_MS: Joi.number().integer().min(1000).max(60_000).default(2000),
 }).unknown(true);
 
 /**
@@ -370,6 +404,7 @@ function walletConfig(v: Record<string, unknown>): WalletConfig {
     retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
     concurrency: v.WALLET_CONCURRENCY as number,
     claimSize: v.WALLET_CLAIM_SIZE as number,
+    batchSize: v.WALLET_BATCH_SIZE as number,
     pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
   };
 }
@@ -499,6 +534,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     console: {
       rollupIntervalMs: v.DELIVERY_ROLLUP_INTERVAL as number,
       bulkPollIntervalMs: v.BULK_ACTION_POLL_INTERVAL as number,
+    },
+    background: {
+      enabled: v.BACKGROUND_GOVERNOR as boolean,
+      targetMs: v.BACKGROUND_TARGET_MS as number,
+      eventLoopDelayMs: v.BACKGROUND_EVENT_LOOP_DELAY_MS as number,
+      windowMs: v.BACKGROUND_WINDOW_MS as number,
     },
   };
 }

@@ -15,6 +15,7 @@ import { SettlementMetrics } from './settlement-metrics.js';
 @Injectable()
 export class DeliveryObserver {
   private readonly logger = new Logger('Delivery');
+  private readonly answeredListeners: ((durationMs: number) => void)[] = [];
 
   constructor(private readonly metrics: SettlementMetrics) {}
 
@@ -40,11 +41,20 @@ export class DeliveryObserver {
     res.once('close', answered);
   }
 
+  /**
+   * Calls `listener` with the milliseconds from receipt to answer of every delivery answered from
+   * now on (the background-work governor's intake signal). It must not throw.
+   */
+  onAnswered(listener: (durationMs: number) => void): void {
+    this.answeredListeners.push(listener);
+  }
+
   /** @param attempt the delivery attempt as recorded; `status` is what was answered (may differ: 503). */
   delivered(attempt: DeliveryAttemptRow, status = attempt.httpStatus): void {
     const outcome = status === 503 ? DeliveryOutcome.FAILED : attempt.outcome;
     const durationMs = Math.max(0, attempt.durationMs);
     this.metrics.deliveryAnswered(outcome, durationMs / 1000, attempt.couponCount);
+    for (const listener of this.answeredListeners) listener(durationMs);
     const line = {
       // Inside the request, pino binds requestId (and the mixin batchId) to every line already.
       ...(inRequestContext() ? {} : { requestId: attempt.requestId, batchId: attempt.batchId ?? undefined }),

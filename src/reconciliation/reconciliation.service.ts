@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Actor } from '../auth/actor.js';
+import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
 import { CallbackService } from '../callbacks/callback.service.js';
 import { parseBatch } from '../callbacks/callback-body.parser.js';
 import { InboxRepository } from '../callbacks/inbox/inbox.repository.js';
@@ -99,6 +100,10 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   private readonly logger = new Logger('Reconciliation');
   private readonly statusMap: StatusMap;
   private currentRun: Promise<ReconciliationRunSummary> | undefined;
+  /** The governor's permits of scheduled runs: one coupon at a time, none while the callback is slow. */
+  private readonly gate: WorkGate;
+  /** Aborted at shutdown: a run stops waiting for a permit. */
+  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -111,8 +116,11 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     private readonly inbox: InboxRepository,
     private readonly scheduler: SchedulerRegistry,
     private readonly actions: OperatorActionLog,
+    governor: BackgroundGovernor,
   ) {
     this.statusMap = new StatusMap(config.statusMap);
+    // Pure catch-up work: its floor is 0, where it still reads one coupon a second (the trickle).
+    this.gate = governor.register('reconciliation', 1, 0);
   }
 
   onApplicationBootstrap(): void {
@@ -140,6 +148,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
   /** Lets a run in progress finish (the interval itself is cleared by @nestjs/schedule). */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
+    // A run waiting for the governor's permit (the intake busy) leaves its coupons to the next one.
+    this.stopping.abort();
     await this.currentRun?.catch(() => undefined);
   }
 
@@ -147,7 +157,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
    * One scheduled reconciliation run (what the interval calls; tests call it directly). Takes the
    * session advisory lock {@link RECONCILIATION_LOCK_KEY} on a dedicated connection with
    * `pg_try_advisory_lock`: when another replica holds it the run is skipped. Otherwise reads and
-   * applies up to `RECONCILE_BATCH_SIZE` candidates one by one (one transaction each, a failure is
+   * applies up to `RECONCILE_BATCH_SIZE` candidates one by one, each after a permit of the
+   * background-work governor (one transaction each, a failure is
    * counted and the run goes on), stamps each coupon read (not after a transient failure, so it is
    * tried again next run) and logs one line with the counts.
    * @throws DomainException POLLING_DISABLED when SPORTAPI_BASE_URL is unset.
@@ -203,6 +214,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     const codes = await this.transactions.run((tx) => this.repository.candidates(tx, afterMs, batchSize));
     summary.candidates = codes.length;
     for (const code of codes) {
+      const release = await this.gate.acquire(this.stopping.signal);
+      if (!release) break;
       try {
         const result = await this.readAndApply(code, null);
         if (result.outcome === 'unchanged') summary.unchanged++;
@@ -236,6 +249,8 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
           this.logger.warn(`reconciliation run stopped after ${code}: the database did not answer in time`);
           break;
         }
+      } finally {
+        release();
       }
     }
   }

@@ -118,60 +118,68 @@ export class OutboxRepository {
    * Records the attempts of a claim and applies each one's step to its row, only while the row is
    * still that attempt's (pending, same attempt count: a lease that ran out and was claimed again
    * leaves the row to the newer attempt, and its coupon unflagged); a record run again adds no
-   * second history line. The coupons of rows this record parked as refused or conflict are
-   * flagged `needs_review` (`wallet_refused`) unless already flagged for another reason, which
-   * they keep; those of retried rows it delivered lose the flag ({@link unflagStatement}). Both
-   * locked first in the order batches lock coupons in (no deadlock with a batch); a pause step
-   * pauses all delivery.
+   * second history line. One statement for the rows' steps and one for the history, whatever the
+   * claim's size. The coupons of rows this record parked as refused or conflict are flagged
+   * `needs_review` (`wallet_refused`) unless already flagged for another reason, which they keep;
+   * those of retried rows it delivered lose the flag ({@link unflagStatement}). Both locked first in
+   * the order batches lock coupons in (no deadlock with a batch); a pause step pauses all delivery.
+   * Committed without waiting for the WAL flush (`synchronous_commit = off`): a record lost in a
+   * crash of PostgreSQL leaves its rows pending under their leases, delivered again later with the
+   * stored bytes and answered as repeats.
    */
   recordStatements(attempts: RecordedAttempt[]): StatementGroup {
-    const group: StatementGroup = {};
-    attempts.forEach((a, i) => {
-      const { step } = a;
-      group[`row${i}`] = {
-        name: 'wo_step',
-        text: `UPDATE wallet_outbox
-                  SET leased_until = NULL, last_status = $3, last_error = $4,
-                      status = CASE $5::text WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE status END,
-                      delivered_at = CASE WHEN $5::text = 'delivered' THEN now() END,
-                      parked_reason = CASE WHEN $5::text = 'park' THEN $6 END,
-                      parked_at = CASE WHEN $5::text = 'park' THEN now() END,
-                      next_attempt_at = CASE WHEN $5::text = 'retry'
-                                             THEN now() + make_interval(secs => $7::double precision / 1000)
-                                             ELSE next_attempt_at END
-                WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
+    const col = <T>(f: (a: RecordedAttempt) => T) => attempts.map(f);
+    const group: StatementGroup = {
+      asyncCommit: { text: "SELECT set_config('synchronous_commit', 'off', true)" },
+      steps: {
+        name: 'wo_steps',
+        text: `UPDATE wallet_outbox o
+                  SET leased_until = NULL, last_status = r.http_status, last_error = r.error,
+                      status = CASE r.kind WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE o.status END,
+                      delivered_at = CASE WHEN r.kind = 'delivered' THEN now() END,
+                      parked_reason = CASE WHEN r.kind = 'park' THEN r.reason END,
+                      parked_at = CASE WHEN r.kind = 'park' THEN now() END,
+                      next_attempt_at = CASE WHEN r.kind = 'retry'
+                                             THEN now() + make_interval(secs => r.delay_ms / 1000)
+                                             ELSE o.next_attempt_at END
+                 FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::float8[])
+                      AS r(id, attempt, http_status, error, kind, reason, delay_ms)
+                WHERE o.id = r.id AND o.attempts = r.attempt AND o.status = 'pending'`,
         values: [
-          a.row.id,
-          a.row.attempt,
-          a.httpStatus,
-          step.kind === 'delivered' ? null : a.answer,
-          step.kind,
-          step.kind === 'park' ? step.reason : null,
-          step.kind === 'retry' ? step.delayMs : 0,
+          col((a) => a.row.id),
+          col((a) => a.row.attempt),
+          col((a) => a.httpStatus),
+          col((a) => (a.step.kind === 'delivered' ? null : a.answer)),
+          col((a) => a.step.kind),
+          col((a) => (a.step.kind === 'park' ? a.step.reason : null)),
+          col((a) => (a.step.kind === 'retry' ? a.step.delayMs : 0)),
         ],
-      };
-      group[`attempt${i}`] = {
-        name: 'wo_attempt',
-        // Once per request id: a record run again (a COMMIT whose outcome was unknown) adds no line.
-        // After the row's step, whose row lock waits for a first run still committing, so that this
-        // statement's snapshot sees that run's line.
+      },
+      history: {
+        name: 'wo_attempts',
+        // Once per row and request id: a record run again (a COMMIT whose outcome was unknown) adds
+        // no line. After the rows' steps, whose row locks wait for a first run still committing, so
+        // that this statement's snapshot sees that run's lines.
         text: `INSERT INTO wallet_delivery_attempts
                  (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
-               SELECT $1, $2, $3::text, $4, $5, $6, $7, $8, $9
-                WHERE NOT EXISTS (SELECT 1 FROM wallet_delivery_attempts WHERE outbox_id = $1 AND request_id = $3::text)`,
+               SELECT a.* FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
+                                      $6::int[], $7::text[], $8::int[], $9::text[])
+                        AS a(outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
+                WHERE NOT EXISTS (SELECT 1 FROM wallet_delivery_attempts w
+                                   WHERE w.outbox_id = a.outbox_id AND w.request_id = a.request_id)`,
         values: [
-          a.row.id,
-          a.row.attempt,
-          a.requestId,
-          a.connector,
-          a.startedAt,
-          a.durationMs,
-          a.outcome,
-          a.httpStatus,
-          a.answer,
+          col((a) => a.row.id),
+          col((a) => a.row.attempt),
+          col((a) => a.requestId),
+          col((a) => a.connector),
+          col((a) => a.startedAt.toISOString()),
+          col((a) => a.durationMs),
+          col((a) => a.outcome),
+          col((a) => a.httpStatus),
+          col((a) => a.answer),
         ],
-      };
-    });
+      },
+    };
     const flagged = attempts.filter(
       (a) =>
         a.step.kind === 'park' && a.step.reason !== 'retry_budget_exhausted' && a.row.couponCode !== null,

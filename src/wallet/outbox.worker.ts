@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { BackgroundGovernor } from '../background/background-governor.js';
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -22,7 +23,7 @@ const TRANSACTION_DEADLINE_MS = 5000;
 @Injectable()
 export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('OutboxWorker');
-  private readonly loops = new PollingLoops(this.logger, () => this.deliverNext());
+  private readonly loops: PollingLoops;
   /** A claimed row's lease: longer than any attempt can take, so no two workers hold one row. */
   private readonly leaseMs: number;
 
@@ -32,8 +33,16 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly outbox: OutboxRepository,
     private readonly connector: WalletConnector,
     private readonly metrics: WalletMetrics,
+    governor: BackgroundGovernor,
   ) {
     this.leaseMs = 2 * config.wallet.timeoutMs + 2 * TRANSACTION_DEADLINE_MS;
+    // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
+    const gate = governor.register('wallet', config.wallet.concurrency);
+    this.loops = new PollingLoops(
+      this.logger,
+      () => this.deliverNext(),
+      (signal) => gate.acquire(signal),
+    );
   }
 
   onApplicationBootstrap(): void {
@@ -54,29 +63,40 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Claims up to `WALLET_CLAIM_SIZE` due rows, heads of distinct accounts (see
-   * {@link OutboxRepository.claimStatement}); stores the request bodies of first claims before
-   * anything is sent (every later attempt, in any process, sends those bytes); hands each
-   * transaction to the connector, all in parallel (each at most `WALLET_TIMEOUT_MS` + 1 s, then its
-   * `signal` is aborted); and records every attempt with the step {@link nextStep} decides, in one
+   * {@link OutboxRepository.claimStatement}), and stores the request bodies of first claims in the
+   * same transaction, before anything is sent (every later attempt, in any process, sends those
+   * bytes); hands the transactions to the connector with no transaction open: each alone, all in
+   * parallel, or with `WALLET_BATCH_SIZE` above 1 and a connector that has the batch call, in
+   * arrays of up to that many (each call at most `WALLET_TIMEOUT_MS` + 1 s, then its `signal` is
+   * aborted); and records every attempt with the step {@link nextStep} decides, in one
    * transaction, or, when that fails, each in its own. A row whose record fails is delivered again
-   * after its lease with the same key and body (the wallet applies a transaction id once). Three
+   * after its lease with the same key and body (the wallet applies a transaction id once). Two
    * short transactions per claim, whatever its size (docs/wallet.md).
    * @returns false when no row was due.
    */
   async deliverNext(): Promise<boolean> {
-    const { claimed } = await this.transactions.run(
-      (tx) =>
-        tx.commitWith({ claimed: this.outbox.claimStatement(this.leaseMs, this.config.wallet.claimSize) }),
+    const requests = await this.transactions.run(
+      async (tx) => {
+        const { claimed } = await tx.send({
+          claimed: this.outbox.claimStatement(this.leaseMs, this.config.wallet.claimSize),
+        });
+        const built = claimed.rows.map((row) => ({ row, ...this.requestOf(row) }));
+        const first = built.filter((r) => !r.row.body).map((r) => ({ id: r.row.id, body: r.body }));
+        if (first.length) await tx.commitWith({ bodies: this.outbox.bodiesStatement(first) });
+        return built;
+      },
       { deadline: Date.now() + TRANSACTION_DEADLINE_MS },
     );
-    if (!claimed.rows.length) return false;
-    const requests = claimed.rows.map((row) => ({ row, ...this.requestOf(row) }));
-    const first = requests.filter((r) => !r.row.body).map((r) => ({ id: r.row.id, body: r.body }));
-    if (first.length)
-      await this.transactions.run((tx) => tx.commitWith({ bodies: this.outbox.bodiesStatement(first) }), {
-        deadline: Date.now() + TRANSACTION_DEADLINE_MS,
-      });
-    const attempts = await Promise.all(requests.map((r) => this.attempt(r.row, r.transaction, r.body)));
+    if (!requests.length) return false;
+    const batchSize = this.config.wallet.batchSize;
+    const calls: Promise<RecordedAttempt[]>[] = [];
+    if (batchSize > 1 && this.connector.deliverMany) {
+      for (let i = 0; i < requests.length; i += batchSize)
+        calls.push(this.attemptBatch(requests.slice(i, i + batchSize)));
+    } else {
+      for (const r of requests) calls.push(this.attempt(r.row, r.transaction, r.body).then((a) => [a]));
+    }
+    const attempts = (await Promise.all(calls)).flat();
     if (await this.record(attempts)) return true;
     // One row's record may fail alone (its coupon's flag waiting on a lock): record each by
     // itself, so that the others are not delivered again after their leases.
@@ -112,7 +132,57 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   ): Promise<RecordedAttempt> {
     const requestId = randomUUID();
     const startedAt = new Date();
-    const delivery = await this.deliver(row, transaction, body, requestId);
+    const delivery = await this.bounded<WalletDelivery>(
+      async (signal) =>
+        this.connector
+          .deliver({ transaction, body, requestId, outboxId: row.id, attempt: row.attempt, signal })
+          .then((answer: unknown) => checkedDelivery(answer, this.connector.name)),
+      (reason) => ({ outcome: 'retry', reason }),
+    );
+    return this.recorded(row, delivery, requestId, startedAt);
+  }
+
+  /**
+   * One batch call of claimed rows (distinct accounts, docs/wallet-http-contract.md#the-batch-call):
+   * each row's attempt with its element's answer, all under the call's request id.
+   */
+  private async attemptBatch(
+    requests: { row: ClaimedOutboxRow; transaction: WalletTransaction; body: Buffer }[],
+  ): Promise<RecordedAttempt[]> {
+    const requestId = randomUUID();
+    const startedAt = new Date();
+    const items = requests.map((r) => ({
+      transaction: r.transaction,
+      body: r.body,
+      outboxId: r.row.id,
+      attempt: r.row.attempt,
+    }));
+    const deliveries = await this.bounded<WalletDelivery[]>(
+      async (signal) => {
+        const answers = await (this.connector.deliverMany as NonNullable<WalletConnector['deliverMany']>)({
+          items,
+          requestId,
+          signal,
+        });
+        if (!Array.isArray(answers) || answers.length !== items.length)
+          return items.map((): WalletDelivery => ({
+            outcome: 'retry',
+            reason: `the ${this.connector.name} connector answered ${Array.isArray(answers) ? answers.length : 'no'} results for ${items.length} transactions`,
+          }));
+        return answers.map((a) => checkedDelivery(a, this.connector.name));
+      },
+      (reason) => items.map((): WalletDelivery => ({ outcome: 'retry', reason })),
+    );
+    return requests.map((r, i) => this.recorded(r.row, deliveries[i], requestId, startedAt));
+  }
+
+  /** The attempt to record for `row` after `delivery`, with its next step; logged. */
+  private recorded(
+    row: ClaimedOutboxRow,
+    delivery: WalletDelivery,
+    requestId: string,
+    startedAt: Date,
+  ): RecordedAttempt {
     const durationMs = Date.now() - startedAt.getTime();
     const step = nextStep(
       delivery,
@@ -151,44 +221,33 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * The connector's answer, checked ({@link checkedDelivery}); a throw is `retry`, and so is an
-   * attempt over `WALLET_TIMEOUT_MS` + 1 s, whose `signal` is then aborted so that the connector
-   * lets go of its connection rather than reading on in the background.
+   * `call`'s answer, or `fallback` with the reason when it throws or takes over
+   * `WALLET_TIMEOUT_MS` + 1 s, whose `signal` is then aborted so that the connector lets go of its
+   * connection rather than reading on in the background (the attempt counts as `retry`).
    */
-  private async deliver(
-    row: ClaimedOutboxRow,
-    transaction: WalletTransaction,
-    body: Buffer,
-    requestId: string,
-  ): Promise<WalletDelivery> {
+  private async bounded<T>(
+    call: (signal: AbortSignal) => Promise<T>,
+    fallback: (reason: string) => T,
+  ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const limit = this.config.wallet.timeoutMs + 1000;
     const abort = new AbortController();
     try {
-      const answered = await Promise.race([
-        this.connector.deliver({
-          transaction,
-          body,
-          requestId,
-          outboxId: row.id,
-          attempt: row.attempt,
-          signal: abort.signal,
-        }),
-        new Promise<WalletDelivery>((resolve) => {
+      return await Promise.race([
+        call(abort.signal),
+        new Promise<T>((resolve) => {
           timer = setTimeout(() => {
             abort.abort();
-            resolve({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` });
+            resolve(fallback(`no answer from the connector in ${limit} ms`));
           }, limit);
         }),
       ]);
-      return checkedDelivery(answered, this.connector.name);
     } catch (err) {
-      return {
-        outcome: 'retry',
-        reason: excerpt(
+      return fallback(
+        excerpt(
           `the ${this.connector.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
         ),
-      };
+      );
     } finally {
       clearTimeout(timer);
     }

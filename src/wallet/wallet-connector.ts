@@ -39,6 +39,24 @@ export interface WalletDeliveryRequest {
   signal: AbortSignal;
 }
 
+/** One transaction of a batch call (see {@link WalletConnector.deliverMany}). */
+export interface WalletBatchItem {
+  transaction: WalletTransaction;
+  /** Its exact JSON bytes: what a single call would send, and its element in the array. */
+  body: Buffer;
+  outboxId: string;
+  attempt: number;
+}
+
+/** A batch call as the outbox hands it to a connector: transactions of distinct accounts. */
+export interface WalletBatchRequest {
+  items: WalletBatchItem[];
+  /** Correlation id of this call (logs, `X-Request-Id`), shared by every element's attempt. */
+  requestId: string;
+  /** As {@link WalletDeliveryRequest.signal}, for the whole call. */
+  signal: AbortSignal;
+}
+
 /**
  * What a connector reports for one attempt. `delivered`: the wallet applied the transaction now or
  * before (its idempotency). `retry`: no definite answer (transport error, timeout, 408, 429, 5xx):
@@ -65,4 +83,12 @@ export abstract class WalletConnector {
   abstract readonly name: string;
 
   abstract deliver(request: WalletDeliveryRequest): Promise<WalletDelivery>;
+
+  /**
+   * The batch call (docs/wallet-http-contract.md#the-batch-call), used instead of {@link deliver}
+   * when `WALLET_BATCH_SIZE` is above 1 and the connector has it: one answer per item, in the
+   * items' order (a missing or extra answer counts as `retry` for its item). The items never hold
+   * two transactions of one account. The same rules as {@link deliver} hold for each item.
+   */
+  deliverMany?(request: WalletBatchRequest): Promise<WalletDelivery[]>;
 }

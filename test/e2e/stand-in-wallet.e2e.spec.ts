@@ -113,7 +113,8 @@ const ZERO_STATS = {
   refused: 0,
   invalid: 0,
   unauthorized: 0,
-  faults: { unavailable: 0, throttled: 0, dropped: 0 },
+  batchCalls: 0,
+  faults: { unavailable: 0, throttled: 0, dropped: 0, transient: 0 },
 };
 
 /** What a reply shows in assertions: status and body (or the transport error). */
@@ -154,7 +155,7 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
 
   it.each([
     ['not JSON', '{"transactionId":', 'body is not JSON'],
-    ['an array', '[]', 'body must be a JSON object'],
+    ['an empty array (a batch call of nothing)', '[]', 'a batch holds 1..1000 transactions'],
     ['an unknown field', JSON.stringify({ ...tx(), note: 'x' }), 'unknown field note'],
     [
       'a missing field',
@@ -364,7 +365,7 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
     expect(first.stats).toEqual({
       ...ZERO_STATS,
       applied: 7,
-      faults: { unavailable: 2, throttled: 3, dropped: 0 },
+      faults: { unavailable: 2, throttled: 3, dropped: 0, transient: 0 },
     });
     expect(first.balances).toEqual([{ accountId: 'p-1', currency: 'EUR', balance: '7.00' }]);
     expect(await answers()).toEqual(first);
@@ -377,7 +378,7 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
     expect(w.stats()).toEqual({
       ...ZERO_STATS,
       applied: 1,
-      faults: { unavailable: 0, throttled: 0, dropped: 1 },
+      faults: { unavailable: 0, throttled: 0, dropped: 1, transient: 0 },
     });
     expect(w.balances()).toEqual([{ accountId: 'p-1', currency: 'EUR', balance: '12.50' }]);
     w.setFaults({ dropAfterApply: 0 });
@@ -386,7 +387,7 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
       ...ZERO_STATS,
       applied: 1,
       repeats: 1,
-      faults: { unavailable: 0, throttled: 0, dropped: 1 },
+      faults: { unavailable: 0, throttled: 0, dropped: 1, transient: 0 },
     });
   });
 
@@ -418,11 +419,109 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
     expect(seen(await post(w, t))).toEqual(unavailable);
     expect(seen(await get(w, '/balances'))).toEqual(unavailable);
     expect(seen(await post(w, t))).toEqual(unavailable);
-    expect(w.stats()).toEqual({ ...ZERO_STATS, faults: { unavailable: 3, throttled: 0, dropped: 0 } });
+    expect(w.stats()).toEqual({
+      ...ZERO_STATS,
+      faults: { unavailable: 3, throttled: 0, dropped: 0, transient: 0 },
+    });
     w.setFaults({ down: false });
     expect(seen(await post(w, t))).toEqual(applied(t, '12.50'));
     expect(w.stats().applied).toBe(1);
     expect(() => w.setFaults({ failRate: 1.5 })).toThrow('failRate must be between 0 and 1');
+  });
+
+  it('the batch call: one result per element in order, each applied once; a single-call body repeated in an array is a duplicate', async () => {
+    const w = await wallet();
+    const first = tx({ amount: '10.00' });
+    expect(seen(await post(w, first))).toEqual(applied(first, '10.00'));
+    const second = tx({
+      transactionId: 'CPN2:0:final_credit',
+      couponCode: 'CPN2',
+      accountId: 'p-2',
+      amount: '3.00',
+    });
+    const tooMuch = recalculationDebit('CPN3', { accountId: 'p-3' });
+    const otherBody = { ...first, amount: '10.01' };
+    const wrong = { ...tx({ transactionId: 'CPN4:0:final_credit', accountId: 'p-4' }), amount: 'ten' };
+    const array = `[${[first, second, tooMuch, otherBody, wrong].map((t) => JSON.stringify(t)).join(',')}]`;
+    const batch = (bytes: string, signature = signatureHeader(bytes, SECRET)) =>
+      call(w.url, 'POST', '/transactions', bytes, {
+        'content-type': 'application/json',
+        'x-signature': signature,
+      });
+    expect(seen(await batch(array, signatureHeader(`${array} `, SECRET)))).toEqual({
+      status: 401,
+      body: { error: 'invalid_signature' },
+    });
+    expect(seen(await batch(array))).toEqual({
+      status: 200,
+      body: {
+        results: [
+          { transactionId: 'CPN1:0:final_credit', status: 'duplicate' },
+          { transactionId: 'CPN2:0:final_credit', status: 'applied', balance: '3.00', currency: 'EUR' },
+          {
+            transactionId: 'CPN3:1:recalculation_debit',
+            status: 'refused',
+            code: 'insufficient_funds',
+            detail: 'debit 12.50 EUR above the balance 0.00',
+          },
+          {
+            transactionId: 'CPN1:0:final_credit',
+            status: 'conflict',
+            detail: 'this transactionId was applied with another body',
+          },
+          {
+            transactionId: 'CPN4:0:final_credit',
+            status: 'refused',
+            code: 'bad_request',
+            detail: 'amount must be a positive decimal string (e.g. "12.50")',
+          },
+        ],
+      },
+    });
+    // The array's element is the single call's body: sent alone now, it is a repeat.
+    expect(seen(await post(w, second))).toEqual(applied(second, '3.00'));
+    expect(w.transactions().map((t) => t.transactionId)).toEqual([
+      'CPN1:0:final_credit',
+      'CPN2:0:final_credit',
+    ]);
+    expect(w.stats()).toEqual({
+      ...ZERO_STATS,
+      applied: 2,
+      repeats: 2,
+      refused: 1,
+      conflicts: 1,
+      invalid: 1,
+      unauthorized: 1,
+      batchCalls: 1,
+    });
+    expect(seen(await batch('[]'))).toMatchObject({ status: 400 });
+
+    // A transient element is not applied; the same array again applies it then.
+    const flaky = await wallet({ elementFailRate: 1 });
+    const one = `[${JSON.stringify(second)}]`;
+    const sign = (b: string) => ({
+      'content-type': 'application/json',
+      'x-signature': signatureHeader(b, SECRET),
+    });
+    expect(seen(await call(flaky.url, 'POST', '/transactions', one, sign(one)))).toEqual({
+      status: 200,
+      body: {
+        results: [
+          {
+            transactionId: 'CPN2:0:final_credit',
+            status: 'transient',
+            code: 'unavailable',
+            retryAfterSeconds: 1,
+          },
+        ],
+      },
+    });
+    flaky.setFaults({ elementFailRate: 0 });
+    expect(seen(await call(flaky.url, 'POST', '/transactions', one, sign(one)))).toMatchObject({
+      status: 200,
+      body: { results: [{ status: 'applied' }] },
+    });
+    expect(flaky.stats()).toMatchObject({ applied: 1, batchCalls: 2, faults: { transient: 1 } });
   });
 
   it('lists applied transactions in application order with appliedAt, its counters, and 404/405 elsewhere', async () => {
@@ -456,9 +555,9 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
       'POST, GET',
       { error: 'method_not_allowed' },
     ]);
-    expect(seen(await call(w.url, 'POST', '/transactions', 'x'.repeat(1_000_000)))).toEqual({
+    expect(seen(await call(w.url, 'POST', '/transactions', 'x'.repeat(1_100_000)))).toEqual({
       status: 413,
-      body: { error: 'payload_too_large', detail: 'over 65536 bytes' },
+      body: { error: 'payload_too_large', detail: 'over 1048576 bytes' },
     });
   });
 });

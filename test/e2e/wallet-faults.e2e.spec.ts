@@ -566,7 +566,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
         [late.row.id],
       );
       const result = await record([late]);
-      expect({ step: result.row0.rowCount, flag: result.flag.rowCount }).toEqual({ step: 0, flag: 0 });
+      expect({ step: result.steps.rowCount, flag: result.flag.rowCount }).toEqual({ step: 0, flag: 0 });
       const { rows } = await t.db.query(`SELECT needs_review FROM coupons WHERE coupon_code = 'STALE1'`);
       expect(rows).toEqual([{ needs_review: false }]);
     });
@@ -577,7 +577,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
       await t.db.query(`UPDATE wallet_outbox SET attempts = 1 WHERE operation_key = $1`, [key]);
       const first = await record([attempt]);
       const again = await record([attempt]);
-      expect([first.attempt0.rowCount, again.attempt0.rowCount]).toEqual([1, 0]);
+      expect([first.history.rowCount, again.history.rowCount]).toEqual([1, 0]);
       const { rows } = await t.db.query<{ lines: number; status: string; review: boolean }>(
         `SELECT (SELECT count(*)::int FROM wallet_delivery_attempts a WHERE a.outbox_id = o.id) AS lines, o.status,
                 (SELECT needs_review FROM coupons WHERE coupon_code = 'STALE2') AS review
@@ -614,7 +614,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
         'the run again waiting for the first',
       );
       commit();
-      const results = [(await first).attempt0.rowCount, (await again).attempt0.rowCount];
+      const results = [(await first).history.rowCount, (await again).history.rowCount];
       expect(results).toEqual([1, 0]);
       const { rows } = await t.db.query<{ lines: number }>(
         `SELECT count(*)::int AS lines FROM wallet_delivery_attempts a JOIN wallet_outbox o ON o.id = a.outbox_id

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
+import { BACKGROUND_METRIC } from '../../src/background/background-governor.js';
 import { METRIC } from '../../src/observability/settlement-metrics.js';
 import { WALLET_METRIC } from '../../src/wallet/wallet-metrics.js';
 
@@ -23,10 +24,11 @@ const rules = file.groups.flatMap((g) => g.rules);
 
 /** Series names a scrape contains: histograms add _bucket, _sum and _count. */
 const EXPORTED = new Set(
-  [...Object.values(METRIC), ...Object.values(WALLET_METRIC)].flatMap((name) =>
-    name === METRIC.duration || name === METRIC.batchCoupons
-      ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
-      : [name],
+  [...Object.values(METRIC), ...Object.values(WALLET_METRIC), ...Object.values(BACKGROUND_METRIC)].flatMap(
+    (name) =>
+      name === METRIC.duration || name === METRIC.batchCoupons
+        ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
+        : [name],
   ),
 );
 
@@ -65,6 +67,9 @@ describe('ops/alerts.yml', () => {
     );
     expect(exprOf('SettlementWalletRowsParked')).toContain('settlement_wallet_outbox_parked');
     expect(exprOf('SettlementWalletConflict')).toContain('outcome="conflict"');
+    expect(exprOf('SettlementBackgroundHeldBack')).toContain(
+      'settlement_background_limit_max{kind="wallet"}',
+    );
     expect(exprOf('SettlementWalletPaused')).toContain('settlement_wallet_outbox_paused');
   });
 

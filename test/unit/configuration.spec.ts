@@ -153,6 +153,28 @@ describe('loadConfig (validated at start-up)', () => {
     });
   });
 
+  describe('background-work governor (docs/background-work.md)', () => {
+    it('is on by default: answers p99 of 500 ms, event loop 200 ms, a 2 s window', () => {
+      expect(loadConfig(base).background).toEqual({
+        enabled: true,
+        targetMs: 500,
+        eventLoopDelayMs: 200,
+        windowMs: 2000,
+      });
+      expect(
+        loadConfig({ ...base, BACKGROUND_GOVERNOR: '0', BACKGROUND_TARGET_MS: '250' }).background,
+      ).toMatchObject({ enabled: false, targetMs: 250 });
+    });
+
+    it('refuses a target above half the deadline, naming the variable', () => {
+      expect(() =>
+        loadConfig({ ...base, CALLBACK_DEADLINE_MS: '2000', BACKGROUND_TARGET_MS: '1500' }),
+      ).toThrow(/BACKGROUND_TARGET_MS must be at most half of CALLBACK_DEADLINE_MS/);
+      expect(() => loadConfig({ ...base, BACKGROUND_WINDOW_MS: '10' })).toThrow(/BACKGROUND_WINDOW_MS/);
+      expect(() => loadConfig({ ...base, WALLET_BATCH_SIZE: '0' })).toThrow(/WALLET_BATCH_SIZE/);
+    });
+  });
+
   describe('wallet (docs/wallet.md)', () => {
     const WALLET = { WALLET_URL: 'https://wallet.example/api/', WALLET_SECRET: 'wallet-secret-0123456789' };
 
@@ -168,6 +190,7 @@ describe('loadConfig (validated at start-up)', () => {
         retryMaxMs: 300_000,
         concurrency: 8,
         claimSize: 8,
+        batchSize: 1,
         pollIntervalMs: 250,
       });
     });

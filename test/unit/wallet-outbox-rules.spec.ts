@@ -1,4 +1,8 @@
-import { outcomeOfStatus, retryAfterMs } from '../../src/wallet/connectors/http-wallet.connector.js';
+import {
+  outcomeOfStatus,
+  outcomesOfBatchAnswer,
+  retryAfterMs,
+} from '../../src/wallet/connectors/http-wallet.connector.js';
 import { OperationType } from '../../src/ledger/ledger.types.js';
 import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from '../../src/wallet/outbox-rules.js';
 import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
@@ -262,5 +266,66 @@ describe('walletTransactionOf', () => {
       format,
     );
     expect([withdrawal.direction, withdrawal.reversesTransactionId]).toEqual(['debit', null]);
+  });
+});
+
+describe('outcomesOfBatchAnswer (docs/wallet-http-contract.md#the-batch-call)', () => {
+  const ids = [
+    'A:0:final_credit',
+    'B:0:final_credit',
+    'C:1:recalculation_debit',
+    'D:0:final_credit',
+    'E:0:final_credit',
+  ];
+  const outcomes = (status: number, body: unknown, retryAfter?: string) =>
+    outcomesOfBatchAnswer(
+      status,
+      typeof body === 'string' ? body : JSON.stringify(body),
+      ids,
+      retryAfter,
+    ).map((d) => [d.outcome, 'afterMs' in d ? d.afterMs : undefined]);
+
+  it('maps each element by its status, in order; a result naming another transaction is no answer', () => {
+    const results = [
+      { transactionId: ids[0], status: 'applied' },
+      { transactionId: ids[1], status: 'duplicate' },
+      { transactionId: ids[2], status: 'refused', code: 'insufficient_funds' },
+      { transactionId: ids[3], status: 'conflict' },
+      { transactionId: ids[4], status: 'transient', retryAfterSeconds: 2 },
+    ];
+    expect(outcomes(200, { results })).toEqual([
+      ['delivered', undefined],
+      ['delivered', undefined],
+      ['refused', undefined],
+      ['conflict', undefined],
+      ['retry', 2000],
+    ]);
+    const swapped = [
+      results[1],
+      results[0],
+      ...results.slice(2, 4),
+      { transactionId: ids[4], status: 'maybe' },
+    ];
+    expect(outcomes(200, { results: swapped }).map(([o]) => o)).toEqual([
+      'retry',
+      'retry',
+      'refused',
+      'conflict',
+      'retry',
+    ]);
+    const refused = outcomesOfBatchAnswer(200, JSON.stringify({ results }), ids)[2];
+    expect(refused).toMatchObject({ outcome: 'refused', status: 200, reason: 'refused: insufficient_funds' });
+  });
+
+  it('a 2xx without one result per element, a 5xx or 429: every element retries (after Retry-After)', () => {
+    for (const body of ['not json', { results: [] }, { nothing: true }])
+      expect(outcomes(200, body).map(([o]) => o)).toEqual(ids.map(() => 'retry'));
+    expect(outcomes(503, '', '3')).toEqual(ids.map(() => ['retry', 3000]));
+    expect(outcomes(429, '').map(([o]) => o)).toEqual(ids.map(() => 'retry'));
+  });
+
+  it('401, 403, 3xx and any other 4xx to the array as a whole pause delivery; nothing is parked', () => {
+    for (const status of [401, 403, 302, 400, 404, 409, 413, 422])
+      expect(outcomes(status, '').map(([o]) => o)).toEqual(ids.map(() => 'unauthorized'));
   });
 });

@@ -11,7 +11,7 @@ import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
  * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an
  * inbox append holds from before its INSERT to COMMIT. Two batches sharing a coupon therefore get
  * their inbox ids in the order they commit: a snapshot that shows a row also shows every earlier
- * row sharing one of its coupons (see {@link InboxRepository.claimNext}). Batches on disjoint
+ * row sharing one of its coupons (see {@link InboxRepository.claimDue}). Batches on disjoint
  * coupons do not wait for each other.
  */
 export const INBOX_COUPON_LOCK_NAMESPACE = 727_002;
@@ -34,7 +34,6 @@ export interface ClaimedInboxRow {
   id: string;
   batchId: string;
   payloadHash: string;
-  payload: Buffer;
   /** Failed applications so far (this claim not counted). */
   attempts: number;
   requestId: string | null;
@@ -68,7 +67,7 @@ export class InboxRepository {
     tx: Tx,
     entry: InboxAppend,
     attempt: Omit<DeliveryAttemptRow, 'outcome'>,
-  ): Promise<InboxAppendResult> {
+  ): Promise<{ result: InboxAppendResult; id: string | null }> {
     await tx.send({
       batchLock: this.batches.batchIdLockStatement(entry.batchId),
       couponLocks: {
@@ -100,7 +99,7 @@ export class InboxRepository {
                  INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
                  SELECT $1, $7, $8, result, $9, $10, $3, $11, $2 FROM result WHERE result <> 'conflict'
                )
-               SELECT result FROM result`,
+               SELECT result, (SELECT id::text FROM ins) AS id FROM result`,
         values: [
           entry.batchId,
           entry.payloadHash,
@@ -114,9 +113,9 @@ export class InboxRepository {
           a[5],
           a[7],
         ],
-      } as Statement<{ result: InboxAppendResult }>,
+      } as Statement<{ result: InboxAppendResult; id: string | null }>,
     });
-    return appended.rows[0].result;
+    return appended.rows[0];
   }
 
   /** The inbox row of `batchId`, if any. */
@@ -129,24 +128,26 @@ export class InboxRepository {
   }
 
   /**
-   * Claims the oldest pending row that is due and that no earlier pending row shares a coupon
-   * with, locking it `FOR UPDATE SKIP LOCKED` (other workers skip it; the lock lasts until the
-   * caller's transaction ends). An earlier pending row (being applied by another worker, or
-   * waiting for its retry) holds back every later row touching one of its coupons, so two
-   * batches touching one coupon are never applied concurrently nor out of arrival order; batches
-   * on disjoint coupons are applied in parallel. A candidate costs one probe of
-   * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog.
+   * Claims up to `limit` of the oldest pending rows that are due and that no earlier pending row
+   * shares a coupon with, locking them `FOR UPDATE SKIP LOCKED` (other workers skip them; the locks
+   * last until the caller's transaction ends). An earlier pending row (being applied by another
+   * worker, or waiting for its retry) holds back every later row touching one of its coupons, so
+   * two batches touching one coupon are never applied concurrently nor out of arrival order; batches
+   * on disjoint coupons are applied in parallel. So the rows of one claim, and the rows all workers
+   * hold, have pairwise disjoint coupons. A candidate costs one probe of
+   * `callback_inbox_pending_coupons`' primary key per coupon, whatever the backlog. Without the
+   * payload: a worker of the process that accepted the row has it parsed already ({@link payloadOf}
+   * reads it otherwise). Oldest first.
    */
-  async claimNext(tx: Tx): Promise<ClaimedInboxRow | undefined> {
+  async claimDue(tx: Tx, limit: number): Promise<ClaimedInboxRow[]> {
     const { rows } = await tx.query<{
       id: string;
       batch_id: string;
       payload_hash: string;
-      payload: Buffer;
       attempts: number;
       request_id: string | null;
     }>(
-      `SELECT i.id, i.batch_id, i.payload_hash, i.payload, i.attempts, i.request_id
+      `SELECT i.id, i.batch_id, i.payload_hash, i.attempts, i.request_id
          FROM callback_inbox i
         WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
           AND NOT EXISTS (
@@ -154,31 +155,37 @@ export class InboxRepository {
                  WHERE EXISTS (SELECT 1 FROM callback_inbox_pending_coupons e
                                 WHERE e.coupon_code = c.code COLLATE "C" AND e.inbox_id < i.id))
         ORDER BY i.id
-        LIMIT 1
+        LIMIT $1
         FOR UPDATE OF i SKIP LOCKED`,
+      [limit],
     );
-    const r = rows[0];
-    return (
-      r && {
-        id: r.id,
-        batchId: r.batch_id,
-        payloadHash: r.payload_hash,
-        payload: r.payload,
-        attempts: r.attempts,
-        requestId: r.request_id,
-      }
-    );
+    return rows.map((r) => ({
+      id: r.id,
+      batchId: r.batch_id,
+      payloadHash: r.payload_hash,
+      attempts: r.attempts,
+      requestId: r.request_id,
+    }));
+  }
+
+  /** The exact bytes of inbox row `id` (a claimed row: its payload never changes). */
+  async payloadOf(tx: Tx, id: string): Promise<Buffer> {
+    const { rows } = await tx.query<{ payload: Buffer }>('SELECT payload FROM callback_inbox WHERE id = $1', [
+      id,
+    ]);
+    return rows[0].payload;
   }
 
   /**
-   * Marks a claimed row applied, in the transaction that applied it (a worker sends it with
-   * COMMIT); its trigger releases the row's coupons.
+   * Marks claimed rows applied, each with its outcome, in the transaction that applied them (a
+   * worker sends it with COMMIT); their trigger releases their coupons.
    */
-  markDoneStatement(id: string, outcome: InboxOutcome): Statement {
+  markDoneStatement(done: { id: string; outcome: InboxOutcome }[]): Statement {
     return {
       name: 'inbox_done',
-      text: `UPDATE callback_inbox SET status = 'done', outcome = $2, finished_at = now(), last_error = NULL WHERE id = $1`,
-      values: [id, outcome],
+      text: `UPDATE callback_inbox i SET status = 'done', outcome = d.outcome, finished_at = now(), last_error = NULL
+               FROM unnest($1::bigint[], $2::text[]) AS d(id, outcome) WHERE i.id = d.id`,
+      values: [done.map((d) => d.id), done.map((d) => d.outcome)],
     };
   }
 

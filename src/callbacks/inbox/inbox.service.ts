@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
 import { dataExceptionRefusal, sqlStateOf } from '../../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../../database/transaction.js';
+import { RecentMap } from '../../common/recent-set.js';
 import type { ParsedBatch } from '../parsed-batch.js';
 import type { InboxStatus } from '../callback.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
@@ -23,6 +24,12 @@ export interface InboxPage {
   items: InboxEntryView[];
   nextCursor: string | null;
 }
+
+/**
+ * Accepted batches kept parsed for this process's workers (about 100–200 kB each: the bytes and
+ * the parsed coupons); a row accepted by another replica, or forgotten, is read and parsed again.
+ */
+const PARSED_BATCHES = 500;
 
 /** Reason stored on the quarantine row of an inbox batch that failed `INBOX_MAX_ATTEMPTS` times. */
 export const APPLY_FAILED = 'apply_failed';
@@ -47,6 +54,8 @@ function describe(err: unknown): string {
 export class InboxService {
   private readonly logger = new Logger('Inbox');
   private readonly acceptedListeners = new Set<() => void>();
+  /** Batches this process accepted, parsed, by inbox row id (see {@link takeParsed}). */
+  private readonly parsed = new RecentMap<string, ParsedBatch>(PARSED_BATCHES);
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -65,7 +74,7 @@ export class InboxService {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
-        const result = await this.inbox.append(
+        const { result, id } = await this.inbox.append(
           tx,
           {
             batchId: batch.batchId,
@@ -93,8 +102,11 @@ export class InboxService {
             `batch ${batch.batchId} was delivered before with a different body`,
           );
         }
-        // Committed already (the append is sent with COMMIT): wake the workers now.
-        if (result === 'accepted') this.acceptedListeners.forEach((l) => l());
+        // Committed already (the append is sent with COMMIT): keep it parsed, wake the workers now.
+        if (result === 'accepted' && id) {
+          this.parsed.set(id, batch);
+          this.acceptedListeners.forEach((l) => l());
+        }
         return {
           processed: batch.couponCount,
           duplicate: result === 'duplicate',
@@ -103,6 +115,15 @@ export class InboxService {
       },
       { deadline },
     );
+  }
+
+  /**
+   * The batch of inbox row `id` as this process parsed and validated it when it accepted it, once
+   * (forgotten then); undefined when another process accepted it or it was forgotten. The row's
+   * bytes never change, so the worker need not read and parse them again.
+   */
+  takeParsed(id: string): ParsedBatch | undefined {
+    return this.parsed.take(id);
   }
 
   /** Calls `listener` after each accepted batch is committed (wakes idle workers); returns its remover. */

@@ -1,16 +1,25 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
+import { BackgroundGovernor } from '../../background/background-governor.js';
 import { PollingLoops } from '../../common/polling-loops.js';
 import { TransactionRunner } from '../../database/transaction.js';
+import { LedgerService } from '../../ledger/ledger.service.js';
+import type { Posting } from '../../ledger/ledger.types.js';
 import { parseBatch } from '../callback-body.parser.js';
 import { CallbackService } from '../callback.service.js';
 import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
 /**
- * The inbox workers of this process: `INBOX_CONCURRENCY` {@link PollingLoops}, each applying one
- * inbox row at a time ({@link applyNext}) until none is due, then sleeping
+ * Inbox rows one worker applies in one transaction at most (docs/inbox-mode.md#workers): fewer
+ * commits, claims and posting statements per batch; several only when that many are due.
+ */
+export const ROWS_PER_TRANSACTION = 4;
+
+/**
+ * The inbox workers of this process: `INBOX_CONCURRENCY` {@link PollingLoops}, each applying up to
+ * {@link ROWS_PER_TRANSACTION} inbox rows at a time ({@link applyNext}) until none is due, then sleeping
  * `INBOX_POLL_INTERVAL_MS` (woken early when this process accepts a batch or another of its
  * workers finishes a row). Every replica runs them; `FOR UPDATE SKIP LOCKED` and the per-coupon
  * order of the claim keep them apart. Started in inbox mode, and in inline mode too while rows are
@@ -19,8 +28,10 @@ import { InboxService } from './inbox.service.js';
 @Injectable()
 export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('InboxWorker');
-  private readonly loops = new PollingLoops(this.logger, () => this.applyNext());
+  private readonly loops: PollingLoops;
   private unsubscribe?: () => void;
+  /** Claims of one row each still to make after a transaction of several failed. */
+  private oneByOne = 0;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -28,47 +39,86 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly rows: InboxRepository,
     private readonly inbox: InboxService,
     private readonly callbacks: CallbackService,
-  ) {}
+    private readonly ledger: LedgerService,
+    governor: BackgroundGovernor,
+  ) {
+    // Each apply waits for a permit of the governor. In inbox mode the apply is the main work, not
+    // catch-up: it backs off to half its workers at most (docs/background-work.md).
+    const max = config.inboxConcurrency;
+    const gate = governor.register('inbox', max, config.callbackMode === 'inbox' ? Math.ceil(max / 2) : 1);
+    this.loops = new PollingLoops(
+      this.logger,
+      () => this.applyNext(),
+      (signal) => gate.acquire(signal),
+    );
+  }
 
   /**
-   * Claims the next due inbox row ({@link InboxRepository.claimNext}) and applies it through
-   * {@link CallbackService.applyClaimed} in ONE transaction that also marks it done: never
-   * applied twice nor lost. A failed apply is rolled back to a savepoint and counted in that
-   * transaction; when the transaction itself fails (connection lost, deadline), in a new one.
-   * @returns false when no row was due; true when one was applied or its failure recorded.
+   * Claims up to {@link ROWS_PER_TRANSACTION} due inbox rows ({@link InboxRepository.claimDue}:
+   * pairwise disjoint coupons) and applies each through {@link CallbackService.applyClaimed} (the
+   * batch as this process parsed it when it accepted it, else its bytes read and parsed) under its
+   * own savepoint, then posts all their postings in ONE posting statement (players locked once, in
+   * id order: no deadlock between workers) and marks them done with COMMIT: never applied twice
+   * nor lost. A row whose apply fails is rolled back to its savepoint and its failure counted in
+   * that transaction; the others go on. When the transaction itself fails (the common posting,
+   * a lost connection, the deadline), its rows are tried again one per transaction, where a
+   * failure is counted for its row (in a new transaction when the transaction itself is lost).
+   * @returns false when no row was due; true when rows were applied or their failures recorded.
    * @throws only when claiming itself failed (e.g. the database is down).
    */
   async applyNext(): Promise<boolean> {
-    let claimed: ClaimedInboxRow | undefined;
+    const size = this.oneByOne > 0 ? 1 : ROWS_PER_TRANSACTION;
+    let claimed: ClaimedInboxRow[] = [];
     try {
-      return await this.transactions.run(
+      const found = await this.transactions.run(
         async (tx) => {
-          claimed = undefined;
-          const row = await this.rows.claimNext(tx);
-          if (!row) return false;
-          claimed = row;
-          let outcome: InboxOutcome;
-          try {
-            outcome = await tx.savepoint('inbox_apply', async () => {
-              const batch = {
-                ...parseBatch(row.payload, this.config.currencies.maxMinorUnits),
-                inboxId: row.id,
-              };
-              return (await this.callbacks.applyClaimed(tx, batch)) === 'claimed' ? 'processed' : 'duplicate';
-            });
-          } catch (err) {
-            // The apply is undone; the failure is counted while this worker still holds the row.
-            await this.inbox.recordFailure(tx, row, err);
-            return true;
+          claimed = [];
+          const rows = await this.rows.claimDue(tx, size);
+          if (!rows.length) return false;
+          claimed = rows;
+          const done: { id: string; outcome: InboxOutcome }[] = [];
+          const postings: Posting[] = [];
+          for (const row of rows) {
+            try {
+              const outcome = await tx.savepoint('inbox_apply', async () => {
+                // Parsed when this process accepted it; else read and parsed here (another replica's).
+                const parsed =
+                  this.inbox.takeParsed(row.id) ??
+                  parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
+                const batch = { ...parsed, inboxId: row.id };
+                const own: Posting[] = [];
+                const claim = await this.callbacks.applyClaimed(tx, batch, null, own);
+                postings.push(...own);
+                return claim === 'claimed' ? 'processed' : 'duplicate';
+              });
+              done.push({ id: row.id, outcome });
+            } catch (err) {
+              // The apply is undone; the failure is counted while this worker still holds the row.
+              await this.inbox.recordFailure(tx, row, err);
+            }
           }
-          await tx.commitWith({ done: this.rows.markDoneStatement(row.id, outcome) });
+          await tx.commitWith({
+            ...(postings.length ? this.ledger.postingStatements(tx, postings) : {}),
+            ...(done.length ? { done: this.rows.markDoneStatement(done) } : {}),
+          });
           return true;
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );
+      if (size === 1 && this.oneByOne > 0) this.oneByOne--;
+      return found;
     } catch (err) {
-      if (!claimed) throw err;
-      const row = claimed;
+      if (!claimed.length) throw err;
+      if (claimed.length > 1) {
+        // Nothing of it committed: its rows again, one per transaction, where a failure is its own.
+        this.logger.warn(
+          `inbox rows ${claimed.map((r) => r.id).join(', ')} applied together failed (${(err as Error).message}): trying them one by one`,
+        );
+        this.oneByOne = claimed.length;
+        return true;
+      }
+      if (this.oneByOne > 0) this.oneByOne--;
+      const row = claimed[0];
       await this.transactions
         .run((tx) => this.inbox.recordFailure(tx, row, err), { deadline: Date.now() + 2000, retries: 1 })
         .catch((e: unknown) =>

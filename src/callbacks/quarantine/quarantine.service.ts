@@ -117,7 +117,7 @@ export class QuarantineService {
             const claim = await this.callbacks.applyClaimed(tx, batch, actor.name);
             outcome = claim === 'claimed' ? 'processed' : 'duplicate';
             if (queued?.status === 'quarantined')
-              await tx.send({ done: this.inbox.markDoneStatement(queued.id, outcome) });
+              await tx.send({ done: this.inbox.markDoneStatement([{ id: queued.id, outcome }]) });
           }
           await this.recordAttempt(tx, id, {
             batchId,

@@ -3,11 +3,20 @@ import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { ANSWER_EXCERPT_CHARS } from '../outbox-rules.js';
-import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../wallet-connector.js';
+import { ANSWER_EXCERPT_CHARS, excerpt } from '../outbox-rules.js';
+import {
+  WalletBatchRequest,
+  WalletConnector,
+  WalletDelivery,
+  WalletDeliveryRequest,
+} from '../wallet-connector.js';
 
 /** Bytes of an answer read at most (the rest is dropped). */
 const ANSWER_READ_LIMIT = 64 * 1024;
+/** Bytes of a batch call's answer read at most: one result per element. */
+const BATCH_ANSWER_READ_LIMIT = 4 * 1024 * 1024;
+/** Milliseconds an idle keep-alive connection to the wallet is kept (below common servers' 5 s). */
+const KEEP_ALIVE_MS = 4000;
 
 /**
  * Milliseconds to wait from a `Retry-After` header (delay-seconds or an HTTP-date, RFC 9110
@@ -35,12 +44,104 @@ export function outcomeOfStatus(status: number): WalletDelivery['outcome'] {
 }
 
 /**
+ * Each element's outcome of a batch call's answer (docs/wallet-http-contract.md#the-batch-call):
+ * on a 2xx, `{"results": [...]}` with one result per element in the request's order
+ * (`applied`/`duplicate` delivered, `refused`, `conflict`, `transient` retry after its
+ * `retryAfterSeconds`; anything else, a missing result or another `transactionId` retry). Any
+ * other status applies to every element: 408, 429, 5xx retry (after `Retry-After`); 401, 403, 3xx
+ * and every other 4xx pause delivery (`unauthorized`): the wallet does not take the array as sent.
+ */
+export function outcomesOfBatchAnswer(
+  status: number,
+  text: string,
+  transactionIds: readonly string[],
+  retryAfter?: string | string[],
+): WalletDelivery[] {
+  const all = (d: WalletDelivery) => transactionIds.map(() => d);
+  const answer = excerpt(text);
+  const single = outcomeOfStatus(status);
+  if (single === 'retry')
+    return all({
+      outcome: 'retry',
+      status,
+      answer,
+      reason: `HTTP ${status}`,
+      afterMs: retryAfterMs(retryAfter),
+    });
+  if (single === 'unauthorized')
+    return all({ outcome: 'unauthorized', status, answer, reason: `HTTP ${status}` });
+  if (single !== 'delivered')
+    return all({
+      outcome: 'unauthorized',
+      status,
+      answer,
+      reason: `HTTP ${status} to the batch call as a whole: does the wallet take arrays? (WALLET_BATCH_SIZE)`,
+    });
+  let results: unknown;
+  try {
+    results = (JSON.parse(text) as { results?: unknown }).results;
+  } catch {
+    results = undefined;
+  }
+  if (!Array.isArray(results) || results.length !== transactionIds.length)
+    return all({
+      outcome: 'retry',
+      status,
+      answer,
+      reason: `HTTP ${status} without one result per element ({"results": [...]} of ${transactionIds.length})`,
+    });
+  return transactionIds.map((id, i): WalletDelivery => {
+    const r = (typeof results[i] === 'object' && results[i] !== null ? results[i] : {}) as Record<
+      string,
+      unknown
+    >;
+    const shown = excerpt(JSON.stringify(results[i]) ?? 'null');
+    if (r.transactionId !== id)
+      return { outcome: 'retry', status, answer: shown, reason: `result ${i} does not name ${id}` };
+    const detail = [r.code, r.detail].filter((x) => typeof x === 'string').join(': ');
+    switch (r.status) {
+      case 'applied':
+      case 'duplicate':
+        return { outcome: 'delivered', status, answer: shown };
+      case 'refused':
+        return { outcome: 'refused', status, answer: shown, reason: `refused${detail ? `: ${detail}` : ''}` };
+      case 'conflict':
+        return {
+          outcome: 'conflict',
+          status,
+          answer: shown,
+          reason: `conflict${detail ? `: ${detail}` : ''}`,
+        };
+      case 'transient': {
+        const seconds = r.retryAfterSeconds;
+        const afterMs =
+          typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0
+            ? seconds * 1000
+            : undefined;
+        return {
+          outcome: 'retry',
+          status,
+          answer: shown,
+          reason: `transient${detail ? `: ${detail}` : ''}`,
+          afterMs,
+        };
+      }
+      default:
+        return { outcome: 'retry', status, answer: shown, reason: `result ${i} has no known status` };
+    }
+  });
+}
+
+/**
  * The HTTP wallet connector (`WALLET_CONNECTOR=http`, the default when `WALLET_URL` is set):
  * `POST {WALLET_URL}/transactions` with the exact body bytes, `Idempotency-Key` (the transaction
  * id), `X-Request-Id` and `X-Signature: sha256=<HMAC-SHA256 of the body with WALLET_SECRET>`, on
  * undici with connect, headers and body timeouts of `WALLET_TIMEOUT_MS`, ended (the connection
- * closed) when the outbox aborts the attempt. No retries of its own: the outbox retries.
- * Transport errors and timeouts are `retry`. Redirects are not followed. The secret is never logged.
+ * closed) when the outbox aborts the attempt. Connections are kept alive between calls (one request
+ * at a time on each: no pipelining, so a slow answer never holds another up). With
+ * `WALLET_BATCH_SIZE` above 1 the outbox uses {@link deliverMany}, the batch call. No retries of
+ * its own: the outbox retries. Transport errors and timeouts are `retry`. Redirects are not
+ * followed. The secret is never logged.
  */
 @Injectable()
 export class HttpWalletConnector extends WalletConnector implements OnModuleDestroy {
@@ -55,24 +156,20 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     if (!url || !secret) throw new Error('the http wallet connector needs WALLET_URL and WALLET_SECRET');
     this.url = `${url}/transactions`;
     this.secret = secret;
-    this.agent = new Agent({ connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    this.agent = new Agent({
+      connectTimeout: timeoutMs,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      // One request at a time per connection (undici's 1; 0 would close each after its answer).
+      pipelining: 1,
+    });
   }
 
+  /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
   async deliver({ transaction, body, requestId, signal }: WalletDeliveryRequest): Promise<WalletDelivery> {
-    const signature = createHmac('sha256', this.secret).update(body).digest('hex');
     try {
-      const res = await request(this.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: {
-          'content-type': 'application/json',
-          'idempotency-key': transaction.transactionId,
-          'x-request-id': requestId,
-          'x-signature': `sha256=${signature}`,
-        },
-        body,
-        signal,
-      });
+      const res = await this.post(body, requestId, signal, transaction.transactionId);
       const answer = await readExcerpt(res.body);
       const status = res.statusCode;
       const outcome = outcomeOfStatus(status);
@@ -82,9 +179,41 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
         return { outcome, status, answer, reason, afterMs: retryAfterMs(res.headers['retry-after']) };
       return { outcome, status, answer, reason };
     } catch (err) {
-      const e = err as Error & { code?: string };
-      return { outcome: 'retry', reason: `${e.code ?? e.name}: ${e.message}`.slice(0, ANSWER_EXCERPT_CHARS) };
+      return { outcome: 'retry', reason: transportReason(err) };
     }
+  }
+
+  /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
+  async deliverMany({ items, requestId, signal }: WalletBatchRequest): Promise<WalletDelivery[]> {
+    const parts: Buffer[] = [OPEN];
+    items.forEach((item, i) => parts.push(...(i ? [COMMA] : []), item.body));
+    parts.push(CLOSE);
+    const ids = items.map((i) => i.transaction.transactionId);
+    try {
+      const res = await this.post(Buffer.concat(parts), requestId, signal);
+      const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
+      return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
+    } catch (err) {
+      const reason = transportReason(err);
+      return ids.map(() => ({ outcome: 'retry', reason }));
+    }
+  }
+
+  /** `POST /transactions` of `body`, signed; `Idempotency-Key` for a single transaction. */
+  private post(body: Buffer, requestId: string, signal: AbortSignal, idempotencyKey?: string) {
+    const signature = createHmac('sha256', this.secret).update(body).digest('hex');
+    return request(this.url, {
+      method: 'POST',
+      dispatcher: this.agent,
+      headers: {
+        'content-type': 'application/json',
+        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+        'x-request-id': requestId,
+        'x-signature': `sha256=${signature}`,
+      },
+      body,
+      signal,
+    });
   }
 
   async onModuleDestroy(): Promise<void> {
@@ -92,19 +221,37 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
   }
 }
 
-/** The first {@link ANSWER_EXCERPT_CHARS} characters of a response body (read up to a limit). */
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
+/** A transport error or timeout as the reason of a `retry`. */
+function transportReason(err: unknown): string {
+  const e = err as Error & { code?: string };
+  return `${e.code ?? e.name}: ${e.message}`.slice(0, ANSWER_EXCERPT_CHARS);
+}
+
+const OPEN = Buffer.from('[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']');
+
+/** A response body as text, read up to `limit` bytes (the rest is dropped). */
+async function readText(
+  body: AsyncIterable<Buffer> & { destroy?: () => void },
+  limit: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     chunks.push(chunk);
     size += chunk.length;
-    if (size >= ANSWER_READ_LIMIT) {
+    if (size >= limit) {
       body.destroy?.();
       break;
     }
   }
-  return Buffer.concat(chunks).toString('utf8').slice(0, ANSWER_EXCERPT_CHARS);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The first {@link ANSWER_EXCERPT_CHARS} characters of a response body (read up to a limit). */
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
+  return (await readText(body, ANSWER_READ_LIMIT)).slice(0, ANSWER_EXCERPT_CHARS);
 }
 
 /** Provides the HTTP connector as the {@link WalletConnector}. */
