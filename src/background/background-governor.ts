@@ -4,7 +4,7 @@ import { Counter, Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import {
   IntakeSignals,

@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { Actor, ActionOutcome, BulkRowHooks } from '../auth/actor.js';
-import { QuarantineService } from '../callbacks/quarantine/quarantine.service.js';
+import { QuarantineService } from '../quarantine/quarantine.service.js';
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';

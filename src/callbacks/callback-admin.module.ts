@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { CallbacksModule } from './callbacks.module.js';
-import { InboxController } from './inbox/inbox.controller.js';
-import { QuarantineController } from './quarantine/quarantine.controller.js';
+import { InboxController } from '../inbox/inbox.controller.js';
+import { QuarantineController } from '../quarantine/quarantine.controller.js';
 
 /**
  * Operator endpoints of the callback on the partner API: the quarantine (`/callbacks/quarantine`)

@@ -7,16 +7,16 @@ import { DeadlineExceededError, StatementGroup, TransactionRunner, Tx } from '..
 import { BatchWrites, CouponRepository } from '../coupons/coupon.repository.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { Posting } from '../ledger/ledger.types.js';
-import { SnapshotSource, TransitionName } from '../settlement/settlement.types.js';
-import { StatusMap } from '../settlement/status-map.js';
-import { BatchClaim, BatchRepository, CLAIMED_BY_THIS_TRANSACTION } from './batch.repository.js';
-import { orderedCoupons, settleBatch } from './batch-settlement.js';
-import { batchIdHint, parseDelivery } from './callback-body.parser.js';
+import { SnapshotSource, TransitionName } from '../settlement/rules/settlement.types.js';
+import { StatusMap } from '../settlement/rules/status-map.js';
+import { BatchClaim, BatchRepository, CLAIMED_BY_THIS_TRANSACTION } from '../settlement/batch.repository.js';
+import { orderedCoupons, settleBatch } from '../settlement/batch-settlement.js';
+import { batchIdHint, parseDelivery } from '../settlement/batch-parser.js';
 import type { CallbackRequestState } from './callback-request.js';
-import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.js';
-import { DeliveryOutcome } from './callback.types.js';
-import { InboxService } from './inbox/inbox.service.js';
-import { ParsedBatch } from './parsed-batch.js';
+import { attemptValues, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
+import { InboxService } from '../inbox/inbox.service.js';
+import { ParsedBatch } from '../settlement/parsed-batch.js';
 import { RecentSet } from '../common/recent-set.js';
 
 /** What the callback answers after COMMIT (CONTRACT §5); `accepted`: committed to the inbox. */

@@ -6,10 +6,10 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
-import { DeliveryAttemptWriter } from './delivery-attempt.writer.js';
-import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
-import { DeliveryOutcome } from './callback.types.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
+import { DeliveryAttemptWriter } from '../deliveries/delivery-attempt.writer.js';
+import { DeliveryAttemptRow, DeliveryAuditRepository } from '../deliveries/delivery-attempt.repository.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 
 /** Outcome recorded for a failed delivery answered with `status`. */
 export function outcomeOf(status: number): DeliveryOutcome {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { parseExactJson } from '../common/exact-json.js';
 import { RecentSet } from '../common/recent-set.js';
 import { Statement, Tx } from '../database/transaction.js';
-import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
+import { CouponSettlementState, SettlementOperation } from '../settlement/rules/settlement.types.js';
 
 /** A coupon row locked for a batch or a registration: registration and settlement state. */
 export interface LockedCoupon extends CouponSettlementState {

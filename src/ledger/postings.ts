@@ -1,5 +1,5 @@
 import type { Money } from '../common/money.js';
-import type { SettlementOperation } from '../settlement/settlement.types.js';
+import type { SettlementOperation } from '../settlement/rules/settlement.types.js';
 import { OperationType, Posting } from './ledger.types.js';
 
 /** Operation key of a coupon's financial operation: `<coupon_code>:<generation>:<type>` (CONTRACT §7). */

@@ -3,10 +3,10 @@ import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { DeliveryObserver } from './delivery-observer.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
 import { loggerParams } from './logging.js';
-import { MetricsAccessGuard } from './metrics-access.guard.js';
-import { MetricsController } from './metrics.controller.js';
+import { MetricsAccessGuard } from '../health/metrics-access.guard.js';
+import { MetricsController } from '../health/metrics.controller.js';
 import { SettlementMetrics } from './settlement-metrics.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { DeliveryOutcome } from '../callbacks/callback.types.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { OperationType } from '../ledger/ledger.types.js';
 
 /** Counts behind the coupon gauges, read at scrape time. */

@@ -1,7 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { WalletConfig } from '../config/configuration.js';
 import { HttpWalletConnectorModule } from './connectors/http-wallet.connector.js';
-import { PartnerTableWalletModule } from './connectors/partner-table/partner-table-wallet.connector.js';
+import { PartnerTableWalletModule } from '../../examples/partner-module/partner-table-wallet.connector.js';
 
 /**
  * The wallet connectors `WALLET_CONNECTOR` can name: each a NestJS module that provides and

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import request from 'supertest';
-import { DeliveryAttemptWriter } from '../../src/callbacks/delivery-attempt.writer.js';
+import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
 import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
 import { ReconciliationService } from '../../src/reconciliation/reconciliation.service.js';
 import { createTestDatabase, testServer } from '../support/database.js';

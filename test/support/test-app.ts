@@ -5,7 +5,7 @@ import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
-import { DeliveryAttemptWriter } from '../../src/callbacks/delivery-attempt.writer.js';
+import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
 import { configureApp } from '../../src/app.setup.js';
 import { AppConfig, loadConfig } from '../../src/config/configuration.js';
 import { createTestDatabase } from './database.js';

@@ -1,4 +1,4 @@
-import { networkList } from '../../src/observability/metrics-access.guard.js';
+import { networkList } from '../../src/health/metrics-access.guard.js';
 import { loadConfig } from '../../src/config/configuration.js';
 
 // METRICS_ALLOWED_NETWORKS: which scraper addresses may read /metrics without a bearer key.

@@ -9,7 +9,7 @@ import {
   Unique,
 } from 'typeorm';
 import type { Relation } from 'typeorm';
-import { CallbackBatchEntity } from '../../callbacks/entities/callback-batch.entity.js';
+import { CallbackBatchEntity } from '../../settlement/entities/callback-batch.entity.js';
 import { CouponEntity } from './coupon.entity.js';
 
 /**

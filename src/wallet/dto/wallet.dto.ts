@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
-import { QuarantineListQueryDto } from '../../callbacks/quarantine/dto/quarantine.dto.js';
+import { QuarantineListQueryDto } from '../../quarantine/dto/quarantine.dto.js';
 import { OUTBOX_STATUSES } from '../wallet.types.js';
 import type { OutboxStatus } from '../wallet.types.js';
 

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { LessThan } from 'typeorm';
-import { Statement, Tx } from '../../database/transaction.js';
-import { BatchRepository } from '../batch.repository.js';
-import { DeliveryOutcome } from '../callback.types.js';
-import { attemptValues, DeliveryAttemptRow } from '../delivery-audit.repository.js';
-import type { InboxStatus } from '../callback.types.js';
-import { InboxEntryEntity } from '../entities/inbox-entry.entity.js';
+import { Statement, Tx } from '../database/transaction.js';
+import { BatchRepository } from '../settlement/batch.repository.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
+import { attemptValues, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
+import type { InboxStatus } from '../deliveries/delivery.types.js';
+import { InboxEntryEntity } from './entities/inbox-entry.entity.js';
 
 /**
  * Namespace of the transaction-level advisory locks, one per coupon code (`hashtext`), that an

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
-import { BackgroundGovernor } from '../../background/background-governor.js';
-import { PollingLoops } from '../../common/polling-loops.js';
-import { TransactionRunner } from '../../database/transaction.js';
-import { LedgerService } from '../../ledger/ledger.service.js';
-import type { Posting } from '../../ledger/ledger.types.js';
-import { parseBatch } from '../callback-body.parser.js';
-import { CallbackService } from '../callback.service.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { BackgroundGovernor } from '../background/background-governor.js';
+import { PollingLoops } from '../common/polling-loops.js';
+import { TransactionRunner } from '../database/transaction.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import type { Posting } from '../ledger/ledger.types.js';
+import { parseBatch } from '../settlement/batch-parser.js';
+import { CallbackService } from '../callbacks/callback.service.js';
 import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Statement } from '../database/transaction.js';
-import { attemptValues, DeliveryAttemptRow } from './delivery-audit.repository.js';
+import { attemptValues, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
 
 /** Result of applying a batch inside a caller's transaction: applied now, or the same body before. */
 export type BatchClaim = 'claimed' | 'duplicate';

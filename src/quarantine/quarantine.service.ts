@@ -1,16 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Actor } from '../../auth/actor.js';
-import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import { dataExceptionRefusal } from '../../database/pg-errors.js';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
-import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { OperatorActionLog } from '../../operator-actions/operator-action-log.js';
-import type { ActionSpec } from '../../operator-actions/operator-actions.types.js';
-import { parseBatch } from '../callback-body.parser.js';
-import { CallbackService } from '../callback.service.js';
-import { DeliveryAuditRepository } from '../delivery-audit.repository.js';
-import { DeliveryOutcome } from '../callback.types.js';
+import type { Actor } from '../auth/actor.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { dataExceptionRefusal } from '../database/pg-errors.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { TransactionRunner, Tx } from '../database/transaction.js';
+import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
+import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
+import { parseBatch } from '../settlement/batch-parser.js';
+import { CallbackService } from '../callbacks/callback.service.js';
+import { DeliveryAuditRepository } from '../deliveries/delivery-attempt.repository.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
 import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
 

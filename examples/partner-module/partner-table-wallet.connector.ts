@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Injectable, Logger, Module, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../../wallet-connector.js';
+import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
 
 /**
  * The partner's own tables (an example: a real partner points at its wallet's database or API).

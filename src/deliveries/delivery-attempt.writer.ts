@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { TransactionRunner } from '../database/transaction.js';
 import { SettlementMetrics } from '../observability/settlement-metrics.js';
-import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
+import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-attempt.repository.js';
 
 /** Attempts waiting to be written at most; more are dropped and counted. */
 const MAX_BACKLOG = 10_000;

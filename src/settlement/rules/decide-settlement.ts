@@ -1,5 +1,5 @@
-import { OperationType } from '../ledger/ledger.types.js';
-import { fractionDigits, isPositive, sameAmount } from '../common/money.js';
+import { OperationType } from '../../ledger/ledger.types.js';
+import { fractionDigits, isPositive, sameAmount } from '../../common/money.js';
 import {
   CouponSettlementState,
   SettlementDecision,

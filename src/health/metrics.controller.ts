@@ -3,7 +3,7 @@ import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger
 import type { Response } from 'express';
 import { ApiScope } from '../auth/require-scope.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
-import { SettlementMetrics } from './settlement-metrics.js';
+import { SettlementMetrics } from '../observability/settlement-metrics.js';
 import { API_TAGS } from '../common/api-tags.js';
 
 const SAMPLE = `# HELP settlement_callback_deliveries_total Callback deliveries answered, by outcome (CONTRACT §8)

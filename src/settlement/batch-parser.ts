@@ -5,7 +5,7 @@ import { isLosslessNumber } from 'lossless-json';
 import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { formatAmount, parseAmount } from '../common/money.js';
-import type { CallbackRequestState } from './callback-request.js';
+import type { CallbackRequestState } from '../callbacks/callback-request.js';
 import {
   flattenValidationErrors,
   toStorable,

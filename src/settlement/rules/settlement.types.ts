@@ -1,5 +1,5 @@
-import type { Money } from '../common/money.js';
-import { OperationType } from '../ledger/ledger.types.js';
+import type { Money } from '../../common/money.js';
+import { OperationType } from '../../ledger/ledger.types.js';
 
 /** Kinds a coupon status code maps to (CONTRACT §6). */
 export enum StatusKind {

@@ -2,7 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { Request, Response } from 'express';
 import { DeadlineExceededError } from '../database/transaction.js';
 import { dataExceptionRefusal, isTransient } from '../database/pg-errors.js';
-import { DomainException, ErrorCode, HTTP_STATUS_OF } from './domain.exception.js';
+import { DomainException, ErrorCode, HTTP_STATUS_OF } from '../common/domain.exception.js';
 
 const HTTP_CODE: Record<number, ErrorCode> = {
   400: ErrorCode.VALIDATION_FAILED,

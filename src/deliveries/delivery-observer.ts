@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import { Injectable, Logger } from '@nestjs/common';
-import type { DeliveryAttemptRow } from '../callbacks/delivery-audit.repository.js';
-import { DeliveryOutcome } from '../callbacks/callback.types.js';
-import { inRequestContext } from './log-context.js';
-import { SettlementMetrics } from './settlement-metrics.js';
+import type { DeliveryAttemptRow } from './delivery-attempt.repository.js';
+import { DeliveryOutcome } from './delivery.types.js';
+import { inRequestContext } from '../observability/log-context.js';
+import { SettlementMetrics } from '../observability/settlement-metrics.js';
 
 /**
  * The one place that learns the outcome of every callback delivery once it is decided (after

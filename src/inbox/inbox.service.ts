@@ -1,14 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import type { CallbackRequestState } from '../callback-request.js';
-import { toStorable, toStorableText } from '../../common/validation.js';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
-import { dataExceptionRefusal, sqlStateOf } from '../../database/pg-errors.js';
-import { TransactionRunner, Tx } from '../../database/transaction.js';
-import { RecentMap } from '../../common/recent-set.js';
-import type { ParsedBatch } from '../parsed-batch.js';
-import type { InboxStatus } from '../callback.types.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import type { CallbackRequestState } from '../callbacks/callback-request.js';
+import { toStorable, toStorableText } from '../common/validation.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { dataExceptionRefusal, sqlStateOf } from '../database/pg-errors.js';
+import { TransactionRunner, Tx } from '../database/transaction.js';
+import { RecentMap } from '../common/recent-set.js';
+import type { ParsedBatch } from '../settlement/parsed-batch.js';
+import type { InboxStatus } from '../deliveries/delivery.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
 
 /** What the callback answers for a batch committed to the inbox (CONTRACT §5). */

@@ -1,5 +1,5 @@
 import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
-import { DeliveryOutcome } from '../callback.types.js';
+import { DeliveryOutcome } from '../delivery.types.js';
 
 /**
  * One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. `actor`: the

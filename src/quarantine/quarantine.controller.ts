@@ -1,8 +1,8 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { Actor, RequireScope } from '../../auth/require-scope.decorator.js';
-import { DomainException, ErrorCode } from '../../common/domain.exception.js';
-import { apiError, apiErrors } from '../../common/error-response.dto.js';
+import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { apiError, apiErrors } from '../common/error-response.dto.js';
 import {
   QuarantineEntryDetailView,
   QuarantineListQueryDto,
@@ -11,7 +11,7 @@ import {
 } from './dto/quarantine.dto.js';
 import { DEFAULT_PAGE_SIZE, QuarantineService } from './quarantine.service.js';
 import type { QuarantinePage, ReplayResult } from './quarantine.service.js';
-import { API_TAGS } from '../../common/api-tags.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** A quarantine id path parameter: digits only, else 404 (never a database error). */
 function entryId(id: string): string {

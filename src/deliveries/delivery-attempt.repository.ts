@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Tx } from '../database/transaction.js';
-import { DeliveryOutcome } from './callback.types.js';
+import { DeliveryOutcome } from './delivery.types.js';
 
 /** One delivery attempt to record (CONTRACT §8); `durationMs` in milliseconds. */
 export interface DeliveryAttemptRow {

@@ -8,7 +8,7 @@ import {
   PrimaryGeneratedColumn,
 } from 'typeorm';
 import type { Relation } from 'typeorm';
-import { InboxEntryEntity } from './inbox-entry.entity.js';
+import { InboxEntryEntity } from '../../inbox/entities/inbox-entry.entity.js';
 
 /**
  * A signed body rejected with 400 or 409, kept verbatim with the reason for a later replay (CONTRACT

@@ -1,11 +1,11 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import { RequireScope } from '../../auth/require-scope.decorator.js';
-import { ErrorResponseDto } from '../../common/error-response.dto.js';
+import { RequireScope } from '../auth/require-scope.decorator.js';
+import { ErrorResponseDto } from '../common/error-response.dto.js';
 import { InboxListQueryDto, InboxPageDto } from './dto/inbox.dto.js';
 import { InboxService } from './inbox.service.js';
 import type { InboxPage } from './inbox.service.js';
-import { API_TAGS } from '../../common/api-tags.js';
+import { API_TAGS } from '../common/api-tags.js';
 
 /** The inbox of `CALLBACK_MODE=inbox` for operators (partner API, bearer key): what waits, what failed. */
 @ApiTags(API_TAGS.inbox.name)

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { Tx } from '../../database/transaction.js';
+import { Tx } from '../database/transaction.js';
 
 /** Bytes of the body shown in the quarantine list (`bodyPreview`). */
 export const BODY_PREVIEW_BYTES = 256;

@@ -2,8 +2,8 @@ import { stringifyExactJson } from '../common/exact-json.js';
 import type { BatchWrites, LockedCoupon } from '../coupons/coupon.repository.js';
 import type { Posting } from '../ledger/ledger.types.js';
 import { settlementPostings } from '../ledger/postings.js';
-import { decideSettlement, sameSettlementState } from '../settlement/decide-settlement.js';
-import { SnapshotSource, StatusKind, TransitionName } from '../settlement/settlement.types.js';
+import { decideSettlement, sameSettlementState } from './rules/decide-settlement.js';
+import { SnapshotSource, StatusKind, TransitionName } from './rules/settlement.types.js';
 import type { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
 
 /** A coupon of a batch with its 1-based `position` in the body's `coupons` array. */
