@@ -8,8 +8,9 @@ import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { LedgerRepository } from '../ledger/ledger.repository.js';
 import { LedgerService } from '../ledger/ledger.service.js';
-import { settlementPostings, stakePosting } from '../ledger/postings.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { stakePosting } from '../ledger/postings.js';
+import { settlementPostings } from '../settlement/rules/settlement-postings.js';
+import { CouponMetrics } from './coupon-metrics.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { admitDeferredOperations } from '../settlement/rules/decide-settlement.js';
@@ -33,7 +34,7 @@ export class CouponsService implements OnModuleInit {
     private readonly coupons: CouponRepository,
     private readonly ledger: LedgerService,
     private readonly ledgerRows: LedgerRepository,
-    private readonly metrics: SettlementMetrics,
+    private readonly metrics: CouponMetrics,
     private readonly actions: OperatorActionLog,
   ) {}
 

@@ -1,7 +1,7 @@
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { TransactionRunner } from '../database/transaction.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
-import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-attempt.repository.js';
+import { DeliveryMetrics } from './delivery-metrics.js';
+import { DeliveryAttemptRepository, DeliveryAttemptRow } from './delivery-attempt.repository.js';
 
 /** Attempts waiting to be written at most; more are dropped and counted. */
 const MAX_BACKLOG = 10_000;
@@ -29,8 +29,8 @@ export class DeliveryAttemptWriter implements BeforeApplicationShutdown {
 
   constructor(
     private readonly transactions: TransactionRunner,
-    private readonly audit: DeliveryAuditRepository,
-    private readonly metrics: SettlementMetrics,
+    private readonly attempts: DeliveryAttemptRepository,
+    private readonly metrics: DeliveryMetrics,
   ) {}
 
   /** Queues `attempt` to be written; drops and counts it when the backlog is full. */
@@ -66,7 +66,7 @@ export class DeliveryAttemptWriter implements BeforeApplicationShutdown {
     while (this.backlog.length && !this.stopped) {
       const chunk = this.backlog.slice(0, CHUNK);
       try {
-        await this.transactions.run((tx) => this.audit.insertAttempts(tx, chunk), {
+        await this.transactions.run((tx) => this.attempts.insertMany(tx, chunk), {
           deadline: Date.now() + WRITE_BUDGET_MS,
           retries: 0,
         });

@@ -3,12 +3,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import type { DeliveryAttemptRow } from './delivery-attempt.repository.js';
 import { DeliveryOutcome } from './delivery.types.js';
 import { inRequestContext } from '../observability/log-context.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { DeliveryMetrics } from './delivery-metrics.js';
 
 /**
  * The one place that learns the outcome of every callback delivery once it is decided (after
  * COMMIT for 200s, after the rollback and audit write for failures): counts it in
- * {@link SettlementMetrics} and writes ONE summary log line
+ * {@link DeliveryMetrics} and writes ONE summary log line
  * (`{requestId, batchId, outcome, status, coupons, durationMs}`; warn for 4xx, error for 5xx).
  * Never throws, never touches the database.
  */
@@ -17,7 +17,7 @@ export class DeliveryObserver {
   private readonly logger = new Logger('Delivery');
   private readonly answeredListeners: ((durationMs: number) => void)[] = [];
 
-  constructor(private readonly metrics: SettlementMetrics) {}
+  constructor(private readonly metrics: DeliveryMetrics) {}
 
   /**
    * Calls {@link delivered} once the answer has been written to the client (or the connection

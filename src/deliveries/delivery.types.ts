@@ -9,6 +9,3 @@ export enum DeliveryOutcome {
   UNAUTHORIZED = 'unauthorized',
   FAILED = 'failed',
 }
-
-/** State of an inbox row: waiting to be applied, applied (or found a duplicate), or quarantined. */
-export type InboxStatus = 'pending' | 'done' | 'quarantined';

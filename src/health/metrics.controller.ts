@@ -3,7 +3,7 @@ import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger
 import type { Response } from 'express';
 import { ApiScope } from '../auth/require-scope.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { MetricsRegistry } from '../observability/metrics-registry.js';
 import { API_TAGS } from '../common/api-tags.js';
 
 const SAMPLE = `# HELP settlement_callback_deliveries_total Callback deliveries answered, by outcome (CONTRACT §8)
@@ -19,12 +19,12 @@ settlement_callback_deliveries_total{outcome="failed"} 4
 settlement_coupons_needing_review 0
 `;
 
-/** Prometheus scrape endpoint (see {@link SettlementMetrics} for the series). */
+/** Prometheus scrape endpoint (see {@link MetricsRegistry} for the series). */
 @ApiTags(API_TAGS.healthAndMetrics.name)
 @UseGuards(MetricsAccessGuard)
 @Controller('metrics')
 export class MetricsController {
-  constructor(private readonly metrics: SettlementMetrics) {}
+  constructor(private readonly metrics: MetricsRegistry) {}
 
   @Get()
   @ApiOperation({

@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { DeadlineExceededError } from '../database/transaction.js';
+import { TransientError } from '../common/transient-error.js';
 import { dataExceptionRefusal, isTransient } from '../database/pg-errors.js';
 import { DomainException, ErrorCode, HTTP_STATUS_OF } from '../common/domain.exception.js';
 
@@ -41,7 +42,8 @@ export function classifyException(
   } else {
     const refusal = dataExceptionRefusal(exception, 'a value in the request cannot be stored');
     if (refusal) return { status: 400, domain: refusal };
-    const designed = exception instanceof DeadlineExceededError || isTransient(exception);
+    const designed =
+      exception instanceof DeadlineExceededError || exception instanceof TransientError || isTransient(exception);
     status = designed ? 503 : 500;
     domain = designed ? transient() : new DomainException(ErrorCode.INTERNAL, 'internal error');
   }

@@ -3,8 +3,12 @@ import { LessThan } from 'typeorm';
 import { Statement, Tx } from '../database/transaction.js';
 import { BatchRepository } from '../settlement/batch.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
-import { attemptValues, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
-import type { InboxStatus } from '../deliveries/delivery.types.js';
+import {
+  attemptValues,
+  DeliveryAttemptRepository,
+  DeliveryAttemptRow,
+} from '../deliveries/delivery-attempt.repository.js';
+import type { InboxStatus } from './inbox.types.js';
 import { InboxEntryEntity } from './entities/inbox-entry.entity.js';
 
 /**
@@ -52,7 +56,10 @@ export type InboxOutcome = 'processed' | 'duplicate' | 'conflict' | 'failed';
 /** SQL of `callback_inbox` (inbox mode, CONTRACT §4, §5) and the quarantine of inbox rows (§8). */
 @Injectable()
 export class InboxRepository {
-  constructor(private readonly batches: BatchRepository) {}
+  constructor(
+    private readonly batches: BatchRepository,
+    private readonly attempts: DeliveryAttemptRepository,
+  ) {}
 
   /**
    * Appends a batch unless its id is known (applied, or in the inbox in any state): then a
@@ -96,8 +103,9 @@ export class InboxRepository {
                              THEN 'duplicate'
                              ELSE 'conflict' END AS result
                ), att AS (
-                 INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-                 SELECT $1, $7, $8, result, $9, $10, $3, $11, $2 FROM result WHERE result <> 'conflict'
+                 ${this.attempts.insertFromSql(
+                   `SELECT $1, $7, $8, result, $9, $10, $3, $11, $2, NULL FROM result WHERE result <> 'conflict'`,
+                 )}
                )
                SELECT result, (SELECT id::text FROM ins) AS id FROM result`,
         values: [

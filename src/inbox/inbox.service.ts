@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import type { CallbackRequestState } from '../callbacks/callback-request.js';
+import type { InlineDelivery } from '../settlement/settlement.service.js';
 import { toStorable, toStorableText } from '../common/validation.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -8,7 +8,7 @@ import { dataExceptionRefusal, sqlStateOf } from '../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { RecentMap } from '../common/recent-set.js';
 import type { ParsedBatch } from '../settlement/parsed-batch.js';
-import type { InboxStatus } from '../deliveries/delivery.types.js';
+import type { InboxStatus } from './inbox.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
 
 /** What the callback answers for a batch committed to the inbox (CONTRACT §5). */
@@ -70,7 +70,7 @@ export class InboxService {
    * @throws DomainException BATCH_CONFLICT (409; the filter quarantines the body); transient
    *   database errors and DeadlineExceededError (503); nothing is committed when anything throws.
    */
-  async accept(batch: ParsedBatch, request: CallbackRequestState): Promise<InboxAcceptResult> {
+  async accept(batch: ParsedBatch, request: InlineDelivery): Promise<InboxAcceptResult> {
     const deadline = request.receivedAt + this.config.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {

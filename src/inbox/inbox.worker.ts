@@ -7,7 +7,8 @@ import { TransactionRunner } from '../database/transaction.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { Posting } from '../ledger/ledger.types.js';
 import { parseBatch } from '../settlement/batch-parser.js';
-import { CallbackService } from '../callbacks/callback.service.js';
+import { SnapshotSource } from '../settlement/rules/settlement.types.js';
+import { SettlementService } from '../settlement/settlement.service.js';
 import { ClaimedInboxRow, InboxOutcome, InboxRepository } from './inbox.repository.js';
 import { InboxService } from './inbox.service.js';
 
@@ -38,7 +39,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     private readonly transactions: TransactionRunner,
     private readonly rows: InboxRepository,
     private readonly inbox: InboxService,
-    private readonly callbacks: CallbackService,
+    private readonly settlement: SettlementService,
     private readonly ledger: LedgerService,
     governor: BackgroundGovernor,
   ) {
@@ -55,7 +56,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Claims up to {@link ROWS_PER_TRANSACTION} due inbox rows ({@link InboxRepository.claimDue}:
-   * pairwise disjoint coupons) and applies each through {@link CallbackService.applyClaimed} (the
+   * pairwise disjoint coupons) and applies each through {@link SettlementService.apply} (the
    * batch as this process parsed it when it accepted it, else its bytes read and parsed) under its
    * own savepoint, then posts all their postings in ONE posting statement (players locked once, in
    * id order: no deadlock between workers) and marks them done with COMMIT: never applied twice
@@ -87,7 +88,10 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
                   parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
                 const batch = { ...parsed, inboxId: row.id };
                 const own: Posting[] = [];
-                const claim = await this.callbacks.applyClaimed(tx, batch, null, own);
+                const { claim } = await this.settlement.apply(tx, batch, {
+                  source: SnapshotSource.CALLBACK,
+                  postingsInto: own,
+                });
                 postings.push(...own);
                 return claim === 'claimed' ? 'processed' : 'duplicate';
               });

@@ -4,7 +4,7 @@ import { Statement, Tx } from '../database/transaction.js';
 import { LEDGER_SQLSTATE, ledgerErrorOf } from './ledger.exception.js';
 import { AccountEntity } from './entities/account.entity.js';
 import { FinancialOperationEntity } from './entities/financial-operation.entity.js';
-import { OperationType, Posting } from './ledger.types.js';
+import { OperationType, Posting, signedAmountSql } from './ledger.types.js';
 import { ErrorCode } from '../common/domain.exception.js';
 
 /** The one row the posting statement returns. */
@@ -138,7 +138,7 @@ export class LedgerRepository {
                -- it, the operations before it (in the given order) included.
                SELECT f.account, f.amount, f.delta, f.require_funds,
                       l.balance + sum(f.delta) OVER (PARTITION BY f.account ORDER BY f.ord) AS after
-               FROM (SELECT o.*, CASE WHEN o.type IN ('final_credit', 'deposit') THEN o.amount ELSE -o.amount END AS delta
+               FROM (SELECT o.*, ${signedAmountSql('o.type', 'o.amount')} AS delta
                      FROM oin o
                      WHERE NOT EXISTS (SELECT 1 FROM financial_operations x WHERE x.operation_key = o.key)) f
                JOIN lk l ON l.id = f.account
@@ -167,7 +167,7 @@ export class LedgerRepository {
                ORDER BY ord
                ON CONFLICT (operation_key) DO NOTHING
                RETURNING id, operation_key, type, account_id, currency,
-                 CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
+                 ${signedAmountSql('type', 'amount')} AS delta
              ), mv AS MATERIALIZED (
                SELECT i.id, 0 AS side, i.account_id AS account, i.delta FROM ins i
                UNION ALL

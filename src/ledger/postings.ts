@@ -1,5 +1,4 @@
 import type { Money } from '../common/money.js';
-import type { SettlementOperation } from '../settlement/rules/settlement.types.js';
 import { OperationType, Posting } from './ledger.types.js';
 
 /** Operation key of a coupon's financial operation: `<coupon_code>:<generation>:<type>` (CONTRACT §7). */
@@ -33,22 +32,4 @@ export function stakePosting(couponCode: string, accountId: string, currency: st
     generation: 0,
     requireFunds: true,
   };
-}
-
-/** Postings of the operations a settlement transition decided for a registered coupon (CONTRACT §6, §7). */
-export function settlementPostings(
-  coupon: { couponCode: string; accountId: string; currency: string },
-  batchId: string,
-  operations: SettlementOperation[],
-): Posting[] {
-  return operations.map((op) => ({
-    key: couponOperationKey(coupon.couponCode, op.generation, op.type),
-    type: op.type,
-    accountId: coupon.accountId,
-    currency: coupon.currency,
-    amount: op.amount,
-    couponCode: coupon.couponCode,
-    generation: op.generation,
-    batchId,
-  }));
 }

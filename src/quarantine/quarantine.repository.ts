@@ -1,5 +1,16 @@
 import { Injectable } from '@nestjs/common';
-import { Tx } from '../database/transaction.js';
+import { Statement, Tx } from '../database/transaction.js';
+
+/** A signed body rejected with 400/409, to keep verbatim (CONTRACT §8). */
+export interface QuarantineRow {
+  batchId: string | null;
+  reason: string;
+  details: unknown;
+  httpStatus: number;
+  body: Buffer;
+  contentType: string | null;
+  payloadHash: string;
+}
 
 /** Bytes of the body shown in the quarantine list (`bodyPreview`). */
 export const BODY_PREVIEW_BYTES = 256;
@@ -70,6 +81,24 @@ function toSummary(r: SummaryRow): QuarantineSummary {
 /** SQL of `quarantined_bodies` for the quarantine endpoints (CONTRACT §8). */
 @Injectable()
 export class QuarantineRepository {
+  /** Keeps a refused signed body verbatim (the callback's filter, with its delivery attempt). */
+  insertStatement(q: QuarantineRow): Statement {
+    return {
+      name: 'qb_insert',
+      text: `INSERT INTO quarantined_bodies (batch_id, reason, details, http_status, body, content_type, payload_hash)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      values: [
+        q.batchId,
+        q.reason,
+        q.details === undefined ? null : JSON.stringify(q.details),
+        q.httpStatus,
+        q.body,
+        q.contentType,
+        q.payloadHash,
+      ],
+    };
+  }
+
   /** Newest first: at most `limit` rows with an id below `before` (keyset pagination). */
   async list(tx: Tx, limit: number, before: string | undefined): Promise<QuarantineSummary[]> {
     const { rows } = await tx.query<SummaryRow>(

@@ -8,8 +8,9 @@ import { TransactionRunner, Tx } from '../database/transaction.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { parseBatch } from '../settlement/batch-parser.js';
-import { CallbackService } from '../callbacks/callback.service.js';
-import { DeliveryAuditRepository } from '../deliveries/delivery-attempt.repository.js';
+import { SnapshotSource } from '../settlement/rules/settlement.types.js';
+import { SettlementService } from '../settlement/settlement.service.js';
+import { DeliveryAttemptRepository } from '../deliveries/delivery-attempt.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
 import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
@@ -42,8 +43,8 @@ export class QuarantineService {
     private readonly transactions: TransactionRunner,
     private readonly quarantine: QuarantineRepository,
     private readonly inbox: InboxRepository,
-    private readonly callbacks: CallbackService,
-    private readonly audit: DeliveryAuditRepository,
+    private readonly settlement: SettlementService,
+    private readonly attempts: DeliveryAttemptRepository,
     private readonly actions: OperatorActionLog,
   ) {}
 
@@ -67,7 +68,7 @@ export class QuarantineService {
 
   /**
    * Re-runs the stored bytes through the pipeline (CONTRACT §8) in ONE transaction (parse,
-   * validate, {@link CallbackService.applyClaimed}: safe to repeat), recording the outcome on the
+   * validate, {@link SettlementService.apply}: safe to repeat), recording the outcome on the
    * entry and as the attempt `quarantine-replay:<id>`, with `actor` (the key's name), and as an
    * operator action (docs/api.md#operator-actions) in the same transaction (a refusal after it).
    * Inbox interplay and one-at-a-time replays: docs/api.md#quarantine.
@@ -114,7 +115,10 @@ export class QuarantineService {
                 `the inbox holds ${pending} pending batch(es) of this batch's coupons; replay after they are applied`,
               );
             }
-            const claim = await this.callbacks.applyClaimed(tx, batch, actor.name);
+            const { claim } = await this.settlement.apply(tx, batch, {
+              source: SnapshotSource.CALLBACK,
+              actor: actor.name,
+            });
             outcome = claim === 'claimed' ? 'processed' : 'duplicate';
             if (queued?.status === 'quarantined')
               await tx.send({ done: this.inbox.markDoneStatement([{ id: queued.id, outcome }]) });
@@ -194,7 +198,7 @@ export class QuarantineService {
       actor: string;
     },
   ): Promise<void> {
-    return this.audit.insertAttempt(tx, {
+    const attempt = this.attempts.insertStatement({
       batchId: a.batchId,
       requestId: `quarantine-replay:${id}`,
       receivedAt: new Date(a.startedAt),
@@ -206,5 +210,6 @@ export class QuarantineService {
       payloadHash: a.payloadHash,
       actor: a.actor,
     });
+    return tx.send({ attempt }).then(() => undefined);
   }
 }

@@ -9,7 +9,6 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type { Actor } from '../auth/actor.js';
 import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
-import { CallbackService } from '../callbacks/callback.service.js';
 import { parseBatch } from '../settlement/batch-parser.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
 import { ParsedBatch } from '../settlement/parsed-batch.js';
@@ -28,6 +27,7 @@ import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { SnapshotSource, StatusKind, TransitionName } from '../settlement/rules/settlement.types.js';
 import { StatusMap } from '../settlement/rules/status-map.js';
+import { SettlementService } from '../settlement/settlement.service.js';
 import { ResolutionDto, ResolutionView } from './dto/resolution.dto.js';
 import { ReconciliationRepository, ResolutionRow } from './reconciliation.repository.js';
 import { SportApiClient } from './sportapi.client.js';
@@ -109,7 +109,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly sportApi: SportApiClient,
-    private readonly callbacks: CallbackService,
+    private readonly settlement: SettlementService,
     private readonly coupons: CouponRepository,
     private readonly couponsService: CouponsService,
     private readonly repository: ReconciliationRepository,
@@ -333,18 +333,14 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       latest !== undefined && (await this.repository.batchExists(tx, base))
         ? `${base}:${createHash('sha256').update(latest).digest('hex').slice(0, 16)}`
         : base;
-    const { claim, transitions } = await this.callbacks.applySyntheticBatch(
-      tx,
-      this.pollBatch(batchId, read),
-      SnapshotSource.POLL,
+    const applied = await this.settlement.apply(tx, this.pollBatch(batchId, read), {
+      source: SnapshotSource.POLL,
       actor,
-    );
+    });
     await this.repository.markReconciled(tx, couponCode);
-    return {
-      outcome: claim === 'claimed' ? 'applied' : 'unchanged',
-      batchId,
-      transition: transitions.get(couponCode) ?? null,
-    };
+    return applied.claim === 'claimed'
+      ? { outcome: 'applied', batchId, transition: applied.transitions.get(couponCode) ?? null }
+      : { outcome: 'unchanged', batchId, transition: null };
   }
 
   /**
@@ -537,7 +533,7 @@ export class ReconciliationService implements OnApplicationBootstrap, BeforeAppl
       );
     }
     const batch = this.resolutionBatch(couponCode, idempotencyKey, status, realWin, dto);
-    const { claim } = await this.callbacks.applySyntheticBatch(tx, batch, SnapshotSource.RESOLUTION, actor);
+    const { claim } = await this.settlement.apply(tx, batch, { source: SnapshotSource.RESOLUTION, actor });
     const outcome =
       claim === 'claimed' ? await this.repository.outcome(tx, batch.batchId, couponCode) : undefined;
     if (!outcome)

@@ -5,7 +5,6 @@ import { isLosslessNumber } from 'lossless-json';
 import { validationCopy, parseExactJson } from '../common/exact-json.js';
 import { DomainException, ErrorCode, FieldError } from '../common/domain.exception.js';
 import { formatAmount, parseAmount } from '../common/money.js';
-import type { CallbackRequestState } from '../callbacks/callback-request.js';
 import {
   flattenValidationErrors,
   toStorable,
@@ -246,27 +245,6 @@ export function parseBatch(
     // the coupons' own payloads then go as lossless JSON text).
     payloadsAsSent: rawBody[0] !== 0xef && !text.includes('\\u') && !text.includes('__proto__') && !extreme,
   };
-}
-
-/**
- * {@link parseBatch} of a delivery whose signature was verified, noting `batchId`, `couponCount`
- * and `payloadHash` (SHA-256 of the raw body) on the request state for the delivery audit and the
- * quarantine (a best-effort `batchId` when the body is refused). @throws what {@link parseBatch}
- * throws.
- */
-export function parseDelivery(state: CallbackRequestState, maxMinorUnits: number): ParsedBatch {
-  const rawBody = state.rawBody ?? Buffer.alloc(0);
-  try {
-    const batch = parseBatch(rawBody, maxMinorUnits);
-    state.batchId = batch.batchId;
-    state.couponCount = batch.couponCount;
-    state.payloadHash = batch.payloadHash;
-    return batch;
-  } catch (err) {
-    state.batchId = batchIdHint(rawBody);
-    state.payloadHash ??= createHash('sha256').update(rawBody).digest('hex');
-    throw err;
-  }
 }
 
 /** Best-effort `batchId` of a rejected body, for the audit only. */

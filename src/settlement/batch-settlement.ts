@@ -1,7 +1,9 @@
 import { stringifyExactJson } from '../common/exact-json.js';
 import type { BatchWrites, LockedCoupon } from '../coupons/coupon.repository.js';
 import type { Posting } from '../ledger/ledger.types.js';
-import { settlementPostings } from '../ledger/postings.js';
+import { couponOperationKey } from '../ledger/postings.js';
+import type { CouponTransition } from './settlement-hook.js';
+import { settlementPostings } from './rules/settlement-postings.js';
 import { decideSettlement, sameSettlementState } from './rules/decide-settlement.js';
 import { SnapshotSource, StatusKind, TransitionName } from './rules/settlement.types.js';
 import type { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
@@ -38,7 +40,9 @@ export interface BatchSettlement {
  * minor units of its currency (`minorUnitsOf`, §3): the snapshots, changed coupon states and bets
  * to write, and the postings of registered coupons (§7; an unallocated coupon keeps its
  * operations on the snapshot until it is registered), in the order of `ordered`: the batch's
- * coupons as {@link orderedCoupons} gave them to the caller for the lock. Pure.
+ * coupons as {@link orderedCoupons} gave them to the caller for the lock. With `collect`, each
+ * coupon's transition as the settlement hooks see it is added to it (only when hooks are
+ * registered: nothing is built for them otherwise). Pure but for `collect`.
  * @throws Error when a coupon of the batch was not locked.
  */
 export function settleBatch(
@@ -48,6 +52,7 @@ export function settleBatch(
   kindOf: (status: number) => StatusKind,
   source: SnapshotSource,
   minorUnitsOf: (currency: string) => number,
+  collect?: CouponTransition[],
 ): BatchSettlement {
   const writes: BatchWrites = {
     batchId: batch.batchId,
@@ -82,6 +87,27 @@ export function settleBatch(
       eventStatuses: coupon.events.map((e) => e.status),
     });
     const { accountId, currency } = current;
+    if (collect) {
+      collect.push({
+        batchId: batch.batchId,
+        source,
+        couponCode: coupon.couponCode,
+        accountId,
+        currency,
+        status: coupon.status,
+        realWin: coupon.realWin,
+        transition: decision.transition,
+        applied: decision.applied,
+        generation: decision.state.generation,
+        operations: decision.operations.map((op) => ({
+          operationKey: couponOperationKey(coupon.couponCode, op.generation, op.type),
+          type: op.type,
+          generation: op.generation,
+          amount: op.amount,
+        })),
+        posted: accountId !== null && currency !== null,
+      });
+    }
     if (decision.operations.length && accountId !== null && currency !== null) {
       postings.push(
         ...settlementPostings(

@@ -1,15 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Statement } from '../database/transaction.js';
-import { attemptValues, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
 
 /** Result of applying a batch inside a caller's transaction: applied now, or the same body before. */
 export type BatchClaim = 'claimed' | 'duplicate';
-
-/** A committed batch found by the hash of its body. */
-export interface CommittedBatch {
-  batchId: string;
-  couponCount: number;
-}
 
 /**
  * Namespace of the transaction-level advisory lock on a new batch id (`hashtext(batch_id)`) that
@@ -108,52 +101,12 @@ export class BatchRepository {
     };
   }
 
-  /**
-   * For a batch id this transaction could not claim: the stored payload hash (one row, or none),
-   * and, when it equals `attempt.payloadHash`, the `duplicate` delivery attempt `attempt`.
-   */
-  redeliveryStatement(attempt: DeliveryAttemptRow): Statement<{ payload_hash: string }> {
+  /** The payload hash stored with a committed batch id (one row), or no row. */
+  payloadHashStatement(batchId: string): Statement<{ payload_hash: string }> {
     return {
-      name: 'cb_redelivery',
-      text: `WITH h AS (SELECT payload_hash FROM callback_batches WHERE batch_id = $1),
-             a AS (
-               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-               SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 FROM h WHERE h.payload_hash = $9::char(64)
-             )
-             SELECT payload_hash::text AS payload_hash FROM h`,
-      values: attemptValues(attempt),
-    };
-  }
-
-  /**
-   * A byte-identical redelivery of a committed batch, recognised before its body is parsed
-   * (CONTRACT §4 step 4): the batch whose payload hash is `attempt.payloadHash`, if any, and in the
-   * same statement (one transaction of its own) its `duplicate` delivery attempt (§8), taking the
-   * batch id and coupon count from the stored batch. Returns no row when no such batch is
-   * committed (a concurrent first delivery still in flight is not seen: that delivery goes the
-   * normal way and waits on the batch id).
-   */
-  committedDuplicateStatement(
-    attempt: Omit<DeliveryAttemptRow, 'batchId' | 'couponCount'>,
-  ): Statement<CommittedBatch> {
-    return {
-      name: 'cb_committed_duplicate',
-      text: `WITH h AS (
-               SELECT batch_id, coupon_count FROM callback_batches WHERE payload_hash = $7::char(64) LIMIT 1
-             ), a AS (
-               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-               SELECT h.batch_id, $1, $2, $3, $4, $5, h.coupon_count, $6, $7 FROM h
-             )
-             SELECT batch_id AS "batchId", coupon_count AS "couponCount" FROM h`,
-      values: [
-        attempt.requestId,
-        attempt.receivedAt,
-        attempt.outcome,
-        attempt.httpStatus,
-        attempt.errorCode,
-        attempt.durationMs,
-        attempt.payloadHash,
-      ],
+      name: 'cb_payload_hash',
+      text: `SELECT payload_hash::text AS payload_hash FROM callback_batches WHERE batch_id = $1`,
+      values: [batchId],
     };
   }
 }

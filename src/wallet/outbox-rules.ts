@@ -1,4 +1,4 @@
-import { CREDIT_TYPES, OperationType } from '../ledger/ledger.types.js';
+import { directionOf, OperationType } from '../ledger/ledger.types.js';
 import { couponOperationKey } from '../ledger/postings.js';
 import type { WalletDelivery, WalletTransaction } from './wallet-connector.js';
 import type { ParkReason } from './wallet.types.js';
@@ -33,7 +33,7 @@ export function walletTransactionOf(
       : null;
   return {
     transactionId: op.operationKey,
-    direction: CREDIT_TYPES.includes(op.type) ? 'credit' : 'debit',
+    direction: directionOf(op.type),
     type: op.type,
     accountId: op.accountId,
     amount: format(op.amount, op.currency),

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { MetricsRegistry } from '../observability/metrics-registry.js';
 import type { OutboxCounts } from './outbox.repository.js';
 import type { AttemptOutcome } from './wallet.types.js';
 
@@ -23,7 +23,7 @@ const OUTCOMES: AttemptOutcome[] = ['delivered', 'retry', 'refused', 'conflict',
 export class WalletMetrics {
   private readonly deliveries: Counter<'outcome'>;
 
-  constructor(private readonly metrics: SettlementMetrics) {
+  constructor(private readonly metrics: MetricsRegistry) {
     this.deliveries = new Counter({
       name: WALLET_METRIC.deliveries,
       help: 'Delivery attempts of outbox rows to the wallet, by outcome',

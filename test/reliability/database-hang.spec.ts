@@ -1,7 +1,7 @@
 import pg from 'pg';
 import request from 'supertest';
 import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
-import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
+import { MetricsRegistry } from '../../src/observability/metrics-registry.js';
 import { ReconciliationService } from '../../src/reconciliation/reconciliation.service.js';
 import { createTestDatabase, testServer } from '../support/database.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
@@ -365,7 +365,7 @@ describe('failed deliveries while the database hangs (CONTRACT §5, §8)', () =>
     Number(
       (
         await t.app
-          .get(SettlementMetrics)
+          .get(MetricsRegistry)
           .registry.getSingleMetric('settlement_delivery_attempts_unrecorded_total')
           ?.get()
       )?.values[0]?.value ?? 0,

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
 import { BACKGROUND_METRIC } from '../../src/background/background-governor.js';
-import { METRIC } from '../../src/observability/settlement-metrics.js';
+import { COUPON_METRIC } from '../../src/coupons/coupon-metrics.js';
+import { DELIVERY_METRIC } from '../../src/deliveries/delivery-metrics.js';
+import { LEDGER_METRIC } from '../../src/ledger/ledger-metrics.js';
 import { WALLET_METRIC } from '../../src/wallet/wallet-metrics.js';
 
 // ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
@@ -24,9 +26,15 @@ const rules = file.groups.flatMap((g) => g.rules);
 
 /** Series names a scrape contains: histograms add _bucket, _sum and _count. */
 const EXPORTED = new Set(
-  [...Object.values(METRIC), ...Object.values(WALLET_METRIC), ...Object.values(BACKGROUND_METRIC)].flatMap(
+  [
+    ...Object.values(DELIVERY_METRIC),
+    ...Object.values(LEDGER_METRIC),
+    ...Object.values(COUPON_METRIC),
+    ...Object.values(WALLET_METRIC),
+    ...Object.values(BACKGROUND_METRIC),
+  ].flatMap(
     (name) =>
-      name === METRIC.duration || name === METRIC.batchCoupons
+      name === DELIVERY_METRIC.duration || name === DELIVERY_METRIC.batchCoupons
         ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
         : [name],
   ),

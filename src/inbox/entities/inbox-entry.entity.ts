@@ -1,5 +1,5 @@
 import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
-import type { InboxStatus } from '../../deliveries/delivery.types.js';
+import type { InboxStatus } from '../inbox.types.js';
 
 /**
  * A batch accepted in inbox mode (`CALLBACK_MODE=inbox`): verified, validated and committed with
