@@ -6,7 +6,7 @@ import { request } from 'undici';
 import { loadCurrencyTable } from '../config/configuration.js';
 import { withCliDatabase } from '../database/cli-database.js';
 import { directionOf, OperationType } from '../ledger/ledger.types.js';
-import type { OutboxStatus } from './wallet.types.js';
+import type { OutboxStatus } from '../outbox/outbox.types.js';
 
 /**
  * A transaction in the wallet's reconciliation export (`GET {WALLET_URL}/transactions`,

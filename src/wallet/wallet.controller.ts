@@ -12,7 +12,7 @@ import {
   WalletStatusView,
 } from './dto/wallet.dto.js';
 import { WalletException } from './wallet.exception.js';
-import { DEFAULT_PAGE_SIZE, WalletService } from './wallet.service.js';
+import { DEFAULT_PAGE_SIZE, WalletService } from '../outbox/outbox.service.js';
 import { API_TAGS } from '../common/api-tags.js';
 
 /** An outbox id path parameter: digits only, else 404 (never a database error). */

@@ -1,12 +1,12 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import type { AppConfig } from '../config/configuration.js';
 import { CouponsModule } from '../coupons/coupons.module.js';
-import { OutboxRepository } from './outbox.repository.js';
-import { OutboxWorker } from './outbox.worker.js';
+import { OutboxRepository } from '../outbox/outbox.repository.js';
+import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { WALLET_CONNECTORS } from './wallet-connectors.js';
 import { WalletController } from './wallet.controller.js';
-import { WalletMetrics } from './wallet-metrics.js';
-import { WalletService } from './wallet.service.js';
+import { WalletMetrics } from '../outbox/outbox-metrics.js';
+import { WalletService } from '../outbox/outbox.service.js';
 
 /**
  * Settlement beyond the ledger (docs/wallet.md): the outbox's operator endpoints and gauges

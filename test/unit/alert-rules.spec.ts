@@ -5,7 +5,7 @@ import { BACKGROUND_METRIC } from '../../src/background/background-governor.js';
 import { COUPON_METRIC } from '../../src/coupons/coupon-metrics.js';
 import { DELIVERY_METRIC } from '../../src/deliveries/delivery-metrics.js';
 import { LEDGER_METRIC } from '../../src/ledger/ledger-metrics.js';
-import { WALLET_METRIC } from '../../src/wallet/wallet-metrics.js';
+import { WALLET_METRIC } from '../../src/outbox/outbox-metrics.js';
 
 // ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
 // receiver exports (a renamed metric must not silently disable an alert).

@@ -7,8 +7,8 @@ import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
-import { WalletConnector, WalletDelivery, WalletTransaction } from './wallet-connector.js';
-import { WalletMetrics } from './wallet-metrics.js';
+import { WalletConnector, WalletDelivery, WalletTransaction } from '../wallet/wallet-connector.js';
+import { WalletMetrics } from './outbox-metrics.js';
 
 /** Milliseconds given to each short transaction of a claim (claim, bodies, record). */
 const TRANSACTION_DEADLINE_MS = 5000;

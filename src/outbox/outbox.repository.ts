@@ -3,11 +3,11 @@ import { FindOptionsWhere, LessThan } from 'typeorm';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { Statement, StatementGroup, Tx } from '../database/transaction.js';
 import { OperationType } from '../ledger/ledger.types.js';
-import { WalletDeliveryAttemptEntity } from './entities/wallet-delivery-attempt.entity.js';
-import { WalletOutboxEntryEntity } from './entities/wallet-outbox-entry.entity.js';
-import { WalletOutboxStateEntity } from './entities/wallet-outbox-state.entity.js';
+import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
+import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
+import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.entity.js';
 import type { OutboxOperation, OutboxStep } from './outbox-rules.js';
-import { AttemptOutcome, OutboxStatus, WALLET_REFUSED_REVIEW_REASON } from './wallet.types.js';
+import { AttemptOutcome, OutboxStatus, WALLET_REFUSED_REVIEW_REASON } from './outbox.types.js';
 
 /** An outbox row claimed for one delivery attempt, with its ledger operation. */
 export interface ClaimedOutboxRow extends OutboxOperation {

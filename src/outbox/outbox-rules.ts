@@ -1,7 +1,7 @@
 import { directionOf, OperationType } from '../ledger/ledger.types.js';
 import { couponOperationKey } from '../ledger/postings.js';
-import type { WalletDelivery, WalletTransaction } from './wallet-connector.js';
-import type { ParkReason } from './wallet.types.js';
+import type { WalletDelivery, WalletTransaction } from '../wallet/wallet-connector.js';
+import type { ParkReason } from './outbox.types.js';
 
 /** The ledger operation behind an outbox row, as the claim reads it. */
 export interface OutboxOperation {

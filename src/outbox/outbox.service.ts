@@ -11,13 +11,13 @@ import type {
   OutboxEntryView,
   OutboxPageView,
   WalletStatusView,
-} from './dto/wallet.dto.js';
-import { WalletOutboxEntryEntity } from './entities/wallet-outbox-entry.entity.js';
+} from '../wallet/dto/wallet.dto.js';
+import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
 import { OutboxRepository } from './outbox.repository.js';
 import { OutboxWorker } from './outbox.worker.js';
-import { WalletException } from './wallet.exception.js';
-import { WalletMetrics } from './wallet-metrics.js';
-import type { OutboxStatus } from './wallet.types.js';
+import { WalletException } from '../wallet/wallet.exception.js';
+import { WalletMetrics } from './outbox-metrics.js';
+import type { OutboxStatus } from './outbox.types.js';
 
 /** Page size of the outbox list when none is asked for. */
 export const DEFAULT_PAGE_SIZE = 20;

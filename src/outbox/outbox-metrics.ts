@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Counter } from 'prom-client';
 import { MetricsRegistry } from '../observability/metrics-registry.js';
 import type { OutboxCounts } from './outbox.repository.js';
-import type { AttemptOutcome } from './wallet.types.js';
+import type { AttemptOutcome } from './outbox.types.js';
 
 /** Metric names of the wallet outbox, as `ops/alerts.yml` uses them. */
 export const WALLET_METRIC = {
