@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import type { WalletStats } from '../sim/wallet.js';
-import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/config/configuration.js';
+import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/wallet/wallet.config.js';
 import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
 import { Delivery, LoadGenerator, LoadProfile, PoolSpec, poolCoupons, poolPlayers } from './load.js';
 import {

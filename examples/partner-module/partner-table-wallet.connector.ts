@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
-import { Injectable, Logger, Module, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
+import { WalletConnector } from '../../src/extensions.js';
+import type { WalletDelivery, WalletDeliveryRequest } from '../../src/extensions.js';
 
 /**
  * The partner's own tables (an example: a real partner points at its wallet's database or API).
@@ -27,8 +28,8 @@ const SCHEMA = `
   );`;
 
 /**
- * An example wallet connector (`WALLET_CONNECTOR=partner-table`; docs/wallet.md, "Writing a
- * connector module"): instead of an HTTP call, it applies each transaction to tables of the
+ * An example wallet connector (`WALLET_CONNECTOR=partner-table` with {@link PartnerModule} given
+ * to `AppModule.forRoot`; docs/extending.md): instead of an HTTP call, it applies each transaction to tables of the
  * partner's own schema `partner_wallet` in one transaction of its own: a transaction id is applied
  * once (the same body again is `delivered`, another body `conflict`), a debit above the balance is
  * `refused`, a database error `retry`. It runs on the receiver's database here; a partner's module
@@ -92,10 +93,3 @@ export class PartnerTableWalletConnector extends WalletConnector implements OnMo
 
 /** A definite refusal, thrown to roll the partner's transaction back. */
 class RefusedError extends Error {}
-
-/** Provides {@link PartnerTableWalletConnector} as the {@link WalletConnector}. */
-@Module({
-  providers: [{ provide: WalletConnector, useClass: PartnerTableWalletConnector }],
-  exports: [WalletConnector],
-})
-export class PartnerTableWalletModule {}

@@ -14,6 +14,9 @@ import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolu
 import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
 import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
 import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.entity.js';
+import { EventDeliveryAttemptEntity } from '../events/entities/event-delivery-attempt.entity.js';
+import { EventOutboxEntryEntity } from '../events/entities/event-outbox-entry.entity.js';
+import { EventOutboxStateEntity } from '../events/entities/event-outbox-state.entity.js';
 import { OperatorActionEntity } from '../operator-actions/entities/operator-action.entity.js';
 import { DeliveryMinuteEntity } from '../console/entities/delivery-minute.entity.js';
 import { BulkActionEntity } from '../bulk-actions/entities/bulk-action.entity.js';
@@ -42,6 +45,9 @@ export const ENTITIES = [
   WalletOutboxEntryEntity,
   WalletDeliveryAttemptEntity,
   WalletOutboxStateEntity,
+  EventOutboxEntryEntity,
+  EventDeliveryAttemptEntity,
+  EventOutboxStateEntity,
   OperatorActionEntity,
   DeliveryMinuteEntity,
   BulkActionEntity,

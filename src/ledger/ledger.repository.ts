@@ -102,15 +102,16 @@ export class LedgerRepository {
    * The whole posting (CONTRACT §7) in one statement: locks the players (ascending id); checks
    * accounts, currencies and `requireFunds` (in the given order); takes one free house sub-account
    * per currency among `houseIds` (`SKIP LOCKED`; waits only when all are held); inserts the new
-   * operations, two entries each, the balance deltas and a `wallet_outbox` row for each of
-   * `outboxTypes` (docs/wallet.md). An existing key must name the same operation. A failed check
-   * raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
+   * operations, two entries each, the balance deltas, and the rows `writers` add for the new
+   * operations (the outboxes' CTE bodies, reading `ins`: docs/wallet.md). An existing key must name
+   * the same operation. A failed check raises its {@link LEDGER_SQLSTATE}, mapped to a
+   * LedgerException.
    */
   postingStatement(
     postings: Posting[],
     houseIds: string[],
     playerIds: string[],
-    outboxTypes: readonly string[],
+    writers: readonly string[],
   ): Statement<PostingRow> {
     const code = LEDGER_SQLSTATE;
     // One of the house sub-accounts $10 of currency c.currency, at random: a free one, or with
@@ -179,11 +180,9 @@ export class LedgerRepository {
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
-             ), outbox AS (
-               -- The wallet's copy of the new operations of the pushed types (docs/wallet.md).
-               INSERT INTO wallet_outbox (operation_id, operation_key, account_id)
-               SELECT id, operation_key, account_id FROM ins WHERE type = ANY($12::text[]) ORDER BY id
-             )
+             )${writers.map((sql, i) => `, posted_${i} AS (
+               ${sql}
+             )`).join('')}
              SELECT (SELECT json_object_agg(operation_key, id::text) FROM ins) AS inserted,
                (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
                (SELECT json_object_agg(l.id, (l.balance + coalesce(d.delta, 0))::text)
@@ -209,7 +208,6 @@ export class LedgerRepository {
         postings.map((p) => p.requireFunds === true),
         houseIds,
         playerIds,
-        outboxTypes,
       ],
       mapError: ledgerErrorOf,
     };

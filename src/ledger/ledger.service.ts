@@ -8,6 +8,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { LedgerMetrics } from './ledger-metrics.js';
+import { PostedOperationWriters } from './posted-operation-writers.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { Cursor, CURSOR_PART, Page, pageSize, toPage } from '../common/pagination.js';
@@ -55,6 +56,7 @@ export class LedgerService {
     private readonly transactions: TransactionRunner,
     private readonly metrics: LedgerMetrics,
     private readonly actions: OperatorActionLog,
+    private readonly writers: PostedOperationWriters,
   ) {}
 
   /**
@@ -73,7 +75,7 @@ export class LedgerService {
         postings,
         all.map((h) => h.id),
         [...new Set(postings.map((p) => p.accountId))],
-        this.config.wallet.operationTypes,
+        this.writers.sql('ins'),
       ),
       onResult: ({ rows }) => {
         const types = rows[0]?.types ?? [];

@@ -33,3 +33,17 @@ export function stakePosting(couponCode: string, accountId: string, currency: st
     requireFunds: true,
   };
 }
+
+/**
+ * The key of the operation a `recalculation_debit` of generation g reverses: generation g-1's
+ * `final_credit` (CONTRACT §7, §9); null for any other operation.
+ */
+export function reversedOperationKey(op: {
+  type: OperationType;
+  couponCode: string | null;
+  generation: number | null;
+}): string | null {
+  return op.type === OperationType.RECALCULATION_DEBIT && op.couponCode !== null && op.generation !== null
+    ? couponOperationKey(op.couponCode, op.generation - 1, OperationType.FINAL_CREDIT)
+    : null;
+}

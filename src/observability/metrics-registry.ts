@@ -55,7 +55,7 @@ export class MetricsRegistry {
   }
 
   /** `source()` within {@link GAUGE_QUERY_TIMEOUT_MS}; undefined (and a warning) when it fails or is late. */
-  private async readWithin<T>(label: string, source: () => Promise<T>): Promise<T | undefined> {
+  async readWithin<T>(label: string, source: () => Promise<T>): Promise<T | undefined> {
     let timer: NodeJS.Timeout | undefined;
     try {
       const query = source();

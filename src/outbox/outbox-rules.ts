@@ -1,52 +1,6 @@
-import { directionOf, OperationType } from '../ledger/ledger.types.js';
-import { couponOperationKey } from '../ledger/postings.js';
-import type { WalletDelivery, WalletTransaction } from '../wallet/wallet-connector.js';
-import type { ParkReason } from './outbox.types.js';
+import type { OutboxDelivery, ParkReason } from './outbox.types.js';
 
-/** The ledger operation behind an outbox row, as the claim reads it. */
-export interface OutboxOperation {
-  operationKey: string;
-  type: OperationType;
-  accountId: string;
-  /** Decimal string as stored (`numeric(26,8)`). */
-  amount: string;
-  currency: string;
-  couponCode: string | null;
-  generation: number | null;
-  batchId: string | null;
-  createdAt: Date;
-}
-
-/**
- * The wallet transaction of an operation (docs/wallet-http-contract.md): its key as the
- * transaction id, the direction its type gives, the amount at the currency's precision (`format`),
- * and for a `recalculation_debit` of generation g the key of generation g-1's `final_credit` it
- * reverses (CONTRACT §7, §9). A pure function of the operation: every attempt builds the same.
- */
-export function walletTransactionOf(
-  op: OutboxOperation,
-  format: (amount: string, currency: string) => string,
-): WalletTransaction {
-  const reverses =
-    op.type === OperationType.RECALCULATION_DEBIT && op.couponCode !== null && op.generation !== null
-      ? couponOperationKey(op.couponCode, op.generation - 1, OperationType.FINAL_CREDIT)
-      : null;
-  return {
-    transactionId: op.operationKey,
-    direction: directionOf(op.type),
-    type: op.type,
-    accountId: op.accountId,
-    amount: format(op.amount, op.currency),
-    currency: op.currency,
-    couponCode: op.couponCode,
-    generation: op.generation,
-    batchId: op.batchId,
-    reversesTransactionId: reverses,
-    createdAt: op.createdAt.toISOString(),
-  };
-}
-
-/** The retry policy of the outbox (`WALLET_RETRY_*`), in milliseconds. */
+/** The retry policy of an outbox destination (`WALLET_RETRY_*`, `EVENT_RETRY_*`), in milliseconds. */
 export interface RetryPolicy {
   retryForMs: number;
   retryBaseMs: number;
@@ -72,9 +26,10 @@ export type OutboxStep =
  * instead. `refused` and `conflict` park it at once; `unauthorized` pauses delivery.
  */
 export function nextStep(
-  delivery: WalletDelivery,
+  delivery: OutboxDelivery,
   attempt: { attempt: number; retryFrom: Date; now: Date },
   policy: RetryPolicy,
+  destination = 'wallet',
 ): OutboxStep {
   switch (delivery.outcome) {
     case 'delivered':
@@ -84,7 +39,7 @@ export function nextStep(
     case 'conflict':
       return { kind: 'park', reason: 'conflict' };
     case 'unauthorized':
-      return { kind: 'pause', reason: `wallet answered ${delivery.status ?? '?'}: ${delivery.reason}` };
+      return { kind: 'pause', reason: `${destination} answered ${delivery.status ?? '?'}: ${delivery.reason}` };
     case 'retry': {
       if (attempt.now.getTime() - attempt.retryFrom.getTime() >= policy.retryForMs)
         return { kind: 'park', reason: 'retry_budget_exhausted' };
@@ -118,7 +73,7 @@ const OUTCOMES: readonly string[] = ['delivered', 'retry', 'refused', 'conflict'
  * the partner's code (docs/wallet.md, "Writing a connector module"): a wrong answer must not
  * leave a row that can never be recorded.
  */
-export function checkedDelivery(value: unknown, connector: string): WalletDelivery {
+export function checkedDelivery(value: unknown, connector: string): OutboxDelivery {
   const d = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const text = (v: unknown) => (typeof v === 'string' ? excerpt(v) : undefined);
   const status = Number.isInteger(d.status) && (d.status as number) >= 100 && (d.status as number) <= 599;

@@ -1,46 +1,61 @@
-import { Inject, Injectable, OnModuleInit, Optional } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { ErrorCode } from '../common/domain.exception.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import type { CurrencyTable } from '../common/currency.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
-import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import type {
-  OutboxEntryDetailView,
-  OutboxEntryView,
-  OutboxPageView,
-  WalletStatusView,
-} from '../wallet/dto/wallet.dto.js';
-import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
-import { OutboxRepository } from './outbox.repository.js';
-import { OutboxWorker } from './outbox.worker.js';
-import { WalletException } from '../wallet/wallet.exception.js';
-import { WalletMetrics } from './outbox-metrics.js';
+  ActionSpec,
+  OperatorActionKind,
+  TargetKind,
+} from '../operator-actions/operator-actions.types.js';
+import type { OutboxEntryDetailView, OutboxEntryView, OutboxPageView } from './dto/outbox.dto.js';
+import { OutboxException } from './outbox.exception.js';
+import type { OutboxMetrics } from './outbox-metrics.js';
+import { OutboxRepository, OutboxRowView } from './outbox.repository.js';
 import type { OutboxStatus } from './outbox.types.js';
 
-/** Page size of the outbox list when none is asked for. */
+/** Page size of an outbox list when none is asked for. */
 export const DEFAULT_PAGE_SIZE = 20;
 
-/**
- * The wallet outbox for operators (docs/wallet.md): list and inspect rows, release a parked row
- * (`retry`), mark one settled by hand (`skip`), pause and resume all delivery. Each action is one
- * transaction that locks the row and records the key's name, and its operator action
- * (docs/api.md#operator-actions; a refusal after the rollback). Also feeds the outbox gauges.
- */
-@Injectable()
-export class WalletService implements OnModuleInit {
-  constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly transactions: TransactionRunner,
-    private readonly outbox: OutboxRepository,
-    private readonly metrics: WalletMetrics,
-    private readonly actions: OperatorActionLog,
-    @Optional() private readonly worker?: OutboxWorker,
-  ) {}
+/** How a destination's operator actions are recorded (docs/api.md#operator-actions). */
+export interface OutboxActionKinds {
+  /** Target kind of a row's retry and skip: `outbox` (the wallet's), `event_outbox`. */
+  row: TargetKind;
+  pause: OperatorActionKind;
+  resume: OperatorActionKind;
+  /** Target of a pause: `wallet` (no id), or `publisher` with the publisher's name. */
+  pauseTarget: { kind: TargetKind; id: string | null };
+}
 
-  onModuleInit(): void {
-    this.metrics.countOutboxWith(() =>
+/** Whether delivery runs, and the backlog. */
+export interface OutboxStatusView {
+  paused: boolean;
+  reason: string | null;
+  changedAt: Date;
+  changedBy: string | null;
+  pending: number;
+  parked: number;
+  oldestPendingAgeSeconds: number;
+}
+
+/**
+ * One outbox destination for operators (docs/wallet.md, "Operators"; docs/events.md): list and
+ * inspect rows, release a parked row (`retry`), mark one settled by hand (`skip`), pause and
+ * resume all its delivery. Each action is one transaction that locks the row and records the
+ * key's name, and its operator action (a refusal after the rollback). Also feeds its gauges.
+ */
+export class OutboxService {
+  constructor(
+    readonly outbox: OutboxRepository,
+    private readonly transactions: TransactionRunner,
+    private readonly actions: OperatorActionLog,
+    private readonly currencies: CurrencyTable,
+    private readonly kinds: OutboxActionKinds,
+    metrics: OutboxMetrics,
+    /** Ends the sleep of the destination's idle workers (after a release or a resume), if any run here. */
+    private readonly wake: () => void = () => undefined,
+  ) {
+    metrics.countWith(outbox.destination.name, () =>
       this.transactions.run((tx) => this.outbox.counts(tx), { deadline: Date.now() + 1000, retries: 0 }),
     );
   }
@@ -56,24 +71,24 @@ export class WalletService implements OnModuleInit {
     return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
   }
 
-  /** One row with its attempts. @throws WalletException NOT_FOUND. */
+  /** One row with its attempts. @throws OutboxException NOT_FOUND. */
   async get(id: string): Promise<OutboxEntryDetailView> {
     return this.transactions.run((tx) => this.detail(tx, id));
   }
 
   /**
-   * Releases a parked row: pending again, due now, with a new `WALLET_RETRY_FOR` budget (its
-   * coupon's `wallet_refused` flag ends when it is delivered).
-   * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is not parked.
+   * Releases a parked row: pending again, due now, with a new retry budget (a coupon the row
+   * flagged is unflagged when it is delivered).
+   * @throws OutboxException NOT_FOUND; OUTBOX_ENTRY_STATE when it is not parked.
    */
   async retry(id: string, actor: Actor): Promise<OutboxEntryDetailView> {
-    const spec: ActionSpec = { action: 'outbox_retry', targetKind: 'outbox', targetId: id };
+    const spec: ActionSpec = { action: 'outbox_retry', targetKind: this.kinds.row, targetId: id };
     const view = await this.actions.perform(actor, spec, () =>
       this.transactions.run(async (tx) => {
         await this.actions.begin(tx, actor);
         const row = await this.locked(tx, id);
         if (row.status !== 'parked')
-          throw new WalletException(
+          throw new OutboxException(
             ErrorCode.OUTBOX_ENTRY_STATE,
             `outbox row ${id} is ${row.status}: only a parked row can be retried`,
           );
@@ -83,21 +98,21 @@ export class WalletService implements OnModuleInit {
         return detail;
       }),
     );
-    this.worker?.wake();
+    this.wake();
     return view;
   }
 
   /**
-   * Marks a parked or pending row settled by hand in the wallet (never delivered from now on),
-   * with the key's name and `reason`; the account's later rows go ahead. It keeps its
-   * `parkedReason`; its coupon's `wallet_refused` flag ends (docs/wallet.md).
-   * @throws WalletException NOT_FOUND; OUTBOX_ENTRY_STATE when it is delivered or skipped, or a
+   * Marks a parked or pending row settled by hand (never delivered from now on), with the key's
+   * name and `reason`; the account's later rows go ahead. It keeps its `parkedReason`; a coupon it
+   * flagged is unflagged.
+   * @throws OutboxException NOT_FOUND; OUTBOX_ENTRY_STATE when it is delivered or skipped, or a
    *   worker is delivering it right now (ask again once its attempt is recorded).
    */
   async skip(id: string, actor: Actor, reason: string): Promise<OutboxEntryDetailView> {
     const spec: ActionSpec = {
       action: 'outbox_skip',
-      targetKind: 'outbox',
+      targetKind: this.kinds.row,
       targetId: id,
       reason: reason.trim(),
     };
@@ -106,12 +121,12 @@ export class WalletService implements OnModuleInit {
         await this.actions.begin(tx, actor);
         const row = await this.locked(tx, id);
         if (row.status !== 'parked' && row.status !== 'pending')
-          throw new WalletException(
+          throw new OutboxException(
             ErrorCode.OUTBOX_ENTRY_STATE,
             `outbox row ${id} is ${row.status}: nothing to skip`,
           );
         if (row.leased)
-          throw new WalletException(
+          throw new OutboxException(
             ErrorCode.OUTBOX_ENTRY_STATE,
             `outbox row ${id} is being delivered right now: look at its attempt, then skip it if still needed`,
           );
@@ -121,7 +136,7 @@ export class WalletService implements OnModuleInit {
         return detail;
       }),
     );
-    this.worker?.wake();
+    this.wake();
     return view;
   }
 
@@ -132,37 +147,37 @@ export class WalletService implements OnModuleInit {
       accountId: row.accountId,
       amount: row.amount,
       currency: row.currency,
+      ...(this.kinds.row === 'outbox' ? {} : { destination: this.outbox.destination.name }),
     };
   }
 
-  /** Pauses (or resumes) all delivery in every replica, recording who and why. */
-  async setPaused(paused: boolean, actor: Actor, reason: string | null): Promise<WalletStatusView> {
+  /** Pauses (or resumes) all delivery of the destination in every replica, recording who and why. */
+  async setPaused(paused: boolean, actor: Actor, reason: string | null): Promise<OutboxStatusView> {
     const status = await this.transactions.run(async (tx) => {
       await tx.send({ pause: this.outbox.pauseStatement(paused, paused ? reason : null, actor.name) });
       const view = await this.statusIn(tx);
       await this.actions.ok(tx, actor, {
-        action: paused ? 'wallet_pause' : 'wallet_resume',
-        targetKind: 'wallet',
-        targetId: null,
+        action: paused ? this.kinds.pause : this.kinds.resume,
+        targetKind: this.kinds.pauseTarget.kind,
+        targetId: this.kinds.pauseTarget.id,
         reason: paused ? reason : null,
         details: { pending: view.pending, parked: view.parked },
       });
       return view;
     });
-    if (!paused) this.worker?.wake();
+    if (!paused) this.wake();
     return status;
   }
 
-  /** The connector, the pause state and the backlog. */
-  status(): Promise<WalletStatusView> {
+  /** The pause state and the backlog. */
+  status(): Promise<OutboxStatusView> {
     return this.transactions.run((tx) => this.statusIn(tx));
   }
 
-  private async statusIn(tx: Tx): Promise<WalletStatusView> {
+  private async statusIn(tx: Tx): Promise<OutboxStatusView> {
     const state = await this.outbox.state(tx);
     const counts = await this.outbox.counts(tx);
     return {
-      connector: this.config.wallet.connector ?? null,
       paused: state.paused,
       reason: state.reason,
       changedAt: state.changedAt,
@@ -175,40 +190,30 @@ export class WalletService implements OnModuleInit {
 
   private async locked(tx: Tx, id: string) {
     const row = await this.outbox.lockForAction(tx, id);
-    if (!row) throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+    if (!row) throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
     return row;
   }
 
   private async detail(tx: Tx, id: string): Promise<OutboxEntryDetailView> {
     const row = await this.outbox.find(tx, id);
-    if (!row) throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+    if (!row) throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
     const attempts = await this.outbox.attemptsOf(tx, id);
     return {
       ...this.view(row),
-      deliveryAttempts: attempts.map((a) => ({
-        attempt: a.attempt,
-        requestId: a.requestId,
-        connector: a.connector,
-        startedAt: a.startedAt,
-        durationMs: a.durationMs,
-        outcome: a.outcome,
-        httpStatus: a.httpStatus,
-        answer: a.answer,
-      })),
+      deliveryAttempts: attempts,
       body: row.body ? row.body.toString('utf8') : null,
     };
   }
 
-  private view(row: WalletOutboxEntryEntity): OutboxEntryView {
-    const op = row.operation;
+  private view(row: OutboxRowView): OutboxEntryView {
     return {
       id: row.id,
       operationKey: row.operationKey,
-      type: op.type,
+      type: row.type,
       accountId: row.accountId,
-      amount: this.config.currencies.format(op.amount, op.currency),
-      currency: op.currency,
-      couponCode: op.couponCode,
+      amount: this.currencies.format(row.amount, row.currency),
+      currency: row.currency,
+      couponCode: row.couponCode,
       status: row.status,
       attempts: row.attempts,
       nextAttemptAt: row.nextAttemptAt,
@@ -216,7 +221,7 @@ export class WalletService implements OnModuleInit {
       lastStatus: row.lastStatus,
       lastError: row.lastError,
       parkedReason: row.parkedReason,
-      createdAt: row.createdAt,
+      createdAt: row.queuedAt,
       deliveredAt: row.deliveredAt,
       parkedAt: row.parkedAt,
       skippedAt: row.skippedAt,

@@ -1,43 +1,39 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { BackgroundGovernor } from '../background/background-governor.js';
+import { Logger } from '@nestjs/common';
+import type { WorkGate } from '../background/background-governor.js';
 import { PollingLoops } from '../common/polling-loops.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from './outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
-import { WalletConnector, WalletDelivery, WalletTransaction } from '../wallet/wallet-connector.js';
-import { WalletMetrics } from './outbox-metrics.js';
+import type { OutboxDeliverer, OutboxDelivery, OutboxMessage } from './outbox.types.js';
+import type { OutboxMetrics } from './outbox-metrics.js';
 
 /** Milliseconds given to each short transaction of a claim (claim, bodies, record). */
 const TRANSACTION_DEADLINE_MS = 5000;
 
 /**
- * The outbox's delivery workers (docs/wallet.md): `WALLET_CONCURRENCY` {@link PollingLoops} per
- * process, in every replica, each delivering up to `WALLET_CLAIM_SIZE` rows at a time
- * ({@link deliverNext}). No database transaction is open during the network calls: rows are
- * claimed (leased) in one, delivered, and their attempts recorded in another. Started only when a
- * connector is configured.
+ * The delivery workers of one outbox destination (docs/wallet.md): `concurrency`
+ * {@link PollingLoops} per process, in every replica, each delivering up to `claimSize` rows at a
+ * time ({@link deliverNext}), each claim after a permit of the background-work governor (`gate`).
+ * No database transaction is open during the network calls: rows are claimed (leased) in one,
+ * delivered, and their attempts recorded in another. The destination's module starts and stops it.
  */
-@Injectable()
-export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger('OutboxWorker');
+export class OutboxWorker {
+  private readonly logger: Logger;
   private readonly loops: PollingLoops;
   /** A claimed row's lease: longer than any attempt can take, so no two workers hold one row. */
   private readonly leaseMs: number;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly transactions: TransactionRunner,
     private readonly outbox: OutboxRepository,
-    private readonly connector: WalletConnector,
-    private readonly metrics: WalletMetrics,
-    governor: BackgroundGovernor,
+    private readonly deliverer: OutboxDeliverer,
+    private readonly transactions: TransactionRunner,
+    private readonly metrics: OutboxMetrics,
+    gate: WorkGate,
   ) {
-    this.leaseMs = 2 * config.wallet.timeoutMs + 2 * TRANSACTION_DEADLINE_MS;
-    // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
-    const gate = governor.register('wallet', config.wallet.concurrency);
+    const { name, settings } = outbox.destination;
+    this.logger = new Logger(name === 'wallet' ? 'OutboxWorker' : `OutboxWorker ${name}`);
+    this.leaseMs = 2 * settings.timeoutMs + 2 * TRANSACTION_DEADLINE_MS;
     this.loops = new PollingLoops(
       this.logger,
       () => this.deliverNext(),
@@ -45,14 +41,20 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     );
   }
 
-  onApplicationBootstrap(): void {
-    this.loops.start(this.config.wallet.concurrency, this.config.wallet.pollIntervalMs);
+  private get settings() {
+    return this.outbox.destination.settings;
+  }
+
+  /** Starts the workers (the destination's module, at bootstrap). */
+  start(): void {
+    this.loops.start(this.settings.concurrency, this.settings.pollIntervalMs);
     this.logger.log(
-      `delivering ${this.config.wallet.operationTypes.join(', ')} operations through the ${this.connector.name} wallet connector`,
+      `delivering ${this.outbox.destination.operationTypes.join(', ')} operations through ${this.deliverer.name}`,
     );
   }
 
-  async onModuleDestroy(): Promise<void> {
+  /** Stops them, letting claims in flight finish. */
+  async stop(): Promise<void> {
     await this.loops.stop();
   }
 
@@ -62,7 +64,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * Claims up to `WALLET_CLAIM_SIZE` due rows, heads of distinct accounts (see
+   * Claims up to `claimSize` due rows, heads of distinct accounts (see
    * {@link OutboxRepository.claimStatement}), and stores the request bodies of first claims in the
    * same transaction, before anything is sent (every later attempt, in any process, sends those
    * bytes); hands the transactions to the connector with no transaction open: each alone, all in
@@ -78,9 +80,9 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const requests = await this.transactions.run(
       async (tx) => {
         const { claimed } = await tx.send({
-          claimed: this.outbox.claimStatement(this.leaseMs, this.config.wallet.claimSize),
+          claimed: this.outbox.claimStatement(this.leaseMs, this.settings.claimSize),
         });
-        const built = claimed.rows.map((row) => ({ row, ...this.requestOf(row) }));
+        const built = claimed.rows.map((row) => this.messageOf(row));
         const first = built.filter((r) => !r.row.body).map((r) => ({ id: r.row.id, body: r.body }));
         if (first.length) await tx.commitWith({ bodies: this.outbox.bodiesStatement(first) });
         return built;
@@ -88,13 +90,13 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
       { deadline: Date.now() + TRANSACTION_DEADLINE_MS },
     );
     if (!requests.length) return false;
-    const batchSize = this.config.wallet.batchSize;
+    const batchSize = this.settings.batchSize;
     const calls: Promise<RecordedAttempt[]>[] = [];
-    if (batchSize > 1 && this.connector.deliverMany) {
+    if (batchSize > 1 && this.deliverer.deliverMany) {
       for (let i = 0; i < requests.length; i += batchSize)
         calls.push(this.attemptBatch(requests.slice(i, i + batchSize)));
     } else {
-      for (const r of requests) calls.push(this.attempt(r.row, r.transaction, r.body).then((a) => [a]));
+      for (const r of requests) calls.push(this.attempt(r).then((a) => [a]));
     }
     const attempts = (await Promise.all(calls)).flat();
     if (await this.record(attempts)) return true;
@@ -113,7 +115,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
       await this.transactions.run((tx) => tx.commitWith(this.outbox.recordStatements(attempts)), {
         deadline: Date.now() + TRANSACTION_DEADLINE_MS,
       });
-      for (const a of attempts) this.metrics.attempted(a.outcome);
+      for (const a of attempts) this.metrics.attempted(this.outbox.destination.name, a.outcome);
       return true;
     } catch (err) {
       const rows = attempts.map((a) => `${a.row.id} attempt ${a.row.attempt}`).join(', ');
@@ -124,62 +126,51 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     }
   }
 
-  /** One delivery attempt of a claimed row: the connector's answer and the row's next step, logged. */
-  private async attempt(
-    row: ClaimedOutboxRow,
-    transaction: WalletTransaction,
-    body: Buffer,
-  ): Promise<RecordedAttempt> {
+  /** One delivery attempt of a claimed row: the destination's answer and the row's next step, logged. */
+  private async attempt(message: OutboxMessage & { row: ClaimedOutboxRow }): Promise<RecordedAttempt> {
     const requestId = randomUUID();
     const startedAt = new Date();
-    const delivery = await this.bounded<WalletDelivery>(
+    const delivery = await this.bounded<OutboxDelivery>(
       async (signal) =>
-        this.connector
-          .deliver({ transaction, body, requestId, outboxId: row.id, attempt: row.attempt, signal })
-          .then((answer: unknown) => checkedDelivery(answer, this.connector.name)),
+        this.deliverer
+          .deliver(message, requestId, signal)
+          .then((answer: unknown) => checkedDelivery(answer, this.deliverer.name)),
       (reason) => ({ outcome: 'retry', reason }),
     );
-    return this.recorded(row, delivery, requestId, startedAt);
+    return this.recorded(message.row, delivery, requestId, startedAt);
   }
 
   /**
    * One batch call of claimed rows (distinct accounts, docs/wallet-http-contract.md#the-batch-call):
    * each row's attempt with its element's answer, all under the call's request id.
    */
-  private async attemptBatch(
-    requests: { row: ClaimedOutboxRow; transaction: WalletTransaction; body: Buffer }[],
-  ): Promise<RecordedAttempt[]> {
+  private async attemptBatch(messages: (OutboxMessage & { row: ClaimedOutboxRow })[]): Promise<RecordedAttempt[]> {
     const requestId = randomUUID();
     const startedAt = new Date();
-    const items = requests.map((r) => ({
-      transaction: r.transaction,
-      body: r.body,
-      outboxId: r.row.id,
-      attempt: r.row.attempt,
-    }));
-    const deliveries = await this.bounded<WalletDelivery[]>(
+    const name = this.deliverer.name;
+    const deliveries = await this.bounded<OutboxDelivery[]>(
       async (signal) => {
-        const answers = await (this.connector.deliverMany as NonNullable<WalletConnector['deliverMany']>)({
-          items,
+        const answers = await (this.deliverer.deliverMany as NonNullable<OutboxDeliverer['deliverMany']>)(
+          messages,
           requestId,
           signal,
-        });
-        if (!Array.isArray(answers) || answers.length !== items.length)
-          return items.map((): WalletDelivery => ({
+        );
+        if (!Array.isArray(answers) || answers.length !== messages.length)
+          return messages.map((): OutboxDelivery => ({
             outcome: 'retry',
-            reason: `the ${this.connector.name} connector answered ${Array.isArray(answers) ? answers.length : 'no'} results for ${items.length} transactions`,
+            reason: `the ${name} connector answered ${Array.isArray(answers) ? answers.length : 'no'} results for ${messages.length} transactions`,
           }));
-        return answers.map((a) => checkedDelivery(a, this.connector.name));
+        return answers.map((a) => checkedDelivery(a, name));
       },
-      (reason) => items.map((): WalletDelivery => ({ outcome: 'retry', reason })),
+      (reason) => messages.map((): OutboxDelivery => ({ outcome: 'retry', reason })),
     );
-    return requests.map((r, i) => this.recorded(r.row, deliveries[i], requestId, startedAt));
+    return messages.map((m, i) => this.recorded(m.row, deliveries[i], requestId, startedAt));
   }
 
   /** The attempt to record for `row` after `delivery`, with its next step; logged. */
   private recorded(
     row: ClaimedOutboxRow,
-    delivery: WalletDelivery,
+    delivery: OutboxDelivery,
     requestId: string,
     startedAt: Date,
   ): RecordedAttempt {
@@ -187,7 +178,8 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const step = nextStep(
       delivery,
       { attempt: row.attempt, retryFrom: row.retryFrom, now: new Date() },
-      this.config.wallet,
+      this.settings,
+      this.outbox.destination.name,
     );
     const answer =
       delivery.outcome === 'delivered'
@@ -200,7 +192,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     return {
       row,
       requestId,
-      connector: this.connector.name,
+      connector: this.deliverer.name,
       startedAt,
       durationMs,
       outcome: delivery.outcome,
@@ -210,14 +202,12 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     };
   }
 
-  /** The row's stored body, or the one built from its operation (stored at its first claim). */
-  private requestOf(row: ClaimedOutboxRow): { transaction: WalletTransaction; body: Buffer } {
-    if (row.body)
-      return { transaction: JSON.parse(row.body.toString('utf8')) as WalletTransaction, body: row.body };
-    const transaction = walletTransactionOf(row, (amount, currency) =>
-      this.config.currencies.format(amount, currency),
-    );
-    return { transaction, body: Buffer.from(JSON.stringify(transaction), 'utf8') };
+  /** The row's message: its stored body, or the one built from its operation (stored at its first claim). */
+  private messageOf(row: ClaimedOutboxRow): OutboxMessage & { row: ClaimedOutboxRow } {
+    const common = { row, outboxId: row.id, attempt: row.attempt, operation: row };
+    if (row.body) return { ...common, message: JSON.parse(row.body.toString('utf8')) as unknown, body: row.body };
+    const message = this.outbox.destination.messageOf(row);
+    return { ...common, message, body: Buffer.from(JSON.stringify(message), 'utf8') };
   }
 
   /**
@@ -230,7 +220,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     fallback: (reason: string) => T,
   ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
-    const limit = this.config.wallet.timeoutMs + 1000;
+    const limit = this.settings.timeoutMs + 1000;
     const abort = new AbortController();
     try {
       return await Promise.race([
@@ -245,7 +235,7 @@ export class OutboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     } catch (err) {
       return fallback(
         excerpt(
-          `the ${this.connector.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
+          `the ${this.deliverer.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
         ),
       );
     } finally {

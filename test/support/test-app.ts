@@ -7,7 +7,7 @@ import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
 import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
 import { configureApp } from '../../src/app.setup.js';
-import { AppConfig, loadConfig } from '../../src/config/configuration.js';
+import { AppConfig, loadConfig } from '../../src/app.config.js';
 import { createTestDatabase } from './database.js';
 
 export const SECRET = 'test-secret-1';

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
 import { QuarantineListQueryDto } from '../../quarantine/dto/quarantine.dto.js';
-import { OUTBOX_STATUSES } from '../../outbox/outbox.types.js';
-import type { OutboxStatus } from '../../outbox/outbox.types.js';
+import { OUTBOX_STATUSES } from '../outbox.types.js';
+import type { OutboxStatus } from '../outbox.types.js';
 
 /** Query of `GET /wallet/outbox`: page size, keyset cursor (newest first), status filter. */
 export class OutboxListQueryDto extends QuarantineListQueryDto {
