@@ -36,7 +36,9 @@ export class SettlementEvents1796500000000 implements MigrationInterface {
     await queryRunner.query(
       `CREATE TABLE "event_outbox_state" ("publisher" text NOT NULL, "paused" boolean NOT NULL DEFAULT false, "reason" text, "changed_at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(), "changed_by" text, CONSTRAINT "event_outbox_state_pkey" PRIMARY KEY ("publisher"))`,
     );
-    await queryRunner.query(`ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_target_kind_check"`);
+    await queryRunner.query(
+      `ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_target_kind_check"`,
+    );
     await queryRunner.query(`ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_action_check"`);
     await queryRunner.query(
       `ALTER TABLE "operator_actions" ADD CONSTRAINT "operator_actions_target_kind_check" CHECK (target_kind IN ('account', 'coupon', 'quarantine', 'outbox', 'wallet', 'event_outbox', 'publisher', 'bulk_action'))`,
@@ -58,7 +60,9 @@ export class SettlementEvents1796500000000 implements MigrationInterface {
     );
     await queryRunner.query(`ALTER TABLE "event_outbox" DROP CONSTRAINT "event_outbox_operation_id_fkey"`);
     await queryRunner.query(`ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_action_check"`);
-    await queryRunner.query(`ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_target_kind_check"`);
+    await queryRunner.query(
+      `ALTER TABLE "operator_actions" DROP CONSTRAINT "operator_actions_target_kind_check"`,
+    );
     await queryRunner.query(
       `ALTER TABLE "operator_actions" ADD CONSTRAINT "operator_actions_action_check" CHECK (action IN ('adjustment', 'registration', 'resolution', 'reconcile', 'replay', 'outbox_retry', 'outbox_skip', 'wallet_pause', 'wallet_resume', 'bulk_run', 'bulk_cancel'))`,
     );

@@ -12,7 +12,12 @@ export type { AppConfig };
  * feature's are its own (docs/configuration.md). A feature whose fragment is not listed here has
  * none of its fields at run time.
  */
-export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [databaseConfig, authConfig, walletConfig, eventsConfig];
+export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [
+  databaseConfig,
+  authConfig,
+  walletConfig,
+  eventsConfig,
+];
 
 /**
  * Validates `env` and returns the receiver's typed configuration.

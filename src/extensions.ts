@@ -19,7 +19,11 @@ export type {
   WalletTransaction,
 } from './wallet/wallet-connector.js';
 export { SettlementHook } from './settlement/settlement-hook.js';
-export type { CouponTransition, SettlementHookContext, TransitionOperation } from './settlement/settlement-hook.js';
+export type {
+  CouponTransition,
+  SettlementHookContext,
+  TransitionOperation,
+} from './settlement/settlement-hook.js';
 export { TransitionName, SnapshotSource } from './settlement/rules/settlement.types.js';
 export { EventPublisher } from './events/event-publisher.js';
 export type { PublishedEvent, PublishRequest, SettlementEvent } from './events/event-publisher.js';

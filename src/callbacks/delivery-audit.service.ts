@@ -88,13 +88,13 @@ export class DeliveryAuditService {
             tx.commitWith({
               attempt: this.attempts.insertStatement(attempt),
               quarantine: this.quarantine.insertStatement({
-              batchId: state.batchId ?? null,
-              reason: code,
-              // Messages and paths may quote the body: stored with unstorable characters replaced.
-              details: toStorable(error?.fields ?? { message: error?.message }),
-              httpStatus: status,
-              body: state.rawBody as Buffer,
-              contentType: String(req.headers['content-type'] ?? '') || null,
+                batchId: state.batchId ?? null,
+                reason: code,
+                // Messages and paths may quote the body: stored with unstorable characters replaced.
+                details: toStorable(error?.fields ?? { message: error?.message }),
+                httpStatus: status,
+                body: state.rawBody as Buffer,
+                contentType: String(req.headers['content-type'] ?? '') || null,
                 payloadHash: state.payloadHash ?? '',
               }),
             }),

@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+  OnModuleInit,
+} from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { BackgroundGovernor } from '../background/background-governor.js';
 import { discoverExtensions } from '../common/extension-discovery.js';
@@ -31,14 +38,19 @@ export function eventDestination(config: AppConfig, publisher: string): OutboxDe
     scope: { column: 'publisher', value: publisher },
     operationTypes: config.events.operationTypes,
     flagReason: null,
-    messageOf: (op) => settlementEventOf(op, (amount, currency) => config.currencies.format(amount, currency)),
+    messageOf: (op) =>
+      settlementEventOf(op, (amount, currency) => config.currencies.format(amount, currency)),
     settings: config.events,
   };
 }
 
 /** An event publisher as the outbox's deliverer: one publish call per claim (or per batch of it). */
 export function publisherDeliverer(publisher: EventPublisher): OutboxDeliverer {
-  const call = (messages: Parameters<NonNullable<OutboxDeliverer['deliverMany']>>[0], requestId: string, signal: AbortSignal) =>
+  const call = (
+    messages: Parameters<NonNullable<OutboxDeliverer['deliverMany']>>[0],
+    requestId: string,
+    signal: AbortSignal,
+  ) =>
     publisher.publish({
       events: messages.map((m) => ({
         event: m.message as SettlementEvent,

@@ -44,7 +44,8 @@ export class EventsController {
   /** The operators' service of `publisher`. @throws OutboxException NOT_FOUND. */
   private of(publisher: string): OutboxService {
     const outbox = this.outboxes.of(publisher);
-    if (!outbox) throw new OutboxException(ErrorCode.NOT_FOUND, `no publisher ${publisher} in EVENT_PUBLISHERS`);
+    if (!outbox)
+      throw new OutboxException(ErrorCode.NOT_FOUND, `no publisher ${publisher} in EVENT_PUBLISHERS`);
     return outbox.service;
   }
 
@@ -94,13 +95,21 @@ export class EventsController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Release a parked event',
-    description: 'Pending again, due at once, with a new EVENT_RETRY_FOR budget; the same id and bytes are published.',
+    description:
+      'Pending again, due at once, with a new EVENT_RETRY_FOR budget; the same id and bytes are published.',
   })
   @ApiParam(PUBLISHER)
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(apiError(409, 'the row is not parked', 'outbox_entry_state', 'outbox row 42 is delivered: only a parked row can be retried'))
+  @ApiResponse(
+    apiError(
+      409,
+      'the row is not parked',
+      'outbox_entry_state',
+      'outbox row 42 is delivered: only a parked row can be retried',
+    ),
+  )
   retry(
     @Param('publisher') publisher: string,
     @Param('id') id: string,
@@ -121,7 +130,14 @@ export class EventsController {
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
   @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(apiError(409, 'the row is delivered or skipped, or being published right now', 'outbox_entry_state', 'outbox row 42 is delivered: nothing to skip'))
+  @ApiResponse(
+    apiError(
+      409,
+      'the row is delivered or skipped, or being published right now',
+      'outbox_entry_state',
+      'outbox row 42 is delivered: nothing to skip',
+    ),
+  )
   skip(
     @Param('publisher') publisher: string,
     @Param('id') id: string,
@@ -136,7 +152,8 @@ export class EventsController {
   @HttpCode(200)
   @ApiOperation({
     summary: "Pause a publisher's delivery (every replica)",
-    description: 'Events keep being written with their settlements and wait. Also set by the receiver after an unauthorized answer.',
+    description:
+      'Events keep being written with their settlements and wait. Also set by the receiver after an unauthorized answer.',
   })
   @ApiParam(PUBLISHER)
   @ApiResponse({ status: 200, type: PublisherStatusView, description: 'the state after it' })

@@ -43,7 +43,9 @@ export function classifyException(
     const refusal = dataExceptionRefusal(exception, 'a value in the request cannot be stored');
     if (refusal) return { status: 400, domain: refusal };
     const designed =
-      exception instanceof DeadlineExceededError || exception instanceof TransientError || isTransient(exception);
+      exception instanceof DeadlineExceededError ||
+      exception instanceof TransientError ||
+      isTransient(exception);
     status = designed ? 503 : 500;
     domain = designed ? transient() : new DomainException(ErrorCode.INTERNAL, 'internal error');
   }

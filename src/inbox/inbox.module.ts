@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { LedgerModule } from '../ledger/ledger.module.js';
 import { SettlementModule } from '../settlement/settlement.module.js';
 import { InboxController } from './inbox.controller.js';
 import { InboxRepository } from './inbox.repository.js';
@@ -11,7 +12,7 @@ import { InboxWorker } from './inbox.worker.js';
  * operators' `GET /callbacks/inbox`.
  */
 @Module({
-  imports: [SettlementModule],
+  imports: [SettlementModule, LedgerModule],
   controllers: [InboxController],
   providers: [InboxRepository, InboxService, InboxWorker],
   exports: [InboxRepository, InboxService],

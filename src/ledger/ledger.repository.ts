@@ -180,9 +180,13 @@ export class LedgerRepository {
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
-             )${writers.map((sql, i) => `, posted_${i} AS (
+             )${writers
+               .map(
+                 (sql, i) => `, posted_${i} AS (
                ${sql}
-             )`).join('')}
+             )`,
+               )
+               .join('')}
              SELECT (SELECT json_object_agg(operation_key, id::text) FROM ins) AS inserted,
                (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
                (SELECT json_object_agg(l.id, (l.balance + coalesce(d.delta, 0))::text)

@@ -27,7 +27,8 @@ export class PostedOperationWriters {
 
   /** @throws Error once a posting has been built: registration belongs to the start. */
   register(writer: PostedOperationWriter): void {
-    if (this.fixed) throw new Error(`posted operation writer ${writer.name} registered after the first posting`);
+    if (this.fixed)
+      throw new Error(`posted operation writer ${writer.name} registered after the first posting`);
     this.writers.push(writer);
   }
 

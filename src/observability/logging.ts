@@ -38,7 +38,12 @@ export function loggerParams(logging: LoggingOptions, destination?: DestinationS
   const own = new Set(logging.ownSummaryPaths);
   const isCallback = (req: IncomingMessage) =>
     own.has((req.url ?? '').split('?')[0].replace(/\/+$/, '').toLowerCase());
-  const secretHeaders = ['authorization', 'cookie', 'x-api-key', ...logging.secretHeaders.map((h) => h.toLowerCase())];
+  const secretHeaders = [
+    'authorization',
+    'cookie',
+    'x-api-key',
+    ...logging.secretHeaders.map((h) => h.toLowerCase()),
+  ];
   const options = {
     level: logging.level,
     base: { service: 'settlement-receiver' },

@@ -13,7 +13,10 @@ import { MetricsRegistry } from './metrics-registry.js';
 @Global()
 @Module({})
 export class ObservabilityModule {
-  static forRoot(logging: LoggingOptions, options: { logDestination?: DestinationStream } = {}): DynamicModule {
+  static forRoot(
+    logging: LoggingOptions,
+    options: { logDestination?: DestinationStream } = {},
+  ): DynamicModule {
     return {
       module: ObservabilityModule,
       imports: [LoggerModule.forRoot(loggerParams(logging, options.logDestination))],

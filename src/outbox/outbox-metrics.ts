@@ -94,19 +94,18 @@ export class OutboxMetrics {
   /** Registers where `destination`'s gauges are read from at scrape time (zeroes its counters). */
   countWith(destination: string, source: () => Promise<OutboxCounts>): void {
     this.sources.set(destination, source);
-    if (this.label) for (const outcome of OUTCOMES) this.deliveries.inc({ [this.label]: destination, outcome }, 0);
+    if (this.label)
+      for (const outcome of OUTCOMES) this.deliveries.inc({ [this.label]: destination, outcome }, 0);
   }
 
   /** Each destination's figures (undefined: not refreshed this scrape), one read per scrape. */
   private pending: Promise<[string, OutboxCounts | undefined][]> | undefined;
   private readAll(): Promise<[string, OutboxCounts | undefined][]> {
     this.pending ??= Promise.all(
-      [...this.sources].map(
-        async ([destination, source]): Promise<[string, OutboxCounts | undefined]> => [
-          destination,
-          await this.metrics.readWithin(`${destination} outbox gauges`, source),
-        ],
-      ),
+      [...this.sources].map(async ([destination, source]): Promise<[string, OutboxCounts | undefined]> => [
+        destination,
+        await this.metrics.readWithin(`${destination} outbox gauges`, source),
+      ]),
     ).finally(() => setImmediate(() => (this.pending = undefined)));
     return this.pending;
   }

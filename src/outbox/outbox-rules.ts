@@ -39,7 +39,10 @@ export function nextStep(
     case 'conflict':
       return { kind: 'park', reason: 'conflict' };
     case 'unauthorized':
-      return { kind: 'pause', reason: `${destination} answered ${delivery.status ?? '?'}: ${delivery.reason}` };
+      return {
+        kind: 'pause',
+        reason: `${destination} answered ${delivery.status ?? '?'}: ${delivery.reason}`,
+      };
     case 'retry': {
       if (attempt.now.getTime() - attempt.retryFrom.getTime() >= policy.retryForMs)
         return { kind: 'park', reason: 'retry_budget_exhausted' };

@@ -16,6 +16,7 @@ export class OutboxException extends DomainException {
 
 /** An outbox id path parameter: digits only, else 404 (never a database error). */
 export function outboxRowId(id: string): string {
-  if (!/^[1-9]\d{0,17}$/.test(id)) throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+  if (!/^[1-9]\d{0,17}$/.test(id))
+    throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
   return id;
 }

@@ -2,7 +2,13 @@ import { CouponRepository } from '../coupons/coupon.repository.js';
 import { Statement, StatementGroup, Tx } from '../database/transaction.js';
 import { OperationType } from '../ledger/ledger.types.js';
 import type { OutboxStep } from './outbox-rules.js';
-import type { AttemptOutcome, OutboxDestination, OutboxOperation, OutboxStatus, ParkReason } from './outbox.types.js';
+import type {
+  AttemptOutcome,
+  OutboxDestination,
+  OutboxOperation,
+  OutboxStatus,
+  ParkReason,
+} from './outbox.types.js';
 
 /** An outbox row claimed for one delivery attempt, with its ledger operation. */
 export interface ClaimedOutboxRow extends OutboxOperation {

@@ -144,7 +144,9 @@ export class OutboxWorker {
    * One batch call of claimed rows (distinct accounts, docs/wallet-http-contract.md#the-batch-call):
    * each row's attempt with its element's answer, all under the call's request id.
    */
-  private async attemptBatch(messages: (OutboxMessage & { row: ClaimedOutboxRow })[]): Promise<RecordedAttempt[]> {
+  private async attemptBatch(
+    messages: (OutboxMessage & { row: ClaimedOutboxRow })[],
+  ): Promise<RecordedAttempt[]> {
     const requestId = randomUUID();
     const startedAt = new Date();
     const name = this.deliverer.name;
@@ -205,7 +207,8 @@ export class OutboxWorker {
   /** The row's message: its stored body, or the one built from its operation (stored at its first claim). */
   private messageOf(row: ClaimedOutboxRow): OutboxMessage & { row: ClaimedOutboxRow } {
     const common = { row, outboxId: row.id, attempt: row.attempt, operation: row };
-    if (row.body) return { ...common, message: JSON.parse(row.body.toString('utf8')) as unknown, body: row.body };
+    if (row.body)
+      return { ...common, message: JSON.parse(row.body.toString('utf8')) as unknown, body: row.body };
     const message = this.outbox.destination.messageOf(row);
     return { ...common, message, body: Buffer.from(JSON.stringify(message), 'utf8') };
   }

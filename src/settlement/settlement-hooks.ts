@@ -33,8 +33,7 @@ export class SettlementHooks implements OnModuleInit {
 
   onModuleInit(): void {
     this.hooks = discoverExtensions(this.discovery, SettlementHook);
-    if (this.hooks.length)
-      this.logger.log(`settlement hooks: ${this.hooks.map((h) => h.name).join(', ')}`);
+    if (this.hooks.length) this.logger.log(`settlement hooks: ${this.hooks.map((h) => h.name).join(', ')}`);
   }
 
   /** Whether any hook is registered (none: the apply collects no transitions for them). */

@@ -100,7 +100,11 @@ export class SettlementService {
     let storedHash: string | undefined;
     let locked: LockedCoupon[];
     if (delivery) {
-      const sent = await tx.send({ batchLock: this.batches.batchIdLockStatement(batch.batchId), claim, ...lock });
+      const sent = await tx.send({
+        batchLock: this.batches.batchIdLockStatement(batch.batchId),
+        claim,
+        ...lock,
+      });
       if (sent.claim.rows[0].inboxPending) return { claim: 'inbox_pending' };
       claimed = sent.claim.rows[0].claimed;
       locked = sent.locked.rows;
@@ -114,7 +118,9 @@ export class SettlementService {
       if (delivery) {
         const { stored } = await tx.commitWith({
           stored: this.batches.payloadHashStatement(batch.batchId),
-          attempt: this.attempts.insertIfStoredStatement(this.attempt(batch, delivery, DeliveryOutcome.DUPLICATE)),
+          attempt: this.attempts.insertIfStoredStatement(
+            this.attempt(batch, delivery, DeliveryOutcome.DUPLICATE),
+          ),
         });
         storedHash = stored.rows[0]?.payload_hash;
       }
@@ -139,17 +145,23 @@ export class SettlementService {
       batch: this.coupons.applyBatchStatement(settlement.writes),
       ...(collect ? await this.hooks.run(tx, collect) : {}),
     };
-    if (delivery) group.attempt = this.attempts.insertStatement(this.attempt(batch, delivery, DeliveryOutcome.PROCESSED));
+    if (delivery)
+      group.attempt = this.attempts.insertStatement(this.attempt(batch, delivery, DeliveryOutcome.PROCESSED));
     if (options.postingsInto) options.postingsInto.push(...settlement.postings);
     // The posting last before COMMIT: the house sub-account's row lock is held as briefly as possible.
-    else if (settlement.postings.length) Object.assign(group, this.ledger.postingStatements(tx, settlement.postings));
+    else if (settlement.postings.length)
+      Object.assign(group, this.ledger.postingStatements(tx, settlement.postings));
     if (delivery) await tx.commitWith(group);
     else await tx.send(group);
     return { claim: 'claimed', transitions: settlement.transitions };
   }
 
   /** The delivery attempt of an inline delivery of `batch` answered 200 with `outcome` (CONTRACT §8). */
-  private attempt(batch: ParsedBatch, delivery: InlineDelivery, outcome: DeliveryOutcome): DeliveryAttemptRow {
+  private attempt(
+    batch: ParsedBatch,
+    delivery: InlineDelivery,
+    outcome: DeliveryOutcome,
+  ): DeliveryAttemptRow {
     return {
       batchId: batch.batchId,
       requestId: delivery.requestId,

@@ -1,4 +1,12 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+  OnModuleInit,
+  Optional,
+} from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { BackgroundGovernor } from '../background/background-governor.js';
 import { discoverExtensions } from '../common/extension-discovery.js';
@@ -27,7 +35,8 @@ export function walletDestination(config: AppConfig): OutboxDestination {
     scope: null,
     operationTypes: w.operationTypes,
     flagReason: WALLET_REFUSED_REVIEW_REASON,
-    messageOf: (op) => walletTransactionOf(op, (amount, currency) => config.currencies.format(amount, currency)),
+    messageOf: (op) =>
+      walletTransactionOf(op, (amount, currency) => config.currencies.format(amount, currency)),
     settings: w,
   };
 }
@@ -86,6 +95,8 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
     registry: MetricsRegistry,
     private readonly governor: BackgroundGovernor,
     private readonly discovery: DiscoveryService,
+    /** The connector this module imports for `http` (the HTTP one, or a test's replacement). */
+    @Optional() @Inject(WalletConnector) private readonly imported?: WalletConnector,
   ) {
     this.repository = new OutboxRepository(walletDestination(config), coupons);
     writers.register({ name: 'wallet', insertSql: (inserted) => this.repository.insertSql(inserted) });
@@ -95,21 +106,27 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
       transactions,
       actions,
       config.currencies,
-      { row: 'outbox', pause: 'wallet_pause', resume: 'wallet_resume', pauseTarget: { kind: 'wallet', id: null } },
+      {
+        row: 'outbox',
+        pause: 'wallet_pause',
+        resume: 'wallet_resume',
+        pauseTarget: { kind: 'wallet', id: null },
+      },
       this.metrics,
       () => this.worker?.wake(),
     );
   }
 
   /**
-   * Finds the connector `WALLET_CONNECTOR` names among the app's providers.
+   * Finds the connector `WALLET_CONNECTOR` names among the app's providers: `http` is the one this
+   * module imports (a test may replace it), any other name one a module provides.
    * @throws Error naming `WALLET_CONNECTOR` and the known connectors when none has that name.
    */
   onModuleInit(): void {
     const name = this.config.wallet.connector;
     if (name === undefined) return;
     const connectors = discoverExtensions(this.discovery, WalletConnector);
-    this.connector = connectors.find((c) => c.name === name);
+    this.connector = name === 'http' ? this.imported : connectors.find((c) => c.name === name);
     if (!this.connector) {
       const known = [...new Set(['http', ...connectors.map((c) => c.name)])];
       throw new Error(

@@ -52,7 +52,9 @@ export const walletConfig = configFragment<{ wallet: WalletConfig }>({
       .uri({ scheme: ['http', 'https'] })
       .optional(),
     WALLET_SECRET: Joi.string().min(16).optional(),
-    WALLET_OPERATION_TYPES: operationTypesRule('WALLET_OPERATION_TYPES').default(DEFAULT_WALLET_OPERATION_TYPES),
+    WALLET_OPERATION_TYPES: operationTypesRule('WALLET_OPERATION_TYPES').default(
+      DEFAULT_WALLET_OPERATION_TYPES,
+    ),
     WALLET_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5000),
     WALLET_RETRY_FOR: duration()
       .custom((v: number, helpers) =>

@@ -1,7 +1,6 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
 import {
   OutboxEntryDetailView,
@@ -17,7 +16,6 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { WalletOutbox } from './wallet-outbox.js';
 import { API_TAGS } from '../common/api-tags.js';
-
 
 const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 42 not found');
 

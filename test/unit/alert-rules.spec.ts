@@ -32,11 +32,10 @@ const EXPORTED = new Set(
     ...Object.values(COUPON_METRIC),
     ...Object.values(WALLET_METRIC),
     ...Object.values(BACKGROUND_METRIC),
-  ].flatMap(
-    (name) =>
-      name === DELIVERY_METRIC.duration || name === DELIVERY_METRIC.batchCoupons
-        ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
-        : [name],
+  ].flatMap((name) =>
+    name === DELIVERY_METRIC.duration || name === DELIVERY_METRIC.batchCoupons
+      ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
+      : [name],
   ),
 );
 

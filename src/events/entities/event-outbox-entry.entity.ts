@@ -23,7 +23,10 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 @Unique('event_outbox_operation_unique', ['operationId', 'publisher'])
 @Check('event_outbox_status_check', "status IN ('pending', 'delivered', 'parked', 'skipped')")
 @Check('event_outbox_attempts_check', 'attempts >= 0')
-@Check('event_outbox_parked_reason_check', "parked_reason IN ('refused', 'conflict', 'retry_budget_exhausted')")
+@Check(
+  'event_outbox_parked_reason_check',
+  "parked_reason IN ('refused', 'conflict', 'retry_budget_exhausted')",
+)
 @Check(
   'event_outbox_parked_reason_kept_check',
   "status = 'skipped' OR (status = 'parked') = (parked_reason IS NOT NULL)",

@@ -74,7 +74,10 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
         reconnectTimeWait: 500,
       });
       void connection.closed().then((err) => {
-        if (err) this.logger.warn(`NATS connection closed (${(err as Error).message}): reconnecting at the next publish`);
+        if (err)
+          this.logger.warn(
+            `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
+          );
         this.client = undefined;
       });
       await this.ensureStream(await jetstreamManager(connection));

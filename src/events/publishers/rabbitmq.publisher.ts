@@ -85,7 +85,8 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
     this.channel ??= (async () => {
       const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
       const forget = (why: string) => {
-        if (!this.closing) this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
+        if (!this.closing)
+          this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
         this.channel = undefined;
       };
       connection.on('error', (err: Error) => forget(err.message));

@@ -1,9 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
-import { QuarantineListQueryDto } from '../../quarantine/dto/quarantine.dto.js';
+import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
 /** Query of `GET /callbacks/inbox`: page size, keyset cursor (newest first), status filter. */
-export class InboxListQueryDto extends QuarantineListQueryDto {
+export class InboxListQueryDto extends IdPageQueryDto {
   @ApiPropertyOptional({ enum: ['pending', 'done', 'quarantined'], description: 'only rows in this state' })
   @IsOptional()
   @IsIn(['pending', 'done', 'quarantined'])

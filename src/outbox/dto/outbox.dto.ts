@@ -1,11 +1,11 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
-import { QuarantineListQueryDto } from '../../quarantine/dto/quarantine.dto.js';
+import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 import { OUTBOX_STATUSES } from '../outbox.types.js';
 import type { OutboxStatus } from '../outbox.types.js';
 
 /** Query of `GET /wallet/outbox`: page size, keyset cursor (newest first), status filter. */
-export class OutboxListQueryDto extends QuarantineListQueryDto {
+export class OutboxListQueryDto extends IdPageQueryDto {
   @ApiPropertyOptional({ enum: OUTBOX_STATUSES, description: 'only rows in this state' })
   @IsOptional()
   @IsIn(OUTBOX_STATUSES)

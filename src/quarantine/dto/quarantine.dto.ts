@@ -1,32 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, Matches } from 'class-validator';
+import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
-/**
- * Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first); the inbox list
- * adds its status filter to it.
- */
-export class QuarantineListQueryDto {
-  // An integer in the API description; read as the query's text, checked by the pattern.
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 1,
-    maximum: 100,
-    default: 20,
-    example: 20,
-    description: 'rows per page, 1..100 (default 20)',
-  })
-  @IsOptional()
-  @Matches(/^(?:[1-9]\d?|100)$/, { message: 'limit must be an integer from 1 to 100' })
-  limit?: string;
-
-  @ApiPropertyOptional({
-    description: '`nextCursor` of the previous page: rows with a smaller id',
-    example: '41',
-  })
-  @IsOptional()
-  @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a row id' })
-  cursor?: string;
-}
+/** Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first). */
+export class QuarantineListQueryDto extends IdPageQueryDto {}
 
 /** A quarantined body without its full bytes (CONTRACT §8). */
 export class QuarantineEntryView {
