@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty } from '@nestjs/swagger';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
 /** Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first). */
