@@ -46,7 +46,7 @@ export const API_TAGS = {
   events: {
     name: 'settlement events',
     description:
-      "The settlement events' outbox: each financial operation published to the bookmaker's message broker; retry, skip, pause, resume",
+      "Each financial operation published to the bookmaker's message broker; retry, skip, pause, resume per publisher",
   },
   operatorConsole: {
     name: 'operator console',
