@@ -37,7 +37,7 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     return `${this.settings.subjectPrefix}.operation.${event.type}`;
   }
 
-  async publish({ events }: PublishRequest): Promise<OutboxDelivery[]> {
+  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
     let js: JetStreamClient;
     try {
       ({ js } = await this.open());
@@ -45,6 +45,9 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
       const reason = excerpt(`NATS unreachable: ${(err as Error).message}`);
       return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
     }
+    // The outbox gave up on this call while the connection opened: publish nothing now.
+    if (signal.aborted)
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
     return Promise.all(
       events.map(async (e): Promise<OutboxDelivery> => {
         try {

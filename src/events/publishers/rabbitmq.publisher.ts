@@ -38,7 +38,7 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
     this.connectTimeoutMs = config.events.timeoutMs;
   }
 
-  async publish({ events }: PublishRequest): Promise<OutboxDelivery[]> {
+  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
     let channel: ConfirmChannel;
     try {
       ({ channel } = await this.open());
@@ -46,6 +46,10 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
       const reason = excerpt(`RabbitMQ unreachable: ${(err as Error).message}`);
       return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
     }
+    // The outbox gave up on this call while the connection opened: publish nothing now (the rows
+    // come again in order; publishing late could put an event after its account's next one).
+    if (signal.aborted)
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
     return Promise.all(events.map((e) => this.publishOne(channel, e)));
   }
 
