@@ -6,6 +6,8 @@ import { CouponsModule } from '../coupons/coupons.module.js';
 import { ReconciliationController } from './reconciliation.controller.js';
 import { ReconciliationRepository } from './reconciliation.repository.js';
 import { ReconciliationService } from './reconciliation.service.js';
+import { ResolutionService } from './resolution.service.js';
+import { ScheduledReconciliation } from './scheduled-reconciliation.js';
 import { SportApiClient } from './sportapi.client.js';
 
 /**
@@ -15,7 +17,13 @@ import { SportApiClient } from './sportapi.client.js';
 @Module({
   imports: [ScheduleModule.forRoot(), SettlementModule, InboxModule, CouponsModule],
   controllers: [ReconciliationController],
-  providers: [SportApiClient, ReconciliationRepository, ReconciliationService],
-  exports: [ReconciliationService],
+  providers: [
+    SportApiClient,
+    ReconciliationRepository,
+    ReconciliationService,
+    ScheduledReconciliation,
+    ResolutionService,
+  ],
+  exports: [ReconciliationService, ScheduledReconciliation, ResolutionService],
 })
 export class ReconciliationModule {}
