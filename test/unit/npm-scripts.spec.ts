@@ -40,6 +40,7 @@ describe('npm scripts', () => {
       'bench',
       'bench:console',
       'bench:latency',
+      'bench:open',
       'build',
       'openapi',
       'prestart',
