@@ -4,7 +4,7 @@ import { connect as natsConnect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import amqp from 'amqplib';
 import type { ChannelModel } from 'amqplib';
-import { TcpProxy } from '../reliability/support/tcp-proxy.js';
+import { TcpProxy } from '../../sim/tcp-proxy.js';
 import { batchOf, createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 

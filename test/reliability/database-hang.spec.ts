@@ -18,7 +18,7 @@ import {
   verifyLedger,
   violationsOf,
 } from './support/receiver.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { TcpProxy } from '../../sim/tcp-proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 import { fetchRead } from '../support/http.js';
 

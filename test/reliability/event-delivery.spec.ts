@@ -14,7 +14,7 @@ import {
   suiteDatabase,
   SuiteDatabase,
 } from './support/receiver.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { TcpProxy } from '../../sim/tcp-proxy.js';
 
 // Issue 33 (docs/events.md): a SIGKILL of the receiver between the settlement's COMMIT and the
 // event's publish, and between the publish and its record, publishes each event once: the new
