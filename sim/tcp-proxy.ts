@@ -31,7 +31,7 @@ interface Link {
 }
 
 /**
- * A TCP proxy between the receiver and PostgreSQL that fakes what a database does when it hangs
+ * A TCP proxy between the receiver and PostgreSQL (or a broker) that fakes what a server does when it hangs
  * rather than refuses (CONTRACT §5): bytes held while connections stay open, latency, resets, and
  * faults armed on a marker in the protocol (e.g. the COMMIT of a transaction). A test utility.
  */
