@@ -3,7 +3,7 @@ import type { OperationType } from '../ledger/ledger.types.js';
 /** State of an outbox row: waiting (or being) delivered, delivered, parked for an operator, skipped by one. */
 export type OutboxStatus = 'pending' | 'delivered' | 'parked' | 'skipped';
 
-/** Statuses an operator lists (`GET /wallet/outbox?status=`, `GET /events/outbox?status=`). */
+/** Statuses an operator lists (`GET /wallet/outbox?status=`, `GET /events/{publisher}/outbox?status=`). */
 export const OUTBOX_STATUSES: readonly OutboxStatus[] = ['pending', 'delivered', 'parked', 'skipped'];
 
 /**
