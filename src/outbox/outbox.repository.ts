@@ -75,7 +75,8 @@ export interface OutboxAttemptView {
 export interface OutboxPauseState {
   paused: boolean;
   reason: string | null;
-  changedAt: Date;
+  /** null: never paused (a publisher's state row comes with its first pause). */
+  changedAt: Date | null;
   changedBy: string | null;
 }
 
@@ -346,7 +347,7 @@ export class OutboxRepository {
     const { rows } = await tx.query<OutboxPauseState>(
       `SELECT paused, reason, changed_at AS "changedAt", changed_by AS "changedBy" FROM ${this.t.state} WHERE ${this.stateRow}`,
     );
-    return rows[0] ?? { paused: false, reason: null, changedAt: new Date(0), changedBy: null };
+    return rows[0] ?? { paused: false, reason: null, changedAt: null, changedBy: null };
   }
 
   /** One page of rows of `status` (all when undefined), newest first, with ids below `before`. */

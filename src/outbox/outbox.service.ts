@@ -31,7 +31,8 @@ export interface OutboxActionKinds {
 export interface OutboxStatusView {
   paused: boolean;
   reason: string | null;
-  changedAt: Date;
+  /** null: never paused. */
+  changedAt: Date | null;
   changedBy: string | null;
   pending: number;
   parked: number;

@@ -5,7 +5,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import amqp from 'amqplib';
 import type { ChannelModel } from 'amqplib';
 import { TcpProxy } from '../../sim/tcp-proxy.js';
-import { batchOf, createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
+import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
 // Issue 33: the shipped event publishers against the machine's real brokers (RabbitMQ on 5672,
@@ -169,6 +169,59 @@ describe('the RabbitMQ publisher (publisher confirms), behind a proxy', () => {
       ),
     ).toEqual(keys.map((k) => `${k} delivered`));
   }, 90_000);
+  it('the operators pause and resume a publisher; events wait meanwhile; a row shows its attempts and bytes', async () => {
+    const before = await ops(t.app).get('/events/status');
+    expect(before.body).toEqual([
+      expect.objectContaining({
+        publisher: 'rabbitmq',
+        paused: false,
+        changedAt: null,
+        pending: 0,
+        parked: 0,
+      }),
+    ]);
+    const paused = await ops(t.app, 'operator').post('/events/rabbitmq/pause', {
+      reason: 'broker maintenance',
+    });
+    expect(paused.status).toBe(200);
+    expect(paused.body).toMatchObject({
+      publisher: 'rabbitmq',
+      paused: true,
+      reason: 'broker maintenance',
+      changedBy: 'operator',
+    });
+    const keys = await settleThree(t, 'rmq-d', 'RMQD');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await rows(t, 'rabbitmq', 'rmq-d')).toEqual(keys.map((k) => `${k} pending`));
+    expect((await ops(t.app).get('/events/status')).body[0]).toMatchObject({ paused: true, pending: 3 });
+    expect((await ops(t.app, 'operator').post('/events/rabbitmq/resume', {})).body).toMatchObject({
+      paused: false,
+    });
+    await eventually(async () => firstsOf(received, 'rmq-d').length === 3, 'the events after the resume');
+    expect(firstsOf(received, 'rmq-d')).toEqual(keys);
+    const list = await ops(t.app).get('/events/rabbitmq/outbox?status=delivered&limit=1');
+    expect(list.status).toBe(200);
+    const detail = await ops(t.app).get(`/events/rabbitmq/outbox/${list.body.items[0].id}`);
+    expect(detail.body).toMatchObject({ status: 'delivered', operationKey: keys[2] });
+    expect(JSON.parse(detail.body.body)).toMatchObject({ eventId: keys[2], type: 'recalculation_debit' });
+    expect(detail.body.deliveryAttempts.at(-1)).toMatchObject({
+      connector: 'rabbitmq',
+      outcome: 'delivered',
+    });
+    expect((await ops(t.app).get('/events/kafka/outbox')).status).toBe(404);
+    const { rows: actions } = await t.db.query(
+      `SELECT action, target_kind, target_id, reason FROM operator_actions WHERE action LIKE 'publisher_%' ORDER BY id`,
+    );
+    expect(actions).toEqual([
+      {
+        action: 'publisher_pause',
+        target_kind: 'publisher',
+        target_id: 'rabbitmq',
+        reason: 'broker maintenance',
+      },
+      { action: 'publisher_resume', target_kind: 'publisher', target_id: 'rabbitmq', reason: null },
+    ]);
+  });
 });
 
 describe('the NATS JetStream publisher (Nats-Msg-Id), behind a proxy', () => {
