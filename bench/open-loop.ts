@@ -2,7 +2,8 @@
  * `npm run bench:open`: the receiver loaded the sender's way (docs/benchmark.md, "Open loop"):
  * signed money-heavy batches (bench/load.ts) sent at a fixed rate whatever the answers take
  * (bench/open-loop-sender.ts), per mode (inline; inbox; inline with the wallet on, the http
- * connector to the stand-in wallet; broker on: a slot for the next issue), with the background
+ * connector to the stand-in wallet; broker on: the settlement events published to the machine's
+ * RabbitMQ and NATS JetStream, docs/events.md), with the background
  * lag read from the rows' own timestamps. Commands: one run (`--mode M --rate R`), the capacity
  * run (`--capacity`, writes a chart), the burst (`--burst`) and the steady run (`--steady`) of
  * issue 31's figures. `npm run bench:open -- --help` lists the options.
@@ -51,6 +52,8 @@ const { values: args } = parseArgs({
     'drain-timeout': { type: 'string' },
     'wallet-env': { type: 'string' },
     'inbox-env': { type: 'string' },
+    'broker-env': { type: 'string' },
+    publishers: { type: 'string', default: 'rabbitmq,nats' },
     env: { type: 'string' },
     chart: { type: 'string', default: 'bench/capacity.svg' },
     'money-coupons': { type: 'string', default: '10000' },
@@ -64,8 +67,8 @@ const { values: args } = parseArgs({
 });
 
 const HELP = `npm run bench:open [-- options]: the receiver under an open-loop sender (docs/benchmark.md)
-  --mode M --rate R       one run: mode inline, inbox, wallet or wallet-batch (the batch call,
-                          WALLET_BATCH_SIZE=64, WALLET_CLAIM_SIZE=64), R batches/s for --duration s
+  --mode M --rate R       one run: mode inline, inbox, wallet, wallet-batch (the batch call,
+                          WALLET_BATCH_SIZE=64, WALLET_CLAIM_SIZE=64) or broker, R batches/s for --duration s
   --capacity              inline's closed-loop capacity at c=8, then per mode (--modes) the
                           offered rate stepped through --fractions of it: the highest rate with
                           callback p99 <= 1 s and background lag p99 <= 5 s; writes --chart
@@ -75,13 +78,15 @@ const HELP = `npm run bench:open [-- options]: the receiver under an open-loop s
   --steady                0.5x the capacity for --duration (60) s: inline with the wallet off,
                           with it on (--batch-call: the wallet-batch mode), and inbox mode
   --duration S            seconds of each load (20 for one run, 60 otherwise)
-  --modes a,b             modes of --capacity (inline,inbox,wallet,wallet-batch,broker; broker: a
-                          placeholder)
+  --modes a,b             modes of --capacity (inline,inbox,wallet,wallet-batch,broker; broker: the
+                          settlement events on --publishers, lag until every event is confirmed)
+  --publishers a,b        EVENT_PUBLISHERS of the broker mode (rabbitmq,nats; local brokers)
   --fractions f,g         rates of --capacity as fractions of the capacity (0.3,0.5,0.6,0.7,0.8,0.9,1.0)
   --capacity-rate R       take R batches/s as inline's closed-loop capacity instead of measuring it
   --capacity-seconds S    length of that closed-loop measurement (30)
   --drain-timeout S       seconds to wait for the background to drain after a load (120; 300 with --burst)
-  --env K=V,...           extra environment of every receiver; --wallet-env, --inbox-env of one mode's
+  --env K=V,...           extra environment of every receiver; --wallet-env, --inbox-env, --broker-env
+                          of one mode's
   --chart FILE            the capacity chart (bench/capacity.svg)
   --money-coupons N       registered coupons (10000); --money-players N (1000)
   --database-url URL      a PostgreSQL where databases can be created (default the local service)
@@ -100,7 +105,7 @@ function usage(message: string): never {
 }
 
 /** An `--X-env K=V,...` option. */
-function envOption(name: 'env' | 'wallet-env' | 'inbox-env'): Record<string, string> {
+function envOption(name: 'env' | 'wallet-env' | 'inbox-env' | 'broker-env'): Record<string, string> {
   return Object.fromEntries(
     ((args[name] as string | undefined) ?? '')
       .split(',')
@@ -139,6 +144,9 @@ const POOL: PoolSpec = {
 const LIMITS = { p99: 1, lag: 5 };
 const WARMUP = 80;
 
+/** A background queue whose lag is measured: the wallet outbox, the inbox, the events' outbox. */
+type Queue = 'wallet' | 'inbox' | 'broker';
+
 /** A mode of the receiver: how it is started and which queue is its background work. */
 interface Mode {
   key: string;
@@ -146,7 +154,7 @@ interface Mode {
   color: string;
   env: () => Record<string, string>;
   /** The queue whose lag is measured; none for plain inline mode. */
-  queue?: 'wallet' | 'inbox';
+  queue?: Queue;
   wallet?: boolean;
   /** Not measurable yet (shown as a slot in the table and the chart). */
   placeholder?: string;
@@ -189,10 +197,16 @@ const MODES: Record<string, Mode> = {
   },
   broker: {
     key: 'broker',
-    title: 'inline, broker on',
+    title: 'inline, settlement events on (RabbitMQ and NATS JetStream)',
     color: '#9467bd',
-    env: () => ({}),
-    placeholder: 'slot for the broker publisher of the next issue: not measured',
+    queue: 'broker',
+    env: () => ({
+      EVENT_PUBLISHERS: args.publishers as string,
+      RABBITMQ_EXCHANGE: `bench-settlement-${process.pid}`,
+      NATS_STREAM: `BENCH_SETTLEMENT_${process.pid}`,
+      NATS_SUBJECT_PREFIX: `bench_settlement_${process.pid}`,
+      ...envOption('broker-env'),
+    }),
   },
 };
 
@@ -272,19 +286,15 @@ async function dbNow(client: pg.Client): Promise<string> {
 }
 
 /** Pending rows of the mode's queue. */
-async function pending(client: pg.Client, queue: 'wallet' | 'inbox'): Promise<number> {
-  const table = queue === 'wallet' ? 'wallet_outbox' : 'callback_inbox';
+async function pending(client: pg.Client, queue: Queue): Promise<number> {
+  const table = { wallet: 'wallet_outbox', inbox: 'callback_inbox', broker: 'event_outbox' }[queue];
   return (
     await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE status = 'pending'`)
   ).rows[0].n;
 }
 
 /** Waits until the queue has no pending row (at most `timeoutMs`). @returns whether it drained. */
-async function drain(
-  client: pg.Client,
-  queue: 'wallet' | 'inbox' | undefined,
-  timeoutMs: number,
-): Promise<boolean> {
+async function drain(client: pg.Client, queue: Queue | undefined, timeoutMs: number): Promise<boolean> {
   if (!queue) return true;
   const until = Date.now() + timeoutMs;
   while ((await pending(client, queue)) > 0) {
@@ -305,11 +315,12 @@ interface Lag {
   drainSeconds: number;
 }
 
-async function lagOf(client: pg.Client, queue: 'wallet' | 'inbox', start: string, end: string): Promise<Lag> {
-  const [table, born, done, doneStatus] =
-    queue === 'wallet'
-      ? ['wallet_outbox', 'created_at', 'delivered_at', 'delivered']
-      : ['callback_inbox', 'received_at', 'finished_at', 'done'];
+async function lagOf(client: pg.Client, queue: Queue, start: string, end: string): Promise<Lag> {
+  const [table, born, done, doneStatus] = {
+    wallet: ['wallet_outbox', 'created_at', 'delivered_at', 'delivered'],
+    inbox: ['callback_inbox', 'received_at', 'finished_at', 'done'],
+    broker: ['event_outbox', 'created_at', 'delivered_at', 'delivered'],
+  }[queue];
   // A row not done yet counts with its age now: a lower bound of its lag.
   const { rows } = await client.query<Lag>(
     `WITH w AS (
@@ -590,7 +601,7 @@ async function main(): Promise<void> {
   let out: unknown;
   if (COMMAND === 'run') {
     const mode = MODES[args.mode as string];
-    if (!mode || mode.placeholder) usage(`--mode: inline, inbox, wallet or wallet-batch`);
+    if (!mode || mode.placeholder) usage(`--mode: inline, inbox, wallet, wallet-batch or broker`);
     if (!args.rate) usage('--rate R is needed for one run (or --capacity, --burst, --steady)');
     out = await withMode(mode, async (r, client) => {
       const s = await step(r, client, Number(args.rate), DURATION);

@@ -8,6 +8,7 @@ import { WalletOutbox1796143780085 } from './1796143780085-WalletOutbox.js';
 import { InboxPendingCoupons1796255594454 } from './1796255594454-InboxPendingCoupons.js';
 import { WalletSkipKeepsParkedReason1796401887278 } from './1796401887278-WalletSkipKeepsParkedReason.js';
 import { OperatorConsole1796402000000 } from './1796402000000-OperatorConsole.js';
+import { SettlementEvents1796500000000 } from './1796500000000-SettlementEvents.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   InboxPendingCoupons1796255594454,
   WalletSkipKeepsParkedReason1796401887278,
   OperatorConsole1796402000000,
+  SettlementEvents1796500000000,
 ];

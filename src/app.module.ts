@@ -1,59 +1,93 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Module, Type } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, RouterModule } from '@nestjs/core';
+import type { DestinationStream } from 'pino';
 import { AuditModule } from './audit/audit.module.js';
 import { AuthModule } from './auth/auth.module.js';
 import { BackgroundModule } from './background/background.module.js';
+import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
+import { callbackLogFields } from './callbacks/callback-request.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
-import { CallbackAdminModule } from './callbacks/callback-admin.module.js';
-import { AllExceptionsFilter } from './common/all-exceptions.filter.js';
-import { RequestDeadlineInterceptor } from './common/request-deadline.interceptor.js';
 import { PartnerBodyInterceptor } from './common/partner-body.js';
 import { AppConfigModule } from './config/app-config.module.js';
 import { AppConfig } from './config/configuration.js';
+import { ConsoleModule } from './console/console.module.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { DeliveriesModule } from './deliveries/deliveries.module.js';
+import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
-import { ObservabilityModule } from './observability/observability.module.js';
+import { AllExceptionsFilter } from './http/all-exceptions.filter.js';
+import { RequestDeadlineInterceptor } from './http/request-deadline.interceptor.js';
+import { InboxModule } from './inbox/inbox.module.js';
 import { LedgerModule } from './ledger/ledger.module.js';
-import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
-import { WalletModule } from './wallet/wallet.module.js';
+import type { LoggingOptions } from './observability/logging.js';
+import { ObservabilityModule } from './observability/observability.module.js';
 import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
-import { ConsoleModule } from './console/console.module.js';
-import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
-import type { DestinationStream } from 'pino';
+import { QuarantineModule } from './quarantine/quarantine.module.js';
+import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
+import { SettlementModule } from './settlement/settlement.module.js';
+import { WalletModule } from './wallet/wallet.module.js';
+
+/** Options of {@link AppModule.forRoot}. */
+export interface AppOptions {
+  /** Replaces stdout for the JSON log lines (tests). */
+  logDestination?: DestinationStream;
+  /**
+   * The bookmaker's own modules (docs/extending.md): imported into the app, where the receiver
+   * finds, by their base class, the `WalletConnector`s (named by `WALLET_CONNECTOR`), the
+   * `SettlementHook`s (run in every settlement transaction) and the `EventPublisher`s (named by
+   * `EVENT_PUBLISHERS`) they provide. No file of the receiver changes to add one.
+   */
+  extensions?: (Type<unknown> | DynamicModule)[];
+}
+
+/** What the logs need to know of the features (observability imports none of them). */
+export function appLogging(config: AppConfig): LoggingOptions {
+  return {
+    level: config.logLevel,
+    ownSummaryPaths: [config.callbackPath.replace(/\/+$/, '').toLowerCase()],
+    secretHeaders: [config.signatureHeader],
+    requestFields: callbackLogFields,
+  };
+}
 
 /**
- * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`), coupons and
- * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), the operator
- * endpoints of the callback (quarantine, inbox), health probes with the graceful-shutdown state,
- * JSON logs and Prometheus metrics, the background-work governor, the delivery audit endpoints,
- * the partner API's keys and scopes, the wallet outbox and its connector, the operator console's
- * API (operator actions log, search, overview, bulk actions), and the one exception filter.
+ * The receiver: configuration, database, the callback (mounted at `CALLBACK_PATH`) and the
+ * settlement service every path applies batches through, the inbox and the quarantine, coupons and
+ * the ledger of the partner API, polling fallback and reconciliation (CONTRACT §9), health probes
+ * and metrics with the graceful-shutdown state, JSON logs, the background-work governor, the
+ * delivery audit endpoints, the partner API's keys and scopes, the outboxes (wallet, settlement
+ * events) with their connector and publishers, the operator console's API (operator actions log,
+ * search, overview, bulk actions), the one exception filter, and the bookmaker's extensions.
  */
 @Module({})
 export class AppModule {
-  /** @param options.logDestination replaces stdout for the JSON log lines (tests). */
-  static forRoot(config: AppConfig, options: { logDestination?: DestinationStream } = {}): DynamicModule {
+  static forRoot(config: AppConfig, options: AppOptions = {}): DynamicModule {
     return {
       module: AppModule,
       imports: [
         AppConfigModule.forRoot(config),
         AuthModule,
         DatabaseModule,
-        ObservabilityModule.forRoot(options),
+        ObservabilityModule.forRoot(appLogging(config), { logDestination: options.logDestination }),
+        DeliveriesModule,
         BackgroundModule,
         HealthModule,
         LedgerModule,
         CouponsModule,
+        SettlementModule,
+        InboxModule,
+        QuarantineModule,
         CallbacksModule,
         ReconciliationModule,
         AuditModule,
-        CallbackAdminModule,
         WalletModule.forRoot(config),
+        EventsModule.forRoot(config),
         OperatorActionsModule,
         ConsoleModule,
         BulkActionsModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
+        ...(options.extensions ?? []),
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },

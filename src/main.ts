@@ -5,22 +5,25 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Logger as PinoNestLogger, PinoLogger } from 'nestjs-pino';
 import pg from 'pg';
-import { AppModule } from './app.module.js';
+import { pathToFileURL } from 'node:url';
+import { AppModule, appLogging } from './app.module.js';
+import type { AppOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
-import { loadConfig } from './config/configuration.js';
+import { loadConfig } from './app.config.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
 import { describeWalletConnector } from './wallet/wallet-connectors.js';
 
 /**
- * Starts the receiver: validated configuration (a bad variable stops the start with its name),
+ * Starts the receiver (`npm start`; a bookmaker's own entry point calls it with its modules:
+ * `startReceiver({ extensions: [AcmeModule] })`, docs/extending.md): validated configuration (a bad variable stops the start with its name),
  * an embedded PostgreSQL under `./.data/` when `DATABASE_URL` is unset, migrations under an
  * advisory lock, then HTTP. SIGTERM/SIGINT: readiness and new requests 503 at once, requests in
  * flight finish (commit and answer, or roll back at their deadline), then HTTP (keep-alive
  * connections included), the pool and the embedded server close; the process exits within 10 s.
  */
-async function bootstrap(): Promise<void> {
+export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}): Promise<void> {
   const logger = new Logger('Bootstrap');
   if (existsSync('.env')) process.loadEnvFile('.env');
   let config;
@@ -33,7 +36,7 @@ async function bootstrap(): Promise<void> {
   // Every line is the app's own nestjs-pino format (the embedded PostgreSQL's and the migrations'
   // included; only a configuration error is a plain line on stderr): nestjs-pino builds its one
   // pino-http instance on first use, so this logger and the app's share it.
-  const logParams = loggerParams(config);
+  const logParams = loggerParams(appLogging(config));
   Logger.overrideLogger(new PinoNestLogger(new PinoLogger(logParams), logParams));
   for (const warning of config.warnings) logger.warn(warning);
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under
@@ -66,7 +69,7 @@ async function bootstrap(): Promise<void> {
     );
     config = { ...config, databaseUrl: await embedded.start() };
   }
-  const app = await NestFactory.create(AppModule.forRoot(config), {
+  const app = await NestFactory.create(AppModule.forRoot(config, options), {
     bodyParser: false,
     abortOnError: false,
     bufferLogs: true,
@@ -161,7 +164,13 @@ function describeStartupError(err: unknown): string {
   return message;
 }
 
-void bootstrap().catch((err: unknown) => {
-  console.error(`start-up failed: ${describeStartupError(err)}`);
-  process.exit(1);
-});
+/** Runs {@link startReceiver}, or reports why it could not start and exits 1. */
+export function main(options: Pick<AppOptions, 'extensions'> = {}): void {
+  void startReceiver(options).catch((err: unknown) => {
+    console.error(`start-up failed: ${describeStartupError(err)}`);
+    process.exit(1);
+  });
+}
+
+// `node dist/src/main.js`; imported by another entry point, it only exports.
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();

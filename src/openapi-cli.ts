@@ -4,7 +4,7 @@ import { ModulesContainer, NestFactory, RouterModule } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { buildOpenApiDocument } from './app.setup.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
-import { loadConfig } from './config/configuration.js';
+import { loadConfig } from './app.config.js';
 
 /**
  * `npm run openapi`: writes the OpenAPI document of this build to `openapi.json` (or the path

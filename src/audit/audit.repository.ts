@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { FindOptionsWhere, LessThan, MoreThanOrEqual, And } from 'typeorm';
-import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
-import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
-import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
+import { CallbackBatchEntity } from '../settlement/entities/callback-batch.entity.js';
+import { DeliveryAttemptEntity } from '../deliveries/entities/delivery-attempt.entity.js';
+import { QuarantinedBodyEntity } from '../quarantine/entities/quarantined-body.entity.js';
 import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
 import { Tx } from '../database/transaction.js';
 import { FinancialOperationEntity } from '../ledger/entities/financial-operation.entity.js';

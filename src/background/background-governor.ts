@@ -4,8 +4,8 @@ import { Counter, Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
+import { MetricsRegistry } from '../observability/metrics-registry.js';
 import {
   IntakeSignals,
   LimitBounds,
@@ -191,7 +191,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly metrics: SettlementMetrics,
+    private readonly metrics: MetricsRegistry,
     private readonly observer: DeliveryObserver,
     @Inject(BACKGROUND_PROBES) private readonly probes: GovernorProbes,
   ) {

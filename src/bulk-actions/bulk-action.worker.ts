@@ -8,13 +8,14 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { Actor, ActionOutcome, BulkRowHooks } from '../auth/actor.js';
-import { QuarantineService } from '../callbacks/quarantine/quarantine.service.js';
+import { QuarantineService } from '../quarantine/quarantine.service.js';
 import { PollingLoops } from '../common/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { refusalCode } from '../operator-actions/operator-action-log.js';
-import { WalletService } from '../wallet/wallet.service.js';
+import type { OutboxService } from '../outbox/outbox.service.js';
+import { WalletOutbox } from '../wallet/wallet-outbox.js';
 import { BulkActionRow, BulkActionsRepository, BulkItemRow } from './bulk-actions.repository.js';
 import { BulkRowStopped } from './bulk-actions.types.js';
 
@@ -40,7 +41,7 @@ interface DrainResult {
 /**
  * Runs bulk actions in the background (docs/api.md#bulk-actions), every replica polling, one at a
  * time holding the advisory lock {@link BULK_ACTION_LOCK_KEY}. Each row goes through the single
- * action's service method (`QuarantineService.replay`, `WalletService.retry` / `skip`) with the
+ * action's service method (`QuarantineService.replay`, the wallet outbox's `retry` / `skip`) with the
  * same rules and its own operator action; its outcome is written in that action's transaction (a
  * refusal's after the rollback), so a row is never done twice, also across a restart. Rows run in
  * arrival order; when a row fails or is skipped, the later rows of the same coupon (quarantine) or
@@ -51,7 +52,7 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
   private readonly logger = new Logger('BulkActions');
   private readonly loops = new PollingLoops(this.logger, async () => (await this.runOnce()) > 0);
   private stopping = false;
-  private wallet!: WalletService;
+  private wallet!: OutboxService;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -64,7 +65,7 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
   onModuleInit(): void {
     // The wallet module is configured per connector (WalletModule.forRoot): its service is taken
     // from the application rather than imported a second time.
-    this.wallet = this.moduleRef.get(WalletService, { strict: false });
+    this.wallet = this.moduleRef.get(WalletOutbox, { strict: false }).service;
   }
 
   onApplicationBootstrap(): void {

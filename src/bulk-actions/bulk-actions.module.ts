@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { CallbacksModule } from '../callbacks/callbacks.module.js';
+import { QuarantineModule } from '../quarantine/quarantine.module.js';
 import { BulkActionWorker } from './bulk-action.worker.js';
 import { BulkActionsController } from './bulk-actions.controller.js';
 import { BulkActionsRepository } from './bulk-actions.repository.js';
@@ -10,7 +10,7 @@ import { BulkActionsService } from './bulk-actions.service.js';
  * (docs/api.md#bulk-actions): the endpoints and the background worker.
  */
 @Module({
-  imports: [CallbacksModule],
+  imports: [QuarantineModule],
   controllers: [BulkActionsController],
   providers: [BulkActionsRepository, BulkActionsService, BulkActionWorker],
 })

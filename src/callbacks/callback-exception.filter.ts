@@ -1,6 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, Injectable, Logger } from '@nestjs/common';
 import type { Response } from 'express';
-import { answerError, classifyException } from '../common/all-exceptions.filter.js';
+import { answerError, classifyException } from '../http/all-exceptions.filter.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';

@@ -19,3 +19,9 @@ export interface CallbackRequestState {
 
 /** Express request with the callback state attached by the callback body middleware. */
 export type CallbackRequest = Request & { callback?: CallbackRequestState };
+
+/** The fields every log line written while a callback is handled carries: its batch id, once read. */
+export function callbackLogFields(req: object): Record<string, unknown> {
+  const batchId = (req as CallbackRequest).callback?.batchId;
+  return batchId === undefined ? {} : { batchId };
+}

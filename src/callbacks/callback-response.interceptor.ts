@@ -6,9 +6,9 @@ import type { AppConfig } from '../config/configuration.js';
 import { DeadlineExceededError } from '../database/transaction.js';
 import type { CallbackRequest } from './callback-request.js';
 import type { CallbackResult } from './callback.service.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';
-import { DeliveryOutcome } from './callback.types.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 
 /**
  * The callback's response contract (CONTRACT §5): the handler's result (known only after COMMIT)

@@ -15,7 +15,7 @@ import { CallbackResponseInterceptor } from './callback-response.interceptor.js'
 import { CallbackExceptionFilter } from './callback-exception.filter.js';
 import { CallbackService } from './callback.service.js';
 import type { CallbackResult } from './callback.service.js';
-import { CallbackAckDto, CallbackBatchDto } from './dto/callback-batch.dto.js';
+import { CallbackAckDto, CallbackBatchDto } from '../settlement/dto/callback-batch.dto.js';
 import { SIGNATURE_FORMAT, SignatureGuard } from './signature.guard.js';
 import { API_TAGS } from '../common/api-tags.js';
 

@@ -1,37 +1,20 @@
 import { Module } from '@nestjs/common';
-import { CouponsModule } from '../coupons/coupons.module.js';
-import { LedgerModule } from '../ledger/ledger.module.js';
-import { BatchRepository } from './batch.repository.js';
+import { InboxModule } from '../inbox/inbox.module.js';
+import { QuarantineModule } from '../quarantine/quarantine.module.js';
+import { SettlementModule } from '../settlement/settlement.module.js';
 import { CallbackController } from './callback.controller.js';
 import { CallbackService } from './callback.service.js';
-import { DeliveryAttemptWriter } from './delivery-attempt.writer.js';
-import { DeliveryAuditRepository } from './delivery-audit.repository.js';
 import { DeliveryAuditService } from './delivery-audit.service.js';
-import { InboxRepository } from './inbox/inbox.repository.js';
-import { InboxService } from './inbox/inbox.service.js';
-import { InboxWorker } from './inbox/inbox.worker.js';
-import { QuarantineRepository } from './quarantine/quarantine.repository.js';
-import { QuarantineService } from './quarantine/quarantine.service.js';
 
 /**
- * SportAPI's settlement callback: signature, validation, the one-transaction pipeline, audit;
- * the inbox (CALLBACK_MODE=inbox) and its workers; the quarantine service.
+ * SportAPI's settlement callback, the HTTP edge only (mounted at `CALLBACK_PATH`): body
+ * middleware, signature guard, controller, parser, response interceptor and exception filter with
+ * its failure audit; the batch is applied by the settlement service, or committed to the inbox.
  */
 @Module({
-  imports: [CouponsModule, LedgerModule],
+  imports: [SettlementModule, InboxModule, QuarantineModule],
   controllers: [CallbackController],
-  providers: [
-    CallbackService,
-    BatchRepository,
-    DeliveryAttemptWriter,
-    DeliveryAuditRepository,
-    DeliveryAuditService,
-    InboxRepository,
-    InboxService,
-    InboxWorker,
-    QuarantineRepository,
-    QuarantineService,
-  ],
-  exports: [DeliveryAuditService, CallbackService, InboxRepository, InboxService, QuarantineService],
+  providers: [CallbackService, DeliveryAuditService],
+  exports: [DeliveryAuditService],
 })
 export class CallbacksModule {}

@@ -6,10 +6,11 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../common/validation.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
-import { DeliveryAttemptWriter } from './delivery-attempt.writer.js';
-import { DeliveryAttemptRow, DeliveryAuditRepository } from './delivery-audit.repository.js';
-import { DeliveryOutcome } from './callback.types.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
+import { DeliveryAttemptWriter } from '../deliveries/delivery-attempt.writer.js';
+import { DeliveryAttemptRow, DeliveryAttemptRepository } from '../deliveries/delivery-attempt.repository.js';
+import { QuarantineRepository } from '../quarantine/quarantine.repository.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 
 /** Outcome recorded for a failed delivery answered with `status`. */
 export function outcomeOf(status: number): DeliveryOutcome {
@@ -34,7 +35,8 @@ export class DeliveryAuditService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
-    private readonly audit: DeliveryAuditRepository,
+    private readonly attempts: DeliveryAttemptRepository,
+    private readonly quarantine: QuarantineRepository,
     private readonly writer: DeliveryAttemptWriter,
     private readonly observer: DeliveryObserver,
   ) {}
@@ -82,19 +84,20 @@ export class DeliveryAuditService {
       const attempt = this.attemptOf(req, status, outcomeOf(status), code);
       try {
         await this.transactions.run(
-          async (tx) => {
-            await this.audit.insertAttempt(tx, attempt);
-            await this.audit.insertQuarantine(tx, {
-              batchId: state.batchId ?? null,
-              reason: code,
-              // Messages and paths may quote the body: stored with unstorable characters replaced.
-              details: toStorable(error?.fields ?? { message: error?.message }),
-              httpStatus: status,
-              body: state.rawBody as Buffer,
-              contentType: String(req.headers['content-type'] ?? '') || null,
-              payloadHash: state.payloadHash ?? '',
-            });
-          },
+          (tx) =>
+            tx.commitWith({
+              attempt: this.attempts.insertStatement(attempt),
+              quarantine: this.quarantine.insertStatement({
+                batchId: state.batchId ?? null,
+                reason: code,
+                // Messages and paths may quote the body: stored with unstorable characters replaced.
+                details: toStorable(error?.fields ?? { message: error?.message }),
+                httpStatus: status,
+                body: state.rawBody as Buffer,
+                contentType: String(req.headers['content-type'] ?? '') || null,
+                payloadHash: state.payloadHash ?? '',
+              }),
+            }),
           { deadline: (state.receivedAt ?? Date.now()) + this.config.callbackDeadlineMs, retries: 1 },
         );
         this.observer.whenAnswered(res, attempt);

@@ -43,6 +43,11 @@ export const API_TAGS = {
     description:
       "The wallet outbox: settled money pushed to the bookmaker's wallet; retry, skip, pause and resume its delivery",
   },
+  events: {
+    name: 'settlement events',
+    description:
+      "Each financial operation published to the bookmaker's message broker; retry, skip, pause, resume per publisher",
+  },
   operatorConsole: {
     name: 'operator console',
     description:

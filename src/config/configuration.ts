@@ -1,29 +1,19 @@
 import Joi from 'joi';
-import ms from 'ms';
-import { parseApiKeys } from '../auth/api-keys.js';
-import type { ApiKey } from '../auth/api-keys.js';
 import { CURRENCY_CODE, CurrencyTable, LEGACY_MINOR_UNITS, MAX_MINOR_UNITS } from '../common/currency.js';
-import { DEFAULT_CLUSTERS_DIR } from '../database/embedded-postgres.js';
-import { OperationType } from '../ledger/ledger.types.js';
+import { ConfigFragment, csv, duration } from './config-fragment.js';
+
+export { csv, duration };
 
 /**
- * Typed configuration of the receiver, read once from the environment at start-up.
- * Money-related limits are plain integers (digits), never amounts. Source: CONTRACT §3, §5, §10.
+ * Typed configuration of the receiver, read once from the environment at start-up: the shared
+ * fields here, and each feature's, added to this interface by its own fragment through
+ * declaration merging (e.g. `wallet` in `src/wallet/wallet.config.ts`; the app's list of
+ * fragments: `src/app.config.ts`). Money-related limits are plain integers (digits), never
+ * amounts. Source: CONTRACT §3, §5, §10.
  */
 export interface AppConfig {
   port: number;
   host: string;
-  /** Absent: an embedded PostgreSQL under `embeddedDataDir` is started (CONTRACT §10). */
-  databaseUrl: string | undefined;
-  embeddedDataDir: string;
-  embeddedPort: number;
-  /** As root: where clusters of data folders in `.data` the postgres user cannot reach are kept. */
-  embeddedClustersDir: string;
-  dbPoolSize: number;
-  /** Milliseconds; statement, lock and idle-in-transaction timeouts, all below the deadline. */
-  statementTimeoutMs: number;
-  lockTimeoutMs: number;
-  idleInTransactionTimeoutMs: number;
   /** Milliseconds the callback may take end to end before it is rolled back and answered 503. */
   callbackDeadlineMs: number;
   /** In-process re-runs of a whole transaction after 40001/40P01. */
@@ -31,12 +21,6 @@ export interface AppConfig {
   callbackPath: string;
   signatureHeader: string;
   webhookSecrets: string[];
-  /** The partner API's keys: name, scopes, SHA-256 of the secret (docs/api.md#keys-and-scopes). */
-  opsApiKeys: ApiKey[];
-  /** Failed authentications of one client address per window before it is answered 429. */
-  authFailureLimit: number;
-  /** Milliseconds of that window, counted from the first failure. */
-  authFailureWindowMs: number;
   /** Bytes; a larger decoded body is answered 413. */
   bodyLimitBytes: number;
   /** Bytes of callback bodies processed at once; beyond it a delivery is answered 503. */
@@ -57,7 +41,6 @@ export interface AppConfig {
   swaggerEnabled: boolean;
   /** Folder of the built operator console served at `/ops` (docs/console.md). */
   consoleDir: string;
-  runMigrationsOnStart: boolean;
   /**
    * `inline`: the callback applies the batch before answering (CONTRACT §4). `inbox`: it commits
    * the verified, validated batch to `callback_inbox` and answers 200; workers apply it later.
@@ -85,8 +68,6 @@ export interface AppConfig {
   sportApi: SportApiConfig;
   /** The scheduled reconciliation (CONTRACT §9). */
   reconciliation: ReconciliationConfig;
-  /** The wallet outbox and its connector (docs/wallet.md). */
-  wallet: WalletConfig;
   /** The operator console's background work (docs/api.md#operator-console-api). */
   console: ConsoleConfig;
   /** The background-work governor (docs/background-work.md). */
@@ -111,39 +92,6 @@ export interface BackgroundConfig {
   eventLoopDelayMs: number;
   /** Milliseconds of answers the p99 is taken over; also the quiet needed before growing again. */
   windowMs: number;
-}
-
-/** Where settled money goes beyond the ledger: the wallet outbox and its connector (docs/wallet.md). */
-export interface WalletConfig {
-  /**
-   * Name of the wallet connector (`src/wallet/wallet-connectors.ts`): `http` by default when
-   * `WALLET_URL` is set; undefined: no connector, and no outbox row is written.
-   */
-  connector: string | undefined;
-  /** Base URL of the HTTP connector (`POST {url}/transactions`). */
-  url: string | undefined;
-  /** HMAC-SHA256 key of the HTTP connector's `X-Signature`. */
-  secret: string | undefined;
-  /** Operation types written to the outbox: `WALLET_OPERATION_TYPES` with a connector, else none. */
-  operationTypes: OperationType[];
-  /** Milliseconds one delivery may take (connect, headers and body), then it is retried. */
-  timeoutMs: number;
-  /** Milliseconds a row is retried without a definite answer before it is parked. */
-  retryForMs: number;
-  /** Milliseconds; delay after the first failed attempt, doubled per attempt up to the maximum. */
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Delivery workers per process. */
-  concurrency: number;
-  /** Rows (of distinct accounts) a worker claims at once and delivers in parallel. */
-  claimSize: number;
-  /**
-   * Transactions per call: 1 sends one `POST /transactions` per operation; more sends arrays of up
-   * to this many (the wallet must support the batch call, docs/wallet-http-contract.md).
-   */
-  batchSize: number;
-  /** Milliseconds an idle delivery worker waits before looking for work again. */
-  pollIntervalMs: number;
 }
 
 /** Where and how to read a coupon from SportAPI (CONTRACT §9). */
@@ -172,46 +120,10 @@ export interface ReconciliationConfig {
   batchSize: number;
 }
 
-/**
- * A duration: milliseconds as a bare integer (`5400000`) or a number with a unit that the `ms`
- * package reads (`90m`, `1.5h`, `30s`, `2 days`). `allowOff` also accepts `off`/`false`/`0` as 0.
- */
-function duration(allowOff = false) {
-  return Joi.string().custom((v: string, helpers) => {
-    const text = v.trim();
-    if (allowOff && /^(off|false|0)$/i.test(text)) return 0;
-    const value = /^\d+$/.test(text) ? Number(text) : ms(text as ms.StringValue);
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || !Number.isInteger(value))
-      return helpers.message({
-        custom: `{{#label}} must be milliseconds or a duration like "90m", "30s", "2h"${allowOff ? ', or "off"' : ''}`,
-      });
-    return value;
-  });
-}
-
-const csv = (v: string | undefined): string[] =>
-  (v ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s.length > 0);
-
-/** `WALLET_OPERATION_TYPES` when unset: the settlement's credits and their reversals (docs/wallet.md). */
-export const DEFAULT_WALLET_OPERATION_TYPES = 'final_credit,recalculation_debit';
-
 /** Joi schema of every environment variable the receiver reads (see `.env.example`). */
 export const envSchema = Joi.object({
   PORT: Joi.number().port().default(3000),
   HOST: Joi.string().default('0.0.0.0'),
-  DATABASE_URL: Joi.string()
-    .uri({ scheme: ['postgres', 'postgresql'] })
-    .optional(),
-  EMBEDDED_PG_DATA_DIR: Joi.string().default('.data/postgres'),
-  EMBEDDED_PG_PORT: Joi.number().port().default(54329),
-  EMBEDDED_PG_CLUSTERS_DIR: Joi.string().default(DEFAULT_CLUSTERS_DIR),
-  DB_POOL_SIZE: Joi.number().integer().min(1).max(200).default(16),
-  DB_STATEMENT_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
-  DB_LOCK_TIMEOUT_MS: Joi.number().integer().min(50).max(7000).default(3000),
-  DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
   CALLBACK_DEADLINE_MS: Joi.number().integer().min(500).max(9500).default(8000),
   CALLBACK_TRANSIENT_RETRIES: Joi.number().integer().min(0).max(10).default(3),
   CALLBACK_PATH: Joi.string()
@@ -225,23 +137,6 @@ export const envSchema = Joi.object({
     .custom((v: string, helpers) =>
       csv(v).length > 0 ? v : helpers.message({ custom: 'SPORTAPI_WEBHOOK_SECRETS lists no secret' }),
     ),
-  OPS_API_KEYS: Joi.string()
-    .required()
-    .custom((v: string, helpers) => {
-      try {
-        return parseApiKeys(v);
-      } catch (err) {
-        return helpers.message({ custom: (err as Error).message });
-      }
-    }),
-  AUTH_FAILURE_LIMIT: Joi.number().integer().min(1).max(100_000).default(10),
-  AUTH_FAILURE_WINDOW: duration()
-    .custom((v: number, helpers) =>
-      v >= 1000 && v <= 86_400_000
-        ? v
-        : helpers.message({ custom: 'AUTH_FAILURE_WINDOW must be from 1s to 24h' }),
-    )
-    .default(60_000),
   CALLBACK_BODY_LIMIT_BYTES: Joi.number()
     .integer()
     .min(1024)
@@ -285,7 +180,6 @@ export const envSchema = Joi.object({
     }),
   SWAGGER_ENABLED: Joi.boolean().truthy('1').falsy('0').default(true),
   CONSOLE_DIR: Joi.string().default('dist/console'),
-  RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
   SPORTAPI_BASE_URL: Joi.string()
     .uri({ scheme: ['http', 'https'] })
     .optional(),
@@ -326,44 +220,8 @@ export const envSchema = Joi.object({
     .max(86_400_000)
     .default(300_000)
     .messages({ 'number.min': 'INBOX_RETRY_MAX_MS must not be below INBOX_RETRY_BASE_MS' }),
-  WALLET_CONNECTOR: Joi.string()
-    .pattern(/^[a-z][a-z0-9-]{0,63}$/)
-    .optional()
-    .messages({ 'string.pattern.base': 'WALLET_CONNECTOR must be a connector name such as http, or none' }),
-  WALLET_URL: Joi.string()
-    .uri({ scheme: ['http', 'https'] })
-    .optional(),
-  WALLET_SECRET: Joi.string().min(16).optional(),
-  WALLET_OPERATION_TYPES: Joi.string()
-    .custom((v: string, helpers) => {
-      const known = Object.values(OperationType) as string[];
-      const bad = csv(v).filter((t) => !known.includes(t));
-      return bad.length || !csv(v).length
-        ? helpers.message({
-            custom: `WALLET_OPERATION_TYPES must be comma-separated operation types (${known.join(', ')}): ${bad.join(', ') || 'none given'}`,
-          })
-        : v;
-    })
-    .default(DEFAULT_WALLET_OPERATION_TYPES),
-  WALLET_TIMEOUT_MS: Joi.number().integer().min(100).max(60_000).default(5000),
-  WALLET_RETRY_FOR: duration()
-    .custom((v: number, helpers) =>
-      v >= 1000 ? v : helpers.message({ custom: 'WALLET_RETRY_FOR must be at least 1s' }),
-    )
-    .default(24 * 3_600_000),
-  WALLET_RETRY_BASE_MS: Joi.number().integer().min(10).max(3_600_000).default(1000),
-  WALLET_RETRY_MAX_MS: Joi.number()
-    .integer()
-    .min(Joi.ref('WALLET_RETRY_BASE_MS'))
-    .max(86_400_000)
-    .default(300_000)
-    .messages({ 'number.min': 'WALLET_RETRY_MAX_MS must not be below WALLET_RETRY_BASE_MS' }),
-  WALLET_CONCURRENCY: Joi.number().integer().min(1).max(64).default(8),
-  WALLET_CLAIM_SIZE: Joi.number().integer().min(1).max(64).default(8),
-  WALLET_POLL_INTERVAL_MS: Joi.number().integer().min(10).max(60_000).default(250),
   DELIVERY_ROLLUP_INTERVAL: duration(true).default(30_000),
   BULK_ACTION_POLL_INTERVAL: duration(true).default(1000),
-  WALLET_BATCH_SIZE: Joi.number().integer().min(1).max(256).default(1),
   BACKGROUND_GOVERNOR: Joi.boolean().truthy('1').falsy('0').default(true),
   BACKGROUND_TARGET_MS: Joi.number()
     .integer()
@@ -379,35 +237,6 @@ export const envSchema = Joi.object({
   BACKGROUND_EVENT_LOOP_DELAY_MS: Joi.number().integer().min(10).max(5000).default(200),
   BACKGROUND_WINDOW_MS: Joi.number().integer().min(1000).max(60_000).default(2000),
 }).unknown(true);
-
-/**
- * The wallet settings (values as Joi validated them). @throws Error naming the variable when the
- * HTTP connector lacks its URL or secret.
- */
-function walletConfig(v: Record<string, unknown>): WalletConfig {
-  const url = (v.WALLET_URL as string | undefined)?.replace(/\/+$/, '');
-  const named = v.WALLET_CONNECTOR as string | undefined;
-  const connector = named === 'none' ? undefined : (named ?? (url ? 'http' : undefined));
-  const missing = [
-    connector === 'http' && !url ? 'WALLET_URL: required by the http wallet connector' : '',
-    connector === 'http' && !v.WALLET_SECRET ? 'WALLET_SECRET: required by the http wallet connector' : '',
-  ].filter(Boolean);
-  if (missing.length) throw new Error(`Invalid configuration:\n${missing.map((m) => `  - ${m}`).join('\n')}`);
-  return {
-    connector,
-    url,
-    secret: v.WALLET_SECRET as string | undefined,
-    operationTypes: connector ? (csv(v.WALLET_OPERATION_TYPES as string) as OperationType[]) : [],
-    timeoutMs: v.WALLET_TIMEOUT_MS as number,
-    retryForMs: v.WALLET_RETRY_FOR as number,
-    retryBaseMs: v.WALLET_RETRY_BASE_MS as number,
-    retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
-    concurrency: v.WALLET_CONCURRENCY as number,
-    claimSize: v.WALLET_CLAIM_SIZE as number,
-    batchSize: v.WALLET_BATCH_SIZE as number,
-    pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
-  };
-}
 
 /** One `CODE:digits` of CURRENCY_MINOR_UNITS. */
 const MINOR_UNITS_PAIR = new RegExp(`^[A-Z0-9]{3,8}\\s*:\\s*[0-${MAX_MINOR_UNITS}]$`);
@@ -456,13 +285,15 @@ export const DEFAULT_STATUS_MAP: Record<number, string> = {
 };
 
 /**
- * Validates `env` and returns the typed configuration.
+ * Validates `env` against the shared variables and every fragment's, and returns the typed
+ * configuration: the shared fields and each fragment's (the app's list: `src/app.config.ts`).
  * @throws Error naming every wrong or missing variable (the app does not start).
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+export function loadConfigWith(env: NodeJS.ProcessEnv, fragments: readonly ConfigFragment[]): AppConfig {
   // An empty variable counts as unset (e.g. `DATABASE_URL=` selects the embedded server).
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const { error, value } = envSchema.validate(present, { abortEarly: false, convert: true });
+  const schema = fragments.reduce((all, f) => all.keys(f.schema), envSchema);
+  const { error, value } = schema.validate(present, { abortEarly: false, convert: true });
   if (error) {
     const lines = error.details.map((d) => `  - ${d.context?.label ?? d.path.join('.')}: ${d.message}`);
     throw new Error(`Invalid configuration:\n${lines.join('\n')}`);
@@ -473,25 +304,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     const [code, kind] = pair.split(':').map((s) => s.trim());
     statusMap[Number(code)] = kind;
   }
-  return {
+  const shared = {
     port: v.PORT as number,
     host: v.HOST as string,
-    databaseUrl: v.DATABASE_URL as string | undefined,
-    embeddedDataDir: v.EMBEDDED_PG_DATA_DIR as string,
-    embeddedPort: v.EMBEDDED_PG_PORT as number,
-    embeddedClustersDir: v.EMBEDDED_PG_CLUSTERS_DIR as string,
-    dbPoolSize: v.DB_POOL_SIZE as number,
-    statementTimeoutMs: v.DB_STATEMENT_TIMEOUT_MS as number,
-    lockTimeoutMs: v.DB_LOCK_TIMEOUT_MS as number,
-    idleInTransactionTimeoutMs: v.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS as number,
     callbackDeadlineMs: v.CALLBACK_DEADLINE_MS as number,
     transientRetries: v.CALLBACK_TRANSIENT_RETRIES as number,
     callbackPath: v.CALLBACK_PATH as string,
     signatureHeader: (v.SIGNATURE_HEADER as string).toLowerCase(),
     webhookSecrets: csv(v.SPORTAPI_WEBHOOK_SECRETS as string),
-    opsApiKeys: v.OPS_API_KEYS as ApiKey[],
-    authFailureLimit: v.AUTH_FAILURE_LIMIT as number,
-    authFailureWindowMs: v.AUTH_FAILURE_WINDOW as number,
     bodyLimitBytes: v.CALLBACK_BODY_LIMIT_BYTES as number,
     maxInflightBytes: v.CALLBACK_MAX_INFLIGHT_BYTES as number,
     amountScale: (v.AMOUNT_SCALE as number | undefined) ?? LEGACY_MINOR_UNITS,
@@ -507,7 +327,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     statusMap,
     swaggerEnabled: v.SWAGGER_ENABLED as boolean,
     consoleDir: v.CONSOLE_DIR as string,
-    runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
     sportApi: {
       baseUrl: (v.SPORTAPI_BASE_URL as string | undefined)?.replace(/\/+$/, ''),
       couponPath: v.SPORTAPI_COUPON_PATH as string,
@@ -530,7 +349,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     inboxMaxAttempts: v.INBOX_MAX_ATTEMPTS as number,
     inboxRetryBaseMs: v.INBOX_RETRY_BASE_MS as number,
     inboxRetryMaxMs: v.INBOX_RETRY_MAX_MS as number,
-    wallet: walletConfig(v),
     console: {
       rollupIntervalMs: v.DELIVERY_ROLLUP_INTERVAL as number,
       bulkPollIntervalMs: v.BULK_ACTION_POLL_INTERVAL as number,
@@ -542,6 +360,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       windowMs: v.BACKGROUND_WINDOW_MS as number,
     },
   };
+  return Object.assign(shared, ...fragments.map((f) => f.build(v))) as AppConfig;
 }
 
 /** Injection token of the validated {@link AppConfig}. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { parseExactJson } from '../common/exact-json.js';
 import { RecentSet } from '../common/recent-set.js';
 import { Statement, Tx } from '../database/transaction.js';
-import { CouponSettlementState, SettlementOperation } from '../settlement/settlement.types.js';
+import { CouponSettlementState, SettlementOperation } from '../settlement/rules/settlement.types.js';
 
 /** A coupon row locked for a batch or a registration: registration and settlement state. */
 export interface LockedCoupon extends CouponSettlementState {
@@ -202,13 +202,11 @@ export class CouponRepository {
    * (history, CONTRACT §6), the settlement states the batch changed (`last_batch_id`: the batch
    * that last changed it), and the bets of applied snapshots, taken from the stored coupon
    * payloads (upsert by `coupon_code`, `uuid` in ascending order; a bet whose status and payload
-   * are unchanged is not rewritten), and the delivery attempt `attempt` (§8; parameters 4–12), or
-   * none when `attempt` is null (a batch applied by an inbox worker, a replay or reconciliation).
-   * The coupons must be locked by this transaction.
+   * are unchanged is not rewritten). The coupons must be locked by this transaction.
    */
-  applyBatchStatement(w: BatchWrites, attempt: unknown[] | null): Statement {
-    // $1 batch id, $2 snapshots, $3 the sent payloads (or the states), $4–$12 the attempt, then
-    // (sent payloads) the states, and the changed coupons' codes: `push` answers each one's number.
+  applyBatchStatement(w: BatchWrites): Statement {
+    // $1 batch id, $2 snapshots, $3 the sent payloads (or the states), then (sent payloads) the
+    // states, and the changed coupons' codes: `push` answers each one's number.
     const values: unknown[] = [
       w.batchId,
       JSON.stringify(
@@ -225,12 +223,11 @@ export class CouponRepository {
         })),
       ),
       w.payloadsJson ?? statesJson(w.states),
-      ...(attempt ?? []),
     ];
     const statesParam = w.payloadsJson === null ? 3 : values.push(statesJson(w.states));
     const codesParam = values.push(w.states.map((st) => st.couponCode));
     return {
-      name: `${w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent'}${attempt ? '' : '_quiet'}`,
+      name: w.payloadsJson === null ? 'cp_apply_stored' : 'cp_apply_sent',
       genericPlan: true,
       text: `WITH meta AS MATERIALIZED (
                SELECT * FROM jsonb_to_recordset($2::jsonb) AS m(coupon_code text, position int, status int,
@@ -266,14 +263,7 @@ export class CouponRepository {
                ON CONFLICT (coupon_code, uuid) DO UPDATE
                  SET status = EXCLUDED.status, payload = EXCLUDED.payload, last_batch_id = EXCLUDED.last_batch_id, updated_at = now()
                  WHERE (bets.status, bets.payload) IS DISTINCT FROM (EXCLUDED.status, EXCLUDED.payload)
-             )${
-               attempt
-                 ? `, att AS (
-               INSERT INTO delivery_attempts (batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash)
-               VALUES ($4, $5, $6, $7, $8, $9, $10, $11, $12)
-             )`
-                 : ''
-             }
+             )
              SELECT count(*)::int AS snapshots FROM meta`,
       values,
     };

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { LedgerModule } from '../ledger/ledger.module.js';
+import { CouponMetrics } from './coupon-metrics.js';
 import { CouponRepository } from './coupon.repository.js';
 import { CouponsController } from './coupons.controller.js';
 import { CouponsService } from './coupons.service.js';
@@ -8,7 +9,7 @@ import { CouponsService } from './coupons.service.js';
 @Module({
   imports: [LedgerModule],
   controllers: [CouponsController],
-  providers: [CouponRepository, CouponsService],
+  providers: [CouponRepository, CouponsService, CouponMetrics],
   exports: [CouponRepository, CouponsService],
 })
 export class CouponsModule {}

@@ -8,13 +8,14 @@ import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { LedgerRepository } from '../ledger/ledger.repository.js';
 import { LedgerService } from '../ledger/ledger.service.js';
-import { settlementPostings, stakePosting } from '../ledger/postings.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { stakePosting } from '../ledger/postings.js';
+import { settlementPostings } from '../settlement/rules/settlement-postings.js';
+import { CouponMetrics } from './coupon-metrics.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
-import { admitDeferredOperations } from '../settlement/decide-settlement.js';
+import { admitDeferredOperations } from '../settlement/rules/decide-settlement.js';
 import { Cursor, CURSOR_PART, Page, pageSize, queryFlag, toPage } from '../common/pagination.js';
-import type { SettlementOperation } from '../settlement/settlement.types.js';
+import type { SettlementOperation } from '../settlement/rules/settlement.types.js';
 import { CouponListRow, CouponRepository } from './coupon.repository.js';
 import { CouponListQueryDto, CouponSummaryView, SnapshotPageView } from './dto/coupon-list.dto.js';
 import { CouponView } from './dto/coupon-view.dto.js';
@@ -33,7 +34,7 @@ export class CouponsService implements OnModuleInit {
     private readonly coupons: CouponRepository,
     private readonly ledger: LedgerService,
     private readonly ledgerRows: LedgerRepository,
-    private readonly metrics: SettlementMetrics,
+    private readonly metrics: CouponMetrics,
     private readonly actions: OperatorActionLog,
   ) {}
 

@@ -5,15 +5,18 @@ import { LedgerEntryEntity } from '../ledger/entities/ledger-entry.entity.js';
 import { BetEntity } from '../coupons/entities/bet.entity.js';
 import { CouponEntity } from '../coupons/entities/coupon.entity.js';
 import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
-import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
-import { DeliveryAttemptEntity } from '../callbacks/entities/delivery-attempt.entity.js';
-import { InboxEntryEntity } from '../callbacks/entities/inbox-entry.entity.js';
-import { PendingInboxCouponEntity } from '../callbacks/entities/pending-inbox-coupon.entity.js';
-import { QuarantinedBodyEntity } from '../callbacks/entities/quarantined-body.entity.js';
+import { CallbackBatchEntity } from '../settlement/entities/callback-batch.entity.js';
+import { DeliveryAttemptEntity } from '../deliveries/entities/delivery-attempt.entity.js';
+import { InboxEntryEntity } from '../inbox/entities/inbox-entry.entity.js';
+import { PendingInboxCouponEntity } from '../inbox/entities/pending-inbox-coupon.entity.js';
+import { QuarantinedBodyEntity } from '../quarantine/entities/quarantined-body.entity.js';
 import { CouponResolutionEntity } from '../reconciliation/entities/coupon-resolution.entity.js';
 import { WalletDeliveryAttemptEntity } from '../wallet/entities/wallet-delivery-attempt.entity.js';
 import { WalletOutboxEntryEntity } from '../wallet/entities/wallet-outbox-entry.entity.js';
 import { WalletOutboxStateEntity } from '../wallet/entities/wallet-outbox-state.entity.js';
+import { EventDeliveryAttemptEntity } from '../events/entities/event-delivery-attempt.entity.js';
+import { EventOutboxEntryEntity } from '../events/entities/event-outbox-entry.entity.js';
+import { EventOutboxStateEntity } from '../events/entities/event-outbox-state.entity.js';
 import { OperatorActionEntity } from '../operator-actions/entities/operator-action.entity.js';
 import { DeliveryMinuteEntity } from '../console/entities/delivery-minute.entity.js';
 import { BulkActionEntity } from '../bulk-actions/entities/bulk-action.entity.js';
@@ -42,6 +45,9 @@ export const ENTITIES = [
   WalletOutboxEntryEntity,
   WalletDeliveryAttemptEntity,
   WalletOutboxStateEntity,
+  EventOutboxEntryEntity,
+  EventDeliveryAttemptEntity,
+  EventOutboxStateEntity,
   OperatorActionEntity,
   DeliveryMinuteEntity,
   BulkActionEntity,

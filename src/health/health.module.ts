@@ -1,6 +1,8 @@
 import { Global, Module } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
 import { HealthController } from './health.controller.js';
+import { MetricsAccessGuard } from './metrics-access.guard.js';
+import { MetricsController } from './metrics.controller.js';
 import { ReadinessIndicators } from './readiness.indicators.js';
 import { ShutdownState } from './shutdown-state.js';
 
@@ -11,8 +13,8 @@ import { ShutdownState } from './shutdown-state.js';
 @Global()
 @Module({
   imports: [TerminusModule.forRoot({ errorLogStyle: 'json' })],
-  controllers: [HealthController],
-  providers: [ShutdownState, ReadinessIndicators],
+  controllers: [HealthController, MetricsController],
+  providers: [ShutdownState, ReadinessIndicators, MetricsAccessGuard],
   exports: [ShutdownState],
 })
 export class HealthModule {}

@@ -5,8 +5,8 @@ import type { NextFunction, Request, Response } from 'express';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { ErrorCode } from '../common/domain.exception.js';
-import { DeliveryOutcome } from '../callbacks/callback.types.js';
-import { DeliveryObserver } from '../observability/delivery-observer.js';
+import { DeliveryOutcome } from '../deliveries/delivery.types.js';
+import { DeliveryObserver } from '../deliveries/delivery-observer.js';
 import { requestIdOf } from '../observability/request-id.js';
 
 /** Paths still served while shutting down: probes and scrapes must see the real state. */

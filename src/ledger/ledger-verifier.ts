@@ -1,5 +1,6 @@
 import { CurrencyTable } from '../common/currency.js';
 import { formatAmount } from '../common/money.js';
+import { signedAmountSql } from './ledger.types.js';
 
 /** Anything that runs SQL with positional parameters: a `pg.Client`, a `pg.Pool`, a pool client. */
 export interface SqlQueryable {
@@ -88,7 +89,7 @@ const SHOWN = (amount: string, currency: string | null = null) =>
 const HOUSE_OF_OPERATION = `ea.kind = 'house' AND ea.currency = o.currency`;
 
 /** Signed effect of an operation on the player's account, in SQL (CONTRACT §7). */
-const PLAYER_SIGN = `CASE o.type WHEN 'final_credit' THEN 1 WHEN 'deposit' THEN 1 ELSE -1 END`;
+const PLAYER_SIGN = signedAmountSql('o.type', '1');
 
 /**
  * Each check is one SQL statement returning `(subject, detail)` rows, one per violation; an
@@ -219,7 +220,7 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
                     CASE WHEN c.needs_review THEN ', needs review' ELSE '' END) AS detail
       FROM coupons c
       LEFT JOIN (SELECT coupon_code,
-                        sum(CASE type WHEN 'final_credit' THEN amount ELSE -amount END) AS net,
+                        sum(${signedAmountSql('type', 'amount')}) AS net,
                         max(generation) AS top
                  FROM financial_operations WHERE type IN ('final_credit', 'recalculation_debit')
                  GROUP BY coupon_code) n ON n.coupon_code = c.coupon_code

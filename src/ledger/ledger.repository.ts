@@ -4,7 +4,7 @@ import { Statement, Tx } from '../database/transaction.js';
 import { LEDGER_SQLSTATE, ledgerErrorOf } from './ledger.exception.js';
 import { AccountEntity } from './entities/account.entity.js';
 import { FinancialOperationEntity } from './entities/financial-operation.entity.js';
-import { OperationType, Posting } from './ledger.types.js';
+import { OperationType, Posting, signedAmountSql } from './ledger.types.js';
 import { ErrorCode } from '../common/domain.exception.js';
 
 /** The one row the posting statement returns. */
@@ -102,15 +102,16 @@ export class LedgerRepository {
    * The whole posting (CONTRACT §7) in one statement: locks the players (ascending id); checks
    * accounts, currencies and `requireFunds` (in the given order); takes one free house sub-account
    * per currency among `houseIds` (`SKIP LOCKED`; waits only when all are held); inserts the new
-   * operations, two entries each, the balance deltas and a `wallet_outbox` row for each of
-   * `outboxTypes` (docs/wallet.md). An existing key must name the same operation. A failed check
-   * raises its {@link LEDGER_SQLSTATE}, mapped to a LedgerException.
+   * operations, two entries each, the balance deltas, and the rows `writers` add for the new
+   * operations (the outboxes' CTE bodies, reading `ins`: docs/wallet.md). An existing key must name
+   * the same operation. A failed check raises its {@link LEDGER_SQLSTATE}, mapped to a
+   * LedgerException.
    */
   postingStatement(
     postings: Posting[],
     houseIds: string[],
     playerIds: string[],
-    outboxTypes: readonly string[],
+    writers: readonly string[],
   ): Statement<PostingRow> {
     const code = LEDGER_SQLSTATE;
     // One of the house sub-accounts $10 of currency c.currency, at random: a free one, or with
@@ -138,7 +139,7 @@ export class LedgerRepository {
                -- it, the operations before it (in the given order) included.
                SELECT f.account, f.amount, f.delta, f.require_funds,
                       l.balance + sum(f.delta) OVER (PARTITION BY f.account ORDER BY f.ord) AS after
-               FROM (SELECT o.*, CASE WHEN o.type IN ('final_credit', 'deposit') THEN o.amount ELSE -o.amount END AS delta
+               FROM (SELECT o.*, ${signedAmountSql('o.type', 'o.amount')} AS delta
                      FROM oin o
                      WHERE NOT EXISTS (SELECT 1 FROM financial_operations x WHERE x.operation_key = o.key)) f
                JOIN lk l ON l.id = f.account
@@ -167,7 +168,7 @@ export class LedgerRepository {
                ORDER BY ord
                ON CONFLICT (operation_key) DO NOTHING
                RETURNING id, operation_key, type, account_id, currency,
-                 CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
+                 ${signedAmountSql('type', 'amount')} AS delta
              ), mv AS MATERIALIZED (
                SELECT i.id, 0 AS side, i.account_id AS account, i.delta FROM ins i
                UNION ALL
@@ -179,11 +180,13 @@ export class LedgerRepository {
                UPDATE accounts a SET balance = a.balance + d.delta, updated_at = now()
                FROM (SELECT account, sum(delta) AS delta FROM mv GROUP BY account) d
                WHERE a.id = d.account AND d.delta <> 0
-             ), outbox AS (
-               -- The wallet's copy of the new operations of the pushed types (docs/wallet.md).
-               INSERT INTO wallet_outbox (operation_id, operation_key, account_id)
-               SELECT id, operation_key, account_id FROM ins WHERE type = ANY($12::text[]) ORDER BY id
-             )
+             )${writers
+               .map(
+                 (sql, i) => `, posted_${i} AS (
+               ${sql}
+             )`,
+               )
+               .join('')}
              SELECT (SELECT json_object_agg(operation_key, id::text) FROM ins) AS inserted,
                (SELECT array_agg(type::text ORDER BY id) FROM ins) AS types,
                (SELECT json_object_agg(l.id, (l.balance + coalesce(d.delta, 0))::text)
@@ -209,7 +212,6 @@ export class LedgerRepository {
         postings.map((p) => p.requireFunds === true),
         houseIds,
         playerIds,
-        outboxTypes,
       ],
       mapError: ledgerErrorOf,
     };

@@ -7,7 +7,8 @@ import { formatAmount } from '../common/money.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
-import { SettlementMetrics } from '../observability/settlement-metrics.js';
+import { LedgerMetrics } from './ledger-metrics.js';
+import { PostedOperationWriters } from './posted-operation-writers.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { Cursor, CURSOR_PART, Page, pageSize, toPage } from '../common/pagination.js';
@@ -53,8 +54,9 @@ export class LedgerService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
-    private readonly metrics: SettlementMetrics,
+    private readonly metrics: LedgerMetrics,
     private readonly actions: OperatorActionLog,
+    private readonly writers: PostedOperationWriters,
   ) {}
 
   /**
@@ -73,7 +75,7 @@ export class LedgerService {
         postings,
         all.map((h) => h.id),
         [...new Set(postings.map((p) => p.accountId))],
-        this.config.wallet.operationTypes,
+        this.writers.sql('ins'),
       ),
       onResult: ({ rows }) => {
         const types = rows[0]?.types ?? [];

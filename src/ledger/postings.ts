@@ -1,5 +1,4 @@
 import type { Money } from '../common/money.js';
-import type { SettlementOperation } from '../settlement/settlement.types.js';
 import { OperationType, Posting } from './ledger.types.js';
 
 /** Operation key of a coupon's financial operation: `<coupon_code>:<generation>:<type>` (CONTRACT §7). */
@@ -35,20 +34,16 @@ export function stakePosting(couponCode: string, accountId: string, currency: st
   };
 }
 
-/** Postings of the operations a settlement transition decided for a registered coupon (CONTRACT §6, §7). */
-export function settlementPostings(
-  coupon: { couponCode: string; accountId: string; currency: string },
-  batchId: string,
-  operations: SettlementOperation[],
-): Posting[] {
-  return operations.map((op) => ({
-    key: couponOperationKey(coupon.couponCode, op.generation, op.type),
-    type: op.type,
-    accountId: coupon.accountId,
-    currency: coupon.currency,
-    amount: op.amount,
-    couponCode: coupon.couponCode,
-    generation: op.generation,
-    batchId,
-  }));
+/**
+ * The key of the operation a `recalculation_debit` of generation g reverses: generation g-1's
+ * `final_credit` (CONTRACT §7, §9); null for any other operation.
+ */
+export function reversedOperationKey(op: {
+  type: OperationType;
+  couponCode: string | null;
+  generation: number | null;
+}): string | null {
+  return op.type === OperationType.RECALCULATION_DEBIT && op.couponCode !== null && op.generation !== null
+    ? couponOperationKey(op.couponCode, op.generation - 1, OperationType.FINAL_CREDIT)
+    : null;
 }

@@ -2,13 +2,30 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
-import type { AppConfig } from '../config/configuration.js';
-import type { AuthenticatedRequest } from '../auth/partner-authenticator.js';
 import { logContextMixin } from './log-context.js';
 import { requestIdOf } from './request-id.js';
 
 /** Probe and scrape paths: answered often, not worth a line each. */
 const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
+
+/**
+ * What the log set-up needs to know of the features (given by the app, which composes them):
+ * the level, the paths whose requests write their own summary line instead of the access log
+ * (the callback's), the headers that carry secrets (the callback's signature), and the fields a
+ * request adds to every line written while it is handled (the callback's batch id).
+ */
+export interface LoggingOptions {
+  level: string;
+  /** Lower-case paths without a trailing slash, e.g. `/sportapi/callback`. */
+  ownSummaryPaths: string[];
+  secretHeaders: string[];
+  requestFields?: (req: IncomingMessage) => Record<string, unknown>;
+}
+
+/** A request the partner API authenticated: the key's name only (set by the auth guard). */
+interface NamedKeyRequest {
+  apiKey?: { name?: string };
+}
 
 /**
  * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
@@ -17,21 +34,26 @@ const PROBES = /^\/(health|metrics)(\/|\?|$)/i;
  * {@link DeliveryObserver}'s, other requests get "request completed", with `actor`: the name of
  * the partner API key that authenticated it, never its secret (docs/operating.md#logs).
  */
-export function loggerParams(config: AppConfig, destination?: DestinationStream): Params {
-  const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
+export function loggerParams(logging: LoggingOptions, destination?: DestinationStream): Params {
+  const own = new Set(logging.ownSummaryPaths);
   const isCallback = (req: IncomingMessage) =>
-    (req.url ?? '').split('?')[0].replace(/\/+$/, '').toLowerCase() === callbackPath;
-  const secretHeaders = ['authorization', 'cookie', 'x-api-key', config.signatureHeader.toLowerCase()];
+    own.has((req.url ?? '').split('?')[0].replace(/\/+$/, '').toLowerCase());
+  const secretHeaders = [
+    'authorization',
+    'cookie',
+    'x-api-key',
+    ...logging.secretHeaders.map((h) => h.toLowerCase()),
+  ];
   const options = {
-    level: config.logLevel,
+    level: logging.level,
     base: { service: 'settlement-receiver' },
     messageKey: 'msg',
-    mixin: logContextMixin,
+    mixin: () => logContextMixin(logging.requestFields),
     quietReqLogger: true,
     customAttributeKeys: { reqId: 'requestId' },
     // Read when the request completes (the guard has run by then); the key's name only.
     customProps: (req: IncomingMessage) => {
-      const name = (req as AuthenticatedRequest).apiKey?.name;
+      const name = (req as NamedKeyRequest).apiKey?.name;
       return name === undefined ? {} : { actor: name };
     },
     genReqId: (req: IncomingMessage, res: ServerResponse) => {

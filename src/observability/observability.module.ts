@@ -1,34 +1,27 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { LoggerModule } from 'nestjs-pino';
 import type { DestinationStream } from 'pino';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
-import { DeliveryObserver } from './delivery-observer.js';
-import { loggerParams } from './logging.js';
-import { MetricsAccessGuard } from './metrics-access.guard.js';
-import { MetricsController } from './metrics.controller.js';
-import { SettlementMetrics } from './settlement-metrics.js';
+import { loggerParams, LoggingOptions } from './logging.js';
+import { MetricsRegistry } from './metrics-registry.js';
 
 /**
- * Structured JSON logs (`nestjs-pino`, see {@link loggerParams}), Prometheus metrics at
- * `GET /metrics` ({@link SettlementMetrics}) and the per-delivery observer ({@link DeliveryObserver}).
- * `logDestination` replaces stdout (the tests capture log lines with it).
+ * Structured JSON logs (`nestjs-pino`, see {@link loggerParams}) and the Prometheus registry every
+ * feature registers its metrics with ({@link MetricsRegistry}; served by `GET /metrics`, in the
+ * health module). `logDestination` replaces stdout (the tests capture log lines with it). Imports
+ * no feature module: what the logs need of the features comes in `logging`.
  */
 @Global()
 @Module({})
 export class ObservabilityModule {
-  static forRoot(options: { logDestination?: DestinationStream } = {}): DynamicModule {
+  static forRoot(
+    logging: LoggingOptions,
+    options: { logDestination?: DestinationStream } = {},
+  ): DynamicModule {
     return {
       module: ObservabilityModule,
-      imports: [
-        LoggerModule.forRootAsync({
-          inject: [APP_CONFIG],
-          useFactory: (config: AppConfig) => loggerParams(config, options.logDestination),
-        }),
-      ],
-      controllers: [MetricsController],
-      providers: [SettlementMetrics, DeliveryObserver, MetricsAccessGuard],
-      exports: [SettlementMetrics, DeliveryObserver],
+      imports: [LoggerModule.forRoot(loggerParams(logging, options.logDestination))],
+      providers: [MetricsRegistry],
+      exports: [MetricsRegistry],
     };
   }
 }

@@ -9,13 +9,24 @@ export const OPERATOR_ACTIONS = [
   'outbox_skip',
   'wallet_pause',
   'wallet_resume',
+  'publisher_pause',
+  'publisher_resume',
   'bulk_run',
   'bulk_cancel',
 ] as const;
 export type OperatorActionKind = (typeof OPERATOR_ACTIONS)[number];
 
 /** What an operator action was done to (`operator_actions.target_kind`). */
-export const TARGET_KINDS = ['account', 'coupon', 'quarantine', 'outbox', 'wallet', 'bulk_action'] as const;
+export const TARGET_KINDS = [
+  'account',
+  'coupon',
+  'quarantine',
+  'outbox',
+  'wallet',
+  'event_outbox',
+  'publisher',
+  'bulk_action',
+] as const;
 export type TargetKind = (typeof TARGET_KINDS)[number];
 
 /** One action to record: what, on what, why, and a few details (amounts, counts, batch ids). */

@@ -8,6 +8,7 @@ import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js'
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
 import { ReconciliationService } from './reconciliation.service.js';
+import { ResolutionService } from './resolution.service.js';
 import { API_TAGS } from '../common/api-tags.js';
 
 /** Partner API of the polling fallback and reconciliation (CONTRACT §9, §10). */
@@ -15,7 +16,10 @@ import { API_TAGS } from '../common/api-tags.js';
 @UseInterceptors(LosslessJsonInterceptor)
 @Controller('coupons')
 export class ReconciliationController {
-  constructor(private readonly reconciliation: ReconciliationService) {}
+  constructor(
+    private readonly reconciliation: ReconciliationService,
+    private readonly resolutions: ResolutionService,
+  ) {}
 
   @Post(':coupon_code/reconcile')
   @RequireScope('operate')
@@ -124,7 +128,7 @@ export class ReconciliationController {
     @Res({ passthrough: true }) res: Response,
   ): Promise<ResolutionResultView> {
     const key = requireIdempotencyKey(idempotencyKey);
-    const { resolution, coupon, replayed } = await this.reconciliation.resolve(couponCode, key, dto, actor);
+    const { resolution, coupon, replayed } = await this.resolutions.resolve(couponCode, key, dto, actor);
     res.status(201);
     if (replayed) res.setHeader('Idempotent-Replayed', 'true');
     return { resolution, coupon };

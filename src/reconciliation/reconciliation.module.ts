@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
-import { CallbacksModule } from '../callbacks/callbacks.module.js';
+import { InboxModule } from '../inbox/inbox.module.js';
+import { SettlementModule } from '../settlement/settlement.module.js';
 import { CouponsModule } from '../coupons/coupons.module.js';
 import { ReconciliationController } from './reconciliation.controller.js';
 import { ReconciliationRepository } from './reconciliation.repository.js';
 import { ReconciliationService } from './reconciliation.service.js';
+import { ResolutionService } from './resolution.service.js';
+import { ScheduledReconciliation } from './scheduled-reconciliation.js';
 import { SportApiClient } from './sportapi.client.js';
 
 /**
@@ -12,9 +15,15 @@ import { SportApiClient } from './sportapi.client.js';
  * reconcile, the scheduled reconciliation and operators' resolutions of flagged coupons.
  */
 @Module({
-  imports: [ScheduleModule.forRoot(), CallbacksModule, CouponsModule],
+  imports: [ScheduleModule.forRoot(), SettlementModule, InboxModule, CouponsModule],
   controllers: [ReconciliationController],
-  providers: [SportApiClient, ReconciliationRepository, ReconciliationService],
-  exports: [ReconciliationService],
+  providers: [
+    SportApiClient,
+    ReconciliationRepository,
+    ReconciliationService,
+    ScheduledReconciliation,
+    ResolutionService,
+  ],
+  exports: [ReconciliationService, ScheduledReconciliation, ResolutionService],
 })
 export class ReconciliationModule {}

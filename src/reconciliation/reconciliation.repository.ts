@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { CallbackBatchEntity } from '../callbacks/entities/callback-batch.entity.js';
+import { CallbackBatchEntity } from '../settlement/entities/callback-batch.entity.js';
 import { CouponSnapshotEntity } from '../coupons/entities/coupon-snapshot.entity.js';
 import { Tx } from '../database/transaction.js';
 import { CouponResolutionEntity } from './entities/coupon-resolution.entity.js';
-import { SettlementOperation } from '../settlement/settlement.types.js';
+import { SettlementOperation } from '../settlement/rules/settlement.types.js';
 
 /** A stored operator resolution (`coupon_resolutions`), amounts as decimal strings. */
 export interface ResolutionRow {

@@ -1,3 +1,5 @@
+import type { OutboxDelivery } from '../outbox/outbox.types.js';
+
 /**
  * One financial operation as the wallet receives it (docs/wallet-http-contract.md): built once per
  * outbox row from its ledger operation and sent byte-identical on every attempt.
@@ -58,17 +60,11 @@ export interface WalletBatchRequest {
 }
 
 /**
- * What a connector reports for one attempt. `delivered`: the wallet applied the transaction now or
- * before (its idempotency). `retry`: no definite answer (transport error, timeout, 408, 429, 5xx):
- * the same transaction again later, not before `afterMs` when the wallet said so. `refused`: a
- * definite no (e.g. insufficient funds, unknown account): parked for an operator. `conflict`: the
- * wallet knows the transaction id with another body. `unauthorized`: our credentials are wrong
- * (401/403): all delivery pauses. `status` and `answer` (an excerpt) are kept with the attempt.
+ * What a connector reports for one attempt ({@link OutboxDelivery}, the same for every outbox
+ * destination): `delivered`, `retry` (`afterMs`), `refused`, `conflict` (the wallet knows the
+ * transaction id with another body), `unauthorized` (401/403: all delivery pauses).
  */
-export type WalletDelivery =
-  | { outcome: 'delivered'; status?: number; answer?: string }
-  | { outcome: 'retry'; reason: string; afterMs?: number; status?: number; answer?: string }
-  | { outcome: 'refused' | 'conflict' | 'unauthorized'; reason: string; status?: number; answer?: string };
+export type WalletDelivery = OutboxDelivery;
 
 /**
  * The extension point between the outbox and the bookmaker's wallet (docs/wallet.md): the HTTP

@@ -5,8 +5,8 @@ import type pg from 'pg';
 import { request } from 'undici';
 import { loadCurrencyTable } from '../config/configuration.js';
 import { withCliDatabase } from '../database/cli-database.js';
-import { CREDIT_TYPES, OperationType } from '../ledger/ledger.types.js';
-import type { OutboxStatus } from './wallet.types.js';
+import { directionOf, OperationType } from '../ledger/ledger.types.js';
+import type { OutboxStatus } from '../outbox/outbox.types.js';
 
 /**
  * A transaction in the wallet's reconciliation export (`GET {WALLET_URL}/transactions`,
@@ -87,7 +87,7 @@ export function reconcileWallet(
     operations[op.status]++;
     known.add(op.operationKey);
     const t = applied.get(op.operationKey);
-    const direction = CREDIT_TYPES.includes(op.type) ? 'credit' : 'debit';
+    const direction = directionOf(op.type);
     const ours = `${direction} ${format(new Decimal(op.amount), op.currency)} ${op.currency} ${op.accountId}`;
     if (!t) {
       if (op.status === 'delivered')

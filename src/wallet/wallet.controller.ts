@@ -1,7 +1,6 @@
-import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
 import {
   OutboxEntryDetailView,
@@ -10,17 +9,13 @@ import {
   PauseWalletDto,
   SkipOutboxEntryDto,
   WalletStatusView,
-} from './dto/wallet.dto.js';
-import { WalletException } from './wallet.exception.js';
-import { DEFAULT_PAGE_SIZE, WalletService } from './wallet.service.js';
+} from '../outbox/dto/outbox.dto.js';
+import { outboxRowId as rowId } from '../outbox/outbox.exception.js';
+import { DEFAULT_PAGE_SIZE, OutboxService, OutboxStatusView } from '../outbox/outbox.service.js';
+import { APP_CONFIG } from '../config/configuration.js';
+import type { AppConfig } from '../config/configuration.js';
+import { WalletOutbox } from './wallet-outbox.js';
 import { API_TAGS } from '../common/api-tags.js';
-
-/** An outbox id path parameter: digits only, else 404 (never a database error). */
-function rowId(id: string): string {
-  if (!/^[1-9]\d{0,17}$/.test(id))
-    throw new WalletException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
-  return id;
-}
 
 const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 42 not found');
 
@@ -31,7 +26,24 @@ const NOT_FOUND = apiError(404, 'no such outbox row', 'not_found', 'outbox row 4
 @ApiTags(API_TAGS.wallet.name)
 @Controller('wallet')
 export class WalletController {
-  constructor(private readonly wallet: WalletService) {}
+  private readonly wallet: OutboxService;
+
+  constructor(
+    outbox: WalletOutbox,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.wallet = outbox.service;
+  }
+
+  /** The status as the wallet's operators see it: with the connector in force. */
+  private withConnector(status: Promise<OutboxStatusView>): Promise<WalletStatusView> {
+    // The wallet's state row exists from its migration on: `changedAt` is always set.
+    return status.then((s) => ({
+      connector: this.config.wallet.connector ?? null,
+      ...s,
+      changedAt: s.changedAt as Date,
+    }));
+  }
 
   @Get('outbox')
   @RequireScope('read')
@@ -121,7 +133,7 @@ export class WalletController {
   @ApiOperation({ summary: 'The connector, whether delivery is paused, and the backlog' })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state' })
   status(): Promise<WalletStatusView> {
-    return this.wallet.status();
+    return this.withConnector(this.wallet.status());
   }
 
   @Post('pause')
@@ -134,7 +146,7 @@ export class WalletController {
   })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
   pause(@Body() body: PauseWalletDto, @Actor() actor: Actor): Promise<WalletStatusView> {
-    return this.wallet.setPaused(true, actor, body.reason ?? null);
+    return this.withConnector(this.wallet.setPaused(true, actor, body.reason ?? null));
   }
 
   @Post('resume')
@@ -143,6 +155,6 @@ export class WalletController {
   @ApiOperation({ summary: 'Resume delivery to the wallet' })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
   resume(@Actor() actor: Actor): Promise<WalletStatusView> {
-    return this.wallet.setPaused(false, actor, null);
+    return this.withConnector(this.wallet.setPaused(false, actor, null));
   }
 }

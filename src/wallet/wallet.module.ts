@@ -1,36 +1,32 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import type { AppConfig } from '../config/configuration.js';
 import { CouponsModule } from '../coupons/coupons.module.js';
-import { OutboxRepository } from './outbox.repository.js';
-import { OutboxWorker } from './outbox.worker.js';
-import { WALLET_CONNECTORS } from './wallet-connectors.js';
+import { LedgerModule } from '../ledger/ledger.module.js';
+import { HttpWalletConnectorModule } from './connectors/http-wallet.connector.js';
 import { WalletController } from './wallet.controller.js';
-import { WalletMetrics } from './wallet-metrics.js';
-import { WalletService } from './wallet.service.js';
+import { WalletOutbox } from './wallet-outbox.js';
 
 /**
- * Settlement beyond the ledger (docs/wallet.md): the outbox's operator endpoints and gauges
- * always; with a connector (`WALLET_CONNECTOR`, or `WALLET_URL` for the HTTP one) its delivery
- * workers too. The posting statement writes the outbox rows (LedgerService, `WALLET_OPERATION_TYPES`).
+ * Settlement beyond the ledger (docs/wallet.md): the wallet outbox's operator endpoints and gauges
+ * always; with a connector its delivery workers too. The built-in HTTP connector is added when
+ * `WALLET_CONNECTOR` is `http` (or `WALLET_URL` is set); any other name is a connector of a module
+ * the app was given (`AppModule.forRoot(config, { extensions })`, docs/extending.md).
  */
 @Module({})
 export class WalletModule {
-  /** @throws Error naming `WALLET_CONNECTOR` when it names no connector of {@link WALLET_CONNECTORS}. */
   static forRoot(config: AppConfig): DynamicModule {
-    const base = {
+    return {
       module: WalletModule,
-      imports: [CouponsModule],
+      imports: [
+        DiscoveryModule,
+        CouponsModule,
+        LedgerModule,
+        ...(config.wallet.connector === 'http' ? [HttpWalletConnectorModule] : []),
+      ],
       controllers: [WalletController],
-      providers: [OutboxRepository, WalletMetrics, WalletService],
+      providers: [WalletOutbox],
+      exports: [WalletOutbox],
     };
-    const name = config.wallet.connector;
-    if (name === undefined) return base;
-    const connector = WALLET_CONNECTORS[name];
-    if (!connector) {
-      throw new Error(
-        `Invalid configuration:\n  - WALLET_CONNECTOR: no connector '${name}' (known: ${Object.keys(WALLET_CONNECTORS).join(', ')}, none)`,
-      );
-    }
-    return { ...base, imports: [...base.imports, connector], providers: [...base.providers, OutboxWorker] };
   }
 }

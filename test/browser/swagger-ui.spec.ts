@@ -37,6 +37,10 @@ const TAGS: [string, string][] = [
     "The wallet outbox: settled money pushed to the bookmaker's wallet; retry, skip, pause and resume its delivery",
   ],
   [
+    'settlement events',
+    "Each financial operation published to the bookmaker's message broker; retry, skip, pause, resume per publisher",
+  ],
+  [
     'operator console',
     "One search box for any id, and the console's first screen: deliveries per minute, flags, backlogs",
   ],

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import request from 'supertest';
-import { BatchRepository } from '../../src/callbacks/batch.repository.js';
-import { InboxService } from '../../src/callbacks/inbox/inbox.service.js';
+import { BatchRepository } from '../../src/settlement/batch.repository.js';
+import { InboxService } from '../../src/inbox/inbox.service.js';
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import { injectTrigger, lockWaiters } from '../support/database-faults.js';
 import { increase, scrape } from '../support/metrics.js';

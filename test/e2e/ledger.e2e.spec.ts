@@ -4,7 +4,7 @@ import { LedgerException } from '../../src/ledger/ledger.exception.js';
 import { LedgerCheck, LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import { LedgerService } from '../../src/ledger/ledger.service.js';
 import { OperationType, Posting } from '../../src/ledger/ledger.types.js';
-import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
+import { MetricsRegistry } from '../../src/observability/metrics-registry.js';
 import { deposit, useTestApp } from '../support/test-app.js';
 
 // CONTRACT §7: LedgerService is the only way money moves. Its one posting statement is checked
@@ -162,7 +162,7 @@ describe('LedgerService: one posting statement (CONTRACT §7)', () => {
   });
 
   it('operations are counted in the metrics only once their transaction has committed', async () => {
-    const metrics = t.app.get(SettlementMetrics);
+    const metrics = t.app.get(MetricsRegistry);
     const counted = async () =>
       (await metrics.registry.getSingleMetric('settlement_ledger_operations_total')?.get())?.values.find(
         (v) => v.labels.type === OperationType.FINAL_CREDIT,

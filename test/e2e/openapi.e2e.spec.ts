@@ -50,6 +50,7 @@ describe('OpenAPI document', () => {
       'inbox',
       'delivery audit',
       'wallet',
+      'settlement events',
       'operator console',
       'bulk actions',
       'operator actions',
@@ -102,6 +103,7 @@ describe('OpenAPI document', () => {
       '/callbacks/quarantine': range(100, 20),
       '/callbacks/inbox': range(100, 20),
       '/wallet/outbox': range(100, 20),
+      '/events/{publisher}/outbox': range(100, 20),
       // The operator console's lists (issue 30): one page rule, src/common/pagination.ts.
       '/accounts': range(200, 50),
       '/accounts/{id}/statement': range(200, 50),

@@ -5,9 +5,9 @@ import request from 'supertest';
 import { startServe, RunningServe } from '../../sim/serve.js';
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
 import {
-  ReconciliationService,
   RECONCILIATION_LOCK_KEY,
-} from '../../src/reconciliation/reconciliation.service.js';
+  ScheduledReconciliation,
+} from '../../src/reconciliation/scheduled-reconciliation.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import {
   balance,
@@ -769,7 +769,7 @@ describe('manual reconcile and resolution (CONTRACT §9, §10)', () => {
 describe('scheduled runs: candidates, batch size, one replica at a time (CONTRACT §9)', () => {
   let t: TestContext;
   let api: FakeSportApi;
-  let service: ReconciliationService;
+  let scheduled: ScheduledReconciliation;
 
   beforeAll(async () => {
     api = await startFakeSportApi();
@@ -781,7 +781,7 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
       RECONCILE_AFTER: '0',
       RECONCILE_BATCH_SIZE: '2',
     });
-    service = t.app.get(ReconciliationService);
+    scheduled = t.app.get(ScheduledReconciliation);
   });
   afterAll(async () => {
     await t.close();
@@ -800,15 +800,15 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
     api.serve(coupon('RUN-2', 4, null), 300);
     api.serve(coupon('RUN-3', 2, '6.00'), 300);
 
-    const [a, b] = await Promise.all([service.runOnce(), service.runOnce()]);
+    const [a, b] = await Promise.all([scheduled.runOnce(), scheduled.runOnce()]);
     const worked = [a, b].filter((s) => !s.skipped);
     expect(worked).toHaveLength(1);
     expect(worked[0]).toMatchObject({ candidates: 2, applied: 2, settled: 2, unchanged: 0, failed: 0 });
     expect([a, b].filter((s) => s.skipped)[0]).toMatchObject({ candidates: 0, applied: 0 });
 
-    const second = await service.runOnce();
+    const second = await scheduled.runOnce();
     expect(second).toMatchObject({ skipped: false, candidates: 1, applied: 1, settled: 1 });
-    const third = await service.runOnce();
+    const third = await scheduled.runOnce();
     expect(third).toMatchObject({ skipped: false, candidates: 0 });
 
     expect(await operations(t.app, 'RUN-1')).toEqual([
@@ -834,13 +834,13 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
     const replica = await t.db.connect();
     try {
       await replica.query('SELECT pg_advisory_lock($1)', [RECONCILIATION_LOCK_KEY]);
-      expect(await service.runOnce()).toMatchObject({ skipped: true, candidates: 0 });
+      expect(await scheduled.runOnce()).toMatchObject({ skipped: true, candidates: 0 });
       expect(api.reads('RUN-4')).toBe(0);
       await replica.query('SELECT pg_advisory_unlock($1)', [RECONCILIATION_LOCK_KEY]);
     } finally {
       replica.release();
     }
-    expect(await service.runOnce()).toMatchObject({ skipped: false, candidates: 1, settled: 1 });
+    expect(await scheduled.runOnce()).toMatchObject({ skipped: false, candidates: 1, settled: 1 });
     expect(await operations(t.app, 'RUN-4')).toEqual([
       'RUN-4:0:final_credit=2.00',
       'RUN-4:0:stake_debit=1.00',
@@ -851,11 +851,11 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
     await register(t.app, 'RUN-7', 'pq', '1.00');
     api.serve(coupon('RUN-7', 2, '3.00'));
     await pendingInboxRow(t, 'b-run7-1', 'RUN-7');
-    expect(await service.runOnce()).toMatchObject({ candidates: 1, deferred: 1, applied: 0, failed: 0 });
+    expect(await scheduled.runOnce()).toMatchObject({ candidates: 1, deferred: 1, applied: 0, failed: 0 });
     const stamp = await t.db.query(`SELECT last_reconciled_at FROM coupons WHERE coupon_code = 'RUN-7'`);
     expect(stamp.rows).toEqual([{ last_reconciled_at: null }]);
     await t.db.query(`DELETE FROM callback_inbox WHERE batch_id = 'b-run7-1'`);
-    expect(await service.runOnce()).toMatchObject({ candidates: 1, deferred: 0, applied: 1, settled: 1 });
+    expect(await scheduled.runOnce()).toMatchObject({ candidates: 1, deferred: 0, applied: 1, settled: 1 });
     expect(await operations(t.app, 'RUN-7')).toEqual([
       'RUN-7:0:final_credit=3.00',
       'RUN-7:0:stake_debit=1.00',
@@ -866,7 +866,7 @@ describe('scheduled runs: candidates, batch size, one replica at a time (CONTRAC
     await register(t.app, 'RUN-5', 'pq', '1.00');
     await register(t.app, 'RUN-6', 'pq', '1.00');
     api.answers.set('RUN-6', { status: 200, body: { coupon_code: 'RUN-6' } });
-    expect(await service.runOnce()).toMatchObject({ candidates: 2, notFound: 1, invalid: 1, applied: 0 });
+    expect(await scheduled.runOnce()).toMatchObject({ candidates: 2, notFound: 1, invalid: 1, applied: 0 });
     const stamped = await t.db.query(
       `SELECT coupon_code FROM coupons WHERE last_reconciled_at IS NOT NULL AND coupon_code IN ('RUN-5', 'RUN-6') ORDER BY 1`,
     );
@@ -879,7 +879,7 @@ describe('polling disabled (SPORTAPI_BASE_URL unset)', () => {
 
   it('reconcile answers 501 polling_disabled; a scheduled run refuses; resolution still works', async () => {
     expectError(await ops(t.app).post('/coupons/ANY/reconcile', undefined), 501, 'polling_disabled');
-    await expect(t.app.get(ReconciliationService).runOnce()).rejects.toThrow(/disabled/);
+    await expect(t.app.get(ScheduledReconciliation).runOnce()).rejects.toThrow(/disabled/);
     await deposit(t.app, 'pd', '10.00');
     await register(t.app, 'DIS-1', 'pd', '10.00');
     await deliver(t.app, batchOf('b-dis-1', { code: 'DIS-1', status: 7, realWin: null }));

@@ -1,21 +1,25 @@
+import { PartnerModule } from '../../examples/partner-module/partner.module.js';
 import { batchOf, deliver, deposit, ops, register, useTestApp } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
-// The extension point (docs/wallet.md, "Writing a connector module"): the example connector
-// module `partner-table` applies each transaction to the partner's own tables instead of an HTTP
+// The extension point (docs/extending.md): the example partner module, given to
+// AppModule.forRoot, provides the connector `partner-table`, which applies each transaction to the partner's own tables instead of an HTTP
 // call; the outbox, ordering, parking and operator endpoints work the same. Also every posting
 // path writes its outbox row: adjustments when listed, a callback applied by an inbox worker, the
 // deferred credit of a coupon registered after its settlement.
 
 describe('WALLET_CONNECTOR=partner-table (the example connector module), inbox mode', () => {
-  const t = useTestApp({
-    WALLET_CONNECTOR: 'partner-table',
-    WALLET_OPERATION_TYPES: 'final_credit,recalculation_debit,deposit,withdrawal',
-    CALLBACK_MODE: 'inbox',
-    INBOX_POLL_INTERVAL_MS: '20',
-    WALLET_POLL_INTERVAL_MS: '20',
-    WALLET_RETRY_BASE_MS: '20',
-  });
+  const t = useTestApp(
+    {
+      WALLET_CONNECTOR: 'partner-table',
+      WALLET_OPERATION_TYPES: 'final_credit,recalculation_debit,deposit,withdrawal',
+      CALLBACK_MODE: 'inbox',
+      INBOX_POLL_INTERVAL_MS: '20',
+      WALLET_POLL_INTERVAL_MS: '20',
+      WALLET_RETRY_BASE_MS: '20',
+    },
+    { extensions: [PartnerModule] },
+  );
 
   const partner = async (account: string) =>
     (

@@ -3,8 +3,10 @@ import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { CouponRepository } from '../../src/coupons/coupon.repository.js';
 import { TransactionRunner } from '../../src/database/transaction.js';
-import { OutboxRepository } from '../../src/wallet/outbox.repository.js';
-import type { ClaimedOutboxRow, RecordedAttempt } from '../../src/wallet/outbox.repository.js';
+import { OutboxRepository } from '../../src/outbox/outbox.repository.js';
+import { walletDestination, WalletOutbox } from '../../src/wallet/wallet-outbox.js';
+import { loadConfig } from '../../src/app.config.js';
+import type { ClaimedOutboxRow, RecordedAttempt } from '../../src/outbox/outbox.repository.js';
 import { WalletConnector } from '../../src/wallet/wallet-connector.js';
 import type { WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
 import { createTestDatabase } from '../support/database.js';
@@ -555,7 +557,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
     const record = (attempts: RecordedAttempt[]) =>
       t.app
         .get(TransactionRunner)
-        .run((tx) => tx.commitWith(t.app.get(OutboxRepository).recordStatements(attempts)));
+        .run((tx) => tx.commitWith(t.app.get(WalletOutbox).repository.recordStatements(attempts)));
 
     it('an attempt whose row a newer attempt took over and parked for its retry budget: no flag, no step', async () => {
       const [key] = await twoSettled(t, ['STALE1', 'STALE2']);
@@ -596,7 +598,7 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
       const firstSent = new Promise<void>((resolve) => (sent = resolve));
       const gate = new Promise<void>((resolve) => (commit = resolve));
       const first = t.app.get(TransactionRunner).run(async (tx) => {
-        const result = await tx.send(t.app.get(OutboxRepository).recordStatements([attempt]));
+        const result = await tx.send(t.app.get(WalletOutbox).repository.recordStatements([attempt]));
         sent();
         await gate; // its COMMIT not sent yet: the run again starts meanwhile
         return result;
@@ -629,7 +631,10 @@ describe("a claim's record when a coupon it flags is locked (docs/wallet.md)", (
 describe('the claim with a long backlog in one account (docs/wallet.md, "Claim cost")', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
-  const claim = new OutboxRepository(new CouponRepository()).claimStatement(20_000, 1);
+  const claim = new OutboxRepository(
+    walletDestination(loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' })),
+    new CouponRepository(),
+  ).claimStatement(20_000, 1);
 
   beforeAll(async () => {
     db = await createTestDatabase();

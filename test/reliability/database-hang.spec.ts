@@ -1,8 +1,8 @@
 import pg from 'pg';
 import request from 'supertest';
-import { DeliveryAttemptWriter } from '../../src/callbacks/delivery-attempt.writer.js';
-import { SettlementMetrics } from '../../src/observability/settlement-metrics.js';
-import { ReconciliationService } from '../../src/reconciliation/reconciliation.service.js';
+import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
+import { MetricsRegistry } from '../../src/observability/metrics-registry.js';
+import { ScheduledReconciliation } from '../../src/reconciliation/scheduled-reconciliation.js';
 import { createTestDatabase, testServer } from '../support/database.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import { batchOf, createTestApp, deliver, sign, TestContext } from '../support/test-app.js';
@@ -18,7 +18,7 @@ import {
   verifyLedger,
   violationsOf,
 } from './support/receiver.js';
-import { TcpProxy } from './support/tcp-proxy.js';
+import { TcpProxy } from '../../sim/tcp-proxy.js';
 import { eventually, sleep } from '../support/wait.js';
 import { fetchRead } from '../support/http.js';
 
@@ -318,16 +318,16 @@ describe('a database that hangs during a scheduled reconciliation run (CONTRACT 
   }, 30_000);
 
   it('gives the run up at its first hung transaction and releases its lock; the next run reads the rest', async () => {
-    const service = t.app.get(ReconciliationService);
+    const scheduled = t.app.get(ScheduledReconciliation);
     proxy.arm({ marker: 'cp_lock', then: 'hold' });
     const started = Date.now();
-    const hung = await service.runOnce();
+    const hung = await scheduled.runOnce();
     const elapsed = Date.now() - started;
     expect(proxy.fired).toBe(1);
     expect(hung).toMatchObject({ skipped: false, candidates: 3, applied: 0, failed: 1 });
     expect(elapsed).toBeLessThan(DEADLINE_MS + 2000);
     proxy.release();
-    const next = await service.runOnce();
+    const next = await scheduled.runOnce();
     expect(next).toMatchObject({ skipped: false, candidates: 3, applied: 3, settled: 3, failed: 0 });
     const { rows } = await t.db.query(
       `SELECT count(*)::int AS n FROM coupons WHERE coupon_code LIKE 'RC-H%' AND generation_settled AND real_win = 4`,
@@ -365,7 +365,7 @@ describe('failed deliveries while the database hangs (CONTRACT §5, §8)', () =>
     Number(
       (
         await t.app
-          .get(SettlementMetrics)
+          .get(MetricsRegistry)
           .registry.getSingleMetric('settlement_delivery_attempts_unrecorded_total')
           ?.get()
       )?.values[0]?.value ?? 0,

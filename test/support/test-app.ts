@@ -5,9 +5,10 @@ import pg from 'pg';
 import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
-import { DeliveryAttemptWriter } from '../../src/callbacks/delivery-attempt.writer.js';
+import type { AppOptions } from '../../src/app.module.js';
+import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
 import { configureApp } from '../../src/app.setup.js';
-import { AppConfig, loadConfig } from '../../src/config/configuration.js';
+import { AppConfig, loadConfig } from '../../src/app.config.js';
 import { createTestDatabase } from './database.js';
 
 export const SECRET = 'test-secret-1';
@@ -57,7 +58,8 @@ export interface TestContext {
  * actions run them by hand, or set them);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
- * `options.override` replaces providers ({@link startApp}).
+ * `options.override` replaces providers ({@link startApp}); `options.extensions` are the
+ * bookmaker's modules given to `AppModule.forRoot` (docs/extending.md).
  */
 export async function createTestApp(
   env: Record<string, string> = {},
@@ -65,6 +67,7 @@ export async function createTestApp(
     logDestination?: DestinationStream;
     via?: (databaseUrl: string) => string;
     override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+    extensions?: AppOptions['extensions'];
   } = {},
 ): Promise<TestContext> {
   const database = await createTestDatabase();
@@ -110,10 +113,13 @@ export async function startApp(
   options: {
     logDestination?: DestinationStream;
     override?: (builder: TestingModuleBuilder) => TestingModuleBuilder;
+    extensions?: AppOptions['extensions'];
   } = {},
 ): Promise<INestApplication> {
   const builder = Test.createTestingModule({
-    imports: [AppModule.forRoot(config, { logDestination: options.logDestination })],
+    imports: [
+      AppModule.forRoot(config, { logDestination: options.logDestination, extensions: options.extensions }),
+    ],
   });
   const moduleRef = await (options.override ? options.override(builder) : builder).compile();
   const app = moduleRef.createNestApplication({ bodyParser: false, logger: ['error'] });
@@ -129,7 +135,7 @@ export async function startApp(
  */
 export function useTestApp(
   env: Record<string, string> = {},
-  options: { logDestination?: DestinationStream } = {},
+  options: { logDestination?: DestinationStream; extensions?: AppOptions['extensions'] } = {},
 ): TestContext {
   const t = {} as TestContext;
   beforeAll(async () => {

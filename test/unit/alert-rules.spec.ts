@@ -2,8 +2,10 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
 import { BACKGROUND_METRIC } from '../../src/background/background-governor.js';
-import { METRIC } from '../../src/observability/settlement-metrics.js';
-import { WALLET_METRIC } from '../../src/wallet/wallet-metrics.js';
+import { COUPON_METRIC } from '../../src/coupons/coupon-metrics.js';
+import { DELIVERY_METRIC } from '../../src/deliveries/delivery-metrics.js';
+import { LEDGER_METRIC } from '../../src/ledger/ledger-metrics.js';
+import { EVENT_METRIC, WALLET_METRIC } from '../../src/outbox/outbox-metrics.js';
 
 // ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
 // receiver exports (a renamed metric must not silently disable an alert).
@@ -24,11 +26,17 @@ const rules = file.groups.flatMap((g) => g.rules);
 
 /** Series names a scrape contains: histograms add _bucket, _sum and _count. */
 const EXPORTED = new Set(
-  [...Object.values(METRIC), ...Object.values(WALLET_METRIC), ...Object.values(BACKGROUND_METRIC)].flatMap(
-    (name) =>
-      name === METRIC.duration || name === METRIC.batchCoupons
-        ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
-        : [name],
+  [
+    ...Object.values(DELIVERY_METRIC),
+    ...Object.values(LEDGER_METRIC),
+    ...Object.values(COUPON_METRIC),
+    ...Object.values(WALLET_METRIC),
+    ...Object.values(EVENT_METRIC),
+    ...Object.values(BACKGROUND_METRIC),
+  ].flatMap((name) =>
+    name === DELIVERY_METRIC.duration || name === DELIVERY_METRIC.batchCoupons
+      ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
+      : [name],
   ),
 );
 
@@ -58,6 +66,15 @@ describe('ops/alerts.yml', () => {
     expect(exprOf('SettlementCallbackDuplicateRateHigh')).toContain('outcome="duplicate"');
     expect(exprOf('SettlementCallback503RateHigh')).toContain('outcome="failed"');
     expect(exprOf('SettlementCouponsNeedingReviewGrowing')).toContain('settlement_coupons_needing_review');
+  });
+
+  it('alerts on the settlement events: backlog age, parked events, pause, per publisher (docs/events.md)', () => {
+    const exprOf = (name: string) => rules.find((r) => r.alert === name)?.expr ?? '';
+    expect(exprOf('SettlementEventBacklogGrowing')).toContain(
+      'settlement_event_outbox_oldest_pending_age_seconds',
+    );
+    expect(exprOf('SettlementEventsParked')).toContain('settlement_event_outbox_parked');
+    expect(exprOf('SettlementEventsPaused')).toContain('settlement_event_outbox_paused');
   });
 
   it('alerts on the wallet outbox: backlog age, parked rows, conflicts, pause (docs/wallet.md)', () => {

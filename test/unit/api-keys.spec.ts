@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
-import { loadConfig } from '../../src/config/configuration.js';
+import { loadConfig } from '../../src/app.config.js';
 
 // OPS_API_KEYS (CONTRACT §10, least privilege): named, scoped keys with plain or hashed secrets,
 // the bare legacy form, and start-up refusals that name the entry by position, never its secret.

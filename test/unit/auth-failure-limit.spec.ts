@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import { clientAddressKey, PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
-import { loadConfig } from '../../src/config/configuration.js';
+import { loadConfig } from '../../src/app.config.js';
 
 // Failed authentications per client address (CONTRACT §10, issue 16): AUTH_FAILURE_LIMIT failures
 // in AUTH_FAILURE_WINDOW, then 429 with Retry-After for every request of that address until the

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseBatch, readValidBatch } from '../../src/callbacks/callback-body.parser.js';
+import { parseBatch, readValidBatch } from '../../src/settlement/batch-parser.js';
 import { DomainException } from '../../src/common/domain.exception.js';
 
 const coupon = (code: string, extra: Record<string, unknown> = {}) => ({

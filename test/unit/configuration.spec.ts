@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { loadConfig } from '../../src/config/configuration.js';
+import { loadConfig } from '../../src/app.config.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 const ALL_SCOPES = ['read', 'register', 'money', 'operate'];

@@ -43,7 +43,7 @@ describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
   });
 
   it('PartnerAuthenticator compares against every key with timingSafeEqual on equal lengths', async () => {
-    const { loadConfig } = await import('../../src/config/configuration.js');
+    const { loadConfig } = await import('../../src/app.config.js');
     const { PartnerAuthenticator } = await import('../../src/auth/partner-authenticator.js');
     const plain = 'a-much-longer-key-two-0123456789';
     const hashed = 'third-key-stored-as-its-sha256-digest';

@@ -5,7 +5,8 @@ import {
   LEGACY_MINOR_UNITS,
 } from '../../src/common/currency.js';
 import { fractionDigits, formatAmount, parseAmount } from '../../src/common/money.js';
-import { loadConfig, loadCurrencyTable } from '../../src/config/configuration.js';
+import { loadConfig } from '../../src/app.config.js';
+import { loadCurrencyTable } from '../../src/config/configuration.js';
 
 // Minor units per currency (CONTRACT §3 "at most the currency's minor-unit digits"): ISO 4217 by
 // default, CURRENCY_MINOR_UNITS on top, CURRENCIES restricting what is accepted (issue 17).

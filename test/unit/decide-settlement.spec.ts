@@ -4,15 +4,15 @@ import {
   decideSettlement,
   INITIAL_SETTLEMENT_STATE,
   sameSettlementState,
-} from '../../src/settlement/decide-settlement.js';
+} from '../../src/settlement/rules/decide-settlement.js';
 import {
   CouponSettlementState,
   SettlementDecision,
   SnapshotSource,
   StatusKind,
   TransitionName as T,
-} from '../../src/settlement/settlement.types.js';
-import { StatusMap } from '../../src/settlement/status-map.js';
+} from '../../src/settlement/rules/settlement.types.js';
+import { StatusMap } from '../../src/settlement/rules/status-map.js';
 import { DEFAULT_STATUS_MAP } from '../../src/config/configuration.js';
 
 const S = (over: Partial<CouponSettlementState> = {}): CouponSettlementState => ({

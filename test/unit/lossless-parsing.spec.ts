@@ -1,5 +1,5 @@
 import { isLosslessNumber, stringify as stringifyLossless } from 'lossless-json';
-import { parseBatch } from '../../src/callbacks/callback-body.parser.js';
+import { parseBatch } from '../../src/settlement/batch-parser.js';
 import { DomainException } from '../../src/common/domain.exception.js';
 
 // parseBatch never passes a number through floating point (CONTRACT §3): realWin keeps the digits

@@ -1,5 +1,5 @@
-import { networkList } from '../../src/observability/metrics-access.guard.js';
-import { loadConfig } from '../../src/config/configuration.js';
+import { networkList } from '../../src/health/metrics-access.guard.js';
+import { loadConfig } from '../../src/app.config.js';
 
 // METRICS_ALLOWED_NETWORKS: which scraper addresses may read /metrics without a bearer key.
 

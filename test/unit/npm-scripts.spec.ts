@@ -39,6 +39,7 @@ describe('npm scripts', () => {
     expect(building).toEqual([
       'bench',
       'bench:console',
+      'bench:events',
       'bench:latency',
       'bench:open',
       'build',

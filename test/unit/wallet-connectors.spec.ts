@@ -1,4 +1,4 @@
-import { loadConfig } from '../../src/config/configuration.js';
+import { loadConfig } from '../../src/app.config.js';
 import { describeWalletConnector } from '../../src/wallet/wallet-connectors.js';
 
 // Issue 29, item 8: the start line names the wallet connector in force, and never a secret.

@@ -4,7 +4,8 @@ import {
   retryAfterMs,
 } from '../../src/wallet/connectors/http-wallet.connector.js';
 import { OperationType } from '../../src/ledger/ledger.types.js';
-import { checkedDelivery, excerpt, nextStep, walletTransactionOf } from '../../src/wallet/outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep } from '../../src/outbox/outbox-rules.js';
+import { walletTransactionOf } from '../../src/wallet/wallet-transaction.js';
 import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
 
 // docs/wallet.md: what the outbox does with each answer, and the body it sends.

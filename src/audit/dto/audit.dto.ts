@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
-import { DeliveryOutcome } from '../../callbacks/callback.types.js';
+import { DeliveryOutcome } from '../../deliveries/delivery.types.js';
 
 /** One delivery attempt of a batch (CONTRACT §8); `durationMs` in milliseconds. */
 export class DeliveryAttemptView {

@@ -9,7 +9,6 @@ import {
   Unique,
 } from 'typeorm';
 import type { Relation } from 'typeorm';
-import { CallbackBatchEntity } from '../../callbacks/entities/callback-batch.entity.js';
 import { CouponEntity } from './coupon.entity.js';
 
 /**
@@ -26,9 +25,10 @@ export class CouponSnapshotEntity {
   @JoinColumn({ name: 'coupon_code', foreignKeyConstraintName: 'coupon_snapshots_coupon_code_fkey' })
   coupon: Relation<CouponEntity>;
   @Column('text', { name: 'batch_id' }) batchId: string;
-  @ManyToOne(() => CallbackBatchEntity)
+  // By name: the batch's entity belongs to the settlement module, a layer above coupons.
+  @ManyToOne('CallbackBatchEntity')
   @JoinColumn({ name: 'batch_id', foreignKeyConstraintName: 'coupon_snapshots_batch_id_fkey' })
-  batch: Relation<CallbackBatchEntity>;
+  batch: Relation<{ batchId: string }>;
   @Column('int') status: number;
   @Column('numeric', { name: 'real_win', precision: 26, scale: 8, nullable: true }) realWin: string | null;
   @Column('boolean') applied: boolean;

@@ -12,11 +12,11 @@ import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 @Entity('operator_actions')
 @Check(
   'operator_actions_action_check',
-  "action IN ('adjustment', 'registration', 'resolution', 'reconcile', 'replay', 'outbox_retry', 'outbox_skip', 'wallet_pause', 'wallet_resume', 'bulk_run', 'bulk_cancel')",
+  "action IN ('adjustment', 'registration', 'resolution', 'reconcile', 'replay', 'outbox_retry', 'outbox_skip', 'wallet_pause', 'wallet_resume', 'publisher_pause', 'publisher_resume', 'bulk_run', 'bulk_cancel')",
 )
 @Check(
   'operator_actions_target_kind_check',
-  "target_kind IN ('account', 'coupon', 'quarantine', 'outbox', 'wallet', 'bulk_action')",
+  "target_kind IN ('account', 'coupon', 'quarantine', 'outbox', 'wallet', 'event_outbox', 'publisher', 'bulk_action')",
 )
 @Check('operator_actions_outcome_check', 'length(outcome) BETWEEN 1 AND 64')
 @Index('operator_actions_actor_idx', ['actor', 'id'])

@@ -9,7 +9,7 @@ import {
   PrimaryColumn,
 } from 'typeorm';
 import type { Relation } from 'typeorm';
-import { CallbackBatchEntity } from '../../callbacks/entities/callback-batch.entity.js';
+import { CallbackBatchEntity } from '../../settlement/entities/callback-batch.entity.js';
 import { CouponEntity } from '../../coupons/entities/coupon.entity.js';
 
 /**

@@ -3,7 +3,7 @@ import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { ANSWER_EXCERPT_CHARS, excerpt } from '../outbox-rules.js';
+import { ANSWER_EXCERPT_CHARS, excerpt } from '../../outbox/outbox-rules.js';
 import {
   WalletBatchRequest,
   WalletConnector,

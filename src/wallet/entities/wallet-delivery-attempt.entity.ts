@@ -1,6 +1,6 @@
 import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
-import type { AttemptOutcome } from '../wallet.types.js';
+import type { AttemptOutcome } from '../../outbox/outbox.types.js';
 import { WalletOutboxEntryEntity } from './wallet-outbox-entry.entity.js';
 
 /**

@@ -11,7 +11,7 @@ import {
 } from 'typeorm';
 import type { Relation } from 'typeorm';
 import { FinancialOperationEntity } from '../../ledger/entities/financial-operation.entity.js';
-import type { OutboxStatus, ParkReason } from '../wallet.types.js';
+import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 
 /**
  * A financial operation to push to the wallet (docs/wallet.md), written by the posting statement

@@ -186,7 +186,7 @@ export interface SuiteDatabase {
  * Fails early without the build ({@link requireBuild}), then creates a database cloned from the
  * migrated template and a pool of at most `poolSize` connections on it (opened when used).
  */
-async function suiteDatabase(poolSize: number): Promise<SuiteDatabase> {
+export async function suiteDatabase(poolSize: number): Promise<SuiteDatabase> {
   requireBuild();
   const db = await createTestDatabase();
   const pool = new pg.Pool({ connectionString: db.url, max: poolSize });

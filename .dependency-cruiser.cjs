@@ -1,0 +1,77 @@
+// The receiver's layers (docs/architecture.md, "Layers"), lowest first: a module may import its
+// own layer and those below, never one above. `npm run lint` runs this (depcruise) after ESLint;
+// test/unit/layering.spec.ts proves a forbidden import fails it. The allowed exceptions are named
+// in ALLOWED, each with its reason.
+const LAYERS = [
+  ['common', 'src/common/'],
+  ['config', 'src/config/'],
+  ['observability', 'src/observability/'],
+  ['database', 'src/database/'],
+  ['platform', 'src/(http|auth|operator-actions)/'],
+  ['deliveries', 'src/deliveries/'],
+  ['background', 'src/background/'],
+  ['health', 'src/health/'],
+  ['ledger', 'src/ledger/'],
+  ['settlement rules', 'src/settlement/rules/'],
+  ['coupons', 'src/coupons/'],
+  ['settlement', 'src/settlement/(?!rules/)'],
+  ['outbox', 'src/outbox/'],
+  ['destinations', 'src/(wallet|events)/'],
+  ['inbox', 'src/inbox/'],
+  ['quarantine', 'src/quarantine/'],
+  ['reconciliation', 'src/reconciliation/'],
+  ['callbacks', 'src/callbacks/'],
+  ['edges', 'src/(audit|console|bulk-actions)/'],
+  ['app', 'src/[^/]+[.]ts$'],
+];
+
+/** Imports that run up on purpose. */
+const ALLOWED = [
+  // The schema's table list: TypeORM and its CLI need every entity, whatever module owns it.
+  { from: '^src/database/entities[.]ts$', to: '^src/.+/entities/' },
+];
+
+const above = (i) => LAYERS.slice(i + 1).map(([, path]) => `^${path}`);
+
+module.exports = {
+  forbidden: [
+    ...LAYERS.slice(0, -1).map(([name, path], i) => ({
+      name: `layer-${name.replace(/ /g, '-')}`,
+      comment: `${name} may import only its own layer and those below it (docs/architecture.md, "Layers")`,
+      severity: 'error',
+      from: { path: `^${path}`, pathNot: ALLOWED.map((a) => a.from) },
+      to: { path: above(i) },
+    })),
+    ...ALLOWED.map((a, i) => ({
+      name: `allowed-${i}-stays-narrow`,
+      comment: 'an allowed upward import reaches only what it is allowed for',
+      severity: 'error',
+      from: { path: a.from },
+      to: { path: LAYERS.map(([, path]) => `^${path}`), pathNot: [a.to, '^src/database/'] },
+    })),
+    {
+      name: 'examples-use-the-extension-api',
+      comment: "a bookmaker's module (examples/) imports the receiver only through src/extensions.ts (docs/extending.md)",
+      severity: 'error',
+      from: { path: '^examples/' },
+      to: { path: '^src/', pathNot: '^src/extensions[.]ts$' },
+    },
+    {
+      name: 'no-circular-modules',
+      comment: 'no cycle between files',
+      severity: 'warn',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
+// For test/unit/layering.spec.ts and the up-import count (not read by depcruise).
+Object.defineProperty(module.exports, 'layers', { value: { LAYERS, ALLOWED }, enumerable: false });

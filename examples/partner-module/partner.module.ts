@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { WalletConnector } from '../../src/extensions.js';
+import { LoyaltyPointsHook } from './loyalty-points.hook.js';
+import { PartnerTablePublisher } from './partner-table.publisher.js';
+import { PartnerTableWalletConnector } from './partner-table-wallet.connector.js';
+
+/**
+ * The bookmaker's module of the example (docs/extending.md): a wallet connector (`partner-table`),
+ * a settlement hook (loyalty points) and an event publisher (`partner-table`), given to the
+ * receiver with `AppModule.forRoot(config, { extensions: [PartnerModule] })` (or
+ * `startReceiver({ extensions: [PartnerModule] })`, see `main.ts` here) and chosen with
+ * `WALLET_CONNECTOR=partner-table EVENT_PUBLISHERS=partner-table`. No file of the receiver knows it.
+ */
+@Module({
+  providers: [
+    { provide: WalletConnector, useClass: PartnerTableWalletConnector },
+    LoyaltyPointsHook,
+    PartnerTablePublisher,
+  ],
+})
+export class PartnerModule {}

@@ -1,0 +1,52 @@
+import Joi from 'joi';
+import { configFragment } from '../config/config-fragment.js';
+import { DEFAULT_CLUSTERS_DIR } from './embedded-postgres.js';
+
+/** The database's fields of the configuration (docs/configuration.md). */
+export interface DatabaseConfig {
+  /** Absent: an embedded PostgreSQL under `embeddedDataDir` is started (CONTRACT §10). */
+  databaseUrl: string | undefined;
+  embeddedDataDir: string;
+  embeddedPort: number;
+  /** As root: where clusters of data folders in `.data` the postgres user cannot reach are kept. */
+  embeddedClustersDir: string;
+  dbPoolSize: number;
+  /** Milliseconds; statement, lock and idle-in-transaction timeouts, all below the deadline. */
+  statementTimeoutMs: number;
+  lockTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
+  runMigrationsOnStart: boolean;
+}
+
+declare module '../config/configuration.js' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  interface AppConfig extends DatabaseConfig {}
+}
+
+/** `DATABASE_URL`, the embedded PostgreSQL, the pool and the session timeouts, migrations at start. */
+export const databaseConfig = configFragment<DatabaseConfig>({
+  schema: {
+    DATABASE_URL: Joi.string()
+      .uri({ scheme: ['postgres', 'postgresql'] })
+      .optional(),
+    EMBEDDED_PG_DATA_DIR: Joi.string().default('.data/postgres'),
+    EMBEDDED_PG_PORT: Joi.number().port().default(54329),
+    EMBEDDED_PG_CLUSTERS_DIR: Joi.string().default(DEFAULT_CLUSTERS_DIR),
+    DB_POOL_SIZE: Joi.number().integer().min(1).max(200).default(16),
+    DB_STATEMENT_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
+    DB_LOCK_TIMEOUT_MS: Joi.number().integer().min(50).max(7000).default(3000),
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
+    RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
+  },
+  build: (v) => ({
+    databaseUrl: v.DATABASE_URL as string | undefined,
+    embeddedDataDir: v.EMBEDDED_PG_DATA_DIR as string,
+    embeddedPort: v.EMBEDDED_PG_PORT as number,
+    embeddedClustersDir: v.EMBEDDED_PG_CLUSTERS_DIR as string,
+    dbPoolSize: v.DB_POOL_SIZE as number,
+    statementTimeoutMs: v.DB_STATEMENT_TIMEOUT_MS as number,
+    lockTimeoutMs: v.DB_LOCK_TIMEOUT_MS as number,
+    idleInTransactionTimeoutMs: v.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS as number,
+    runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
+  }),
+});

@@ -1,0 +1,72 @@
+import type { ServerResponse } from 'node:http';
+import { Injectable, Logger } from '@nestjs/common';
+import type { DeliveryAttemptRow } from './delivery-attempt.repository.js';
+import { DeliveryOutcome } from './delivery.types.js';
+import { inRequestContext } from '../observability/log-context.js';
+import { DeliveryMetrics } from './delivery-metrics.js';
+
+/**
+ * The one place that learns the outcome of every callback delivery once it is decided (after
+ * COMMIT for 200s, after the rollback and audit write for failures): counts it in
+ * {@link DeliveryMetrics} and writes ONE summary log line
+ * (`{requestId, batchId, outcome, status, coupons, durationMs}`; warn for 4xx, error for 5xx).
+ * Never throws, never touches the database.
+ */
+@Injectable()
+export class DeliveryObserver {
+  private readonly logger = new Logger('Delivery');
+  private readonly answeredListeners: ((durationMs: number) => void)[] = [];
+
+  constructor(private readonly metrics: DeliveryMetrics) {}
+
+  /**
+   * Calls {@link delivered} once the answer has been written to the client (or the connection
+   * closed), with `durationMs` measured until then; `done` gets the same attempt (e.g. to store it).
+   */
+  whenAnswered(
+    res: ServerResponse,
+    attempt: DeliveryAttemptRow,
+    status = attempt.httpStatus,
+    done?: (a: DeliveryAttemptRow) => void,
+  ): void {
+    let seen = false;
+    const answered = () => {
+      if (seen) return;
+      seen = true;
+      const final = { ...attempt, durationMs: Date.now() - attempt.receivedAt.getTime() };
+      this.delivered(final, status);
+      done?.(final);
+    };
+    res.once('finish', answered);
+    res.once('close', answered);
+  }
+
+  /**
+   * Calls `listener` with the milliseconds from receipt to answer of every delivery answered from
+   * now on (the background-work governor's intake signal). It must not throw.
+   */
+  onAnswered(listener: (durationMs: number) => void): void {
+    this.answeredListeners.push(listener);
+  }
+
+  /** @param attempt the delivery attempt as recorded; `status` is what was answered (may differ: 503). */
+  delivered(attempt: DeliveryAttemptRow, status = attempt.httpStatus): void {
+    const outcome = status === 503 ? DeliveryOutcome.FAILED : attempt.outcome;
+    const durationMs = Math.max(0, attempt.durationMs);
+    this.metrics.deliveryAnswered(outcome, durationMs / 1000, attempt.couponCount);
+    for (const listener of this.answeredListeners) listener(durationMs);
+    const line = {
+      // Inside the request, pino binds requestId (and the mixin batchId) to every line already.
+      ...(inRequestContext() ? {} : { requestId: attempt.requestId, batchId: attempt.batchId ?? undefined }),
+      outcome,
+      status,
+      coupons: attempt.couponCount,
+      durationMs,
+      ...(attempt.errorCode ? { errorCode: attempt.errorCode } : {}),
+    };
+    const message = `delivery ${outcome} ${status}`;
+    if (status >= 500) this.logger.error(line, message);
+    else if (status >= 400) this.logger.warn(line, message);
+    else this.logger.log(line, message);
+  }
+}

@@ -1,0 +1,28 @@
+import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { DeliveryOutcome } from '../delivery.types.js';
+
+/**
+ * One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. `actor`: the
+ * name of the partner API key of a quarantine replay; null for SportAPI's deliveries.
+ */
+@Entity('delivery_attempts')
+@Check(
+  'delivery_attempts_outcome_check',
+  "outcome IN ('processed', 'accepted', 'duplicate', 'conflict', 'rejected', 'unauthorized', 'failed')",
+)
+@Index('delivery_attempts_batch_idx', ['batchId'])
+@Index('delivery_attempts_received_idx', ['receivedAt'])
+@Index('delivery_attempts_request_idx', ['requestId'])
+export class DeliveryAttemptEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'delivery_attempts_pkey' }) id: string;
+  @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
+  @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
+  @Column('timestamptz', { name: 'received_at' }) receivedAt: Date;
+  @Column('text') outcome: DeliveryOutcome;
+  @Column('int', { name: 'http_status' }) httpStatus: number;
+  @Column('text', { name: 'error_code', nullable: true }) errorCode: string | null;
+  @Column('int', { name: 'coupon_count', nullable: true }) couponCount: number | null;
+  @Column('int', { name: 'duration_ms' }) durationMs: number;
+  @Column('char', { name: 'payload_hash', length: 64, nullable: true }) payloadHash: string | null;
+  @Column('text', { nullable: true }) actor: string | null;
+}

@@ -1,0 +1,34 @@
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import type { Relation } from 'typeorm';
+import type { AttemptOutcome } from '../../outbox/outbox.types.js';
+import { EventOutboxEntryEntity } from './event-outbox-entry.entity.js';
+
+/**
+ * One publish attempt of a settlement event: when, with which request id, through which publisher
+ * (`connector`), how long, the outcome and an excerpt of the broker's answer (at most 500
+ * characters). Append-only history shown by `GET /events/{publisher}/outbox/{id}`.
+ */
+@Entity('event_delivery_attempts')
+@Check(
+  'event_delivery_attempts_outcome_check',
+  "outcome IN ('delivered', 'retry', 'refused', 'conflict', 'unauthorized')",
+)
+@Check('event_delivery_attempts_duration_check', 'duration_ms >= 0')
+@Index('event_delivery_attempts_outbox_idx', ['outboxId', 'id'])
+@Index('event_delivery_attempts_request_idx', ['requestId'])
+export class EventDeliveryAttemptEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_delivery_attempts_pkey' })
+  id: string;
+  @Column('bigint', { name: 'outbox_id' }) outboxId: string;
+  @ManyToOne(() => EventOutboxEntryEntity)
+  @JoinColumn({ name: 'outbox_id', foreignKeyConstraintName: 'event_delivery_attempts_outbox_id_fkey' })
+  outbox: Relation<EventOutboxEntryEntity>;
+  @Column('int') attempt: number;
+  @Column('text', { name: 'request_id' }) requestId: string;
+  @Column('text') connector: string;
+  @Column('timestamptz', { name: 'started_at' }) startedAt: Date;
+  @Column('int', { name: 'duration_ms' }) durationMs: number;
+  @Column('text') outcome: AttemptOutcome;
+  @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;
+  @Column('text', { nullable: true }) answer: string | null;
+}

@@ -1,0 +1,125 @@
+import { Inject, Injectable, Logger, Module, OnModuleDestroy } from '@nestjs/common';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { APP_CONFIG } from '../../config/configuration.js';
+import type { AppConfig } from '../../config/configuration.js';
+import { excerpt } from '../../outbox/outbox-rules.js';
+import type { OutboxDelivery } from '../../outbox/outbox.types.js';
+import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+
+/**
+ * Publishes settlement events to NATS JetStream (`EVENT_PUBLISHERS=nats`; `@nats-io/*`): one
+ * connection, opened on first use and again after it closes (the client itself reconnects while
+ * the server is away); the stream `NATS_STREAM` (subjects `NATS_SUBJECT_PREFIX.>`, duplicate window
+ * `NATS_DUPLICATE_WINDOW`) is created when missing. Each event goes to
+ * `<prefix>.operation.<type>` with `Nats-Msg-Id` = the operation key, and is `delivered` on the
+ * stream's ack, a duplicate within the window included (JetStream stored it once); no ack in time
+ * is `retry` (docs/events.md).
+ */
+@Injectable()
+export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
+  readonly name = 'nats';
+  private readonly logger = new Logger('NatsPublisher');
+  private readonly settings: AppConfig['events']['nats'];
+  private readonly timeoutMs: number;
+  private client: Promise<{ connection: NatsConnection; js: JetStreamClient }> | undefined;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    super();
+    this.settings = config.events.nats;
+    this.timeoutMs = config.events.timeoutMs;
+  }
+
+  /** The subject of an event: `<prefix>.operation.<type>`. */
+  subjectOf(event: PublishedEvent['event']): string {
+    return `${this.settings.subjectPrefix}.operation.${event.type}`;
+  }
+
+  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
+    let js: JetStreamClient;
+    try {
+      ({ js } = await this.open());
+    } catch (err) {
+      const reason = excerpt(`NATS unreachable: ${(err as Error).message}`);
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
+    }
+    // The outbox gave up on this call while the connection opened: publish nothing now.
+    if (signal.aborted)
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
+    return Promise.all(
+      events.map(async (e): Promise<OutboxDelivery> => {
+        try {
+          const ack = await js.publish(this.subjectOf(e.event), e.body, {
+            msgID: e.event.eventId,
+            timeout: this.timeoutMs,
+          });
+          return {
+            outcome: 'delivered',
+            answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
+          };
+        } catch (err) {
+          return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
+        }
+      }),
+    );
+  }
+
+  /** The connection and its JetStream client (the stream made sure of), opened once and after a close. */
+  private open(): Promise<{ connection: NatsConnection; js: JetStreamClient }> {
+    this.client ??= (async () => {
+      const connection = await connect({
+        servers: this.settings.servers,
+        name: 'settlement-receiver',
+        timeout: this.timeoutMs,
+        maxReconnectAttempts: -1,
+        reconnectTimeWait: 500,
+      });
+      void connection.closed().then((err) => {
+        if (err)
+          this.logger.warn(
+            `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
+          );
+        this.client = undefined;
+      });
+      await this.ensureStream(await jetstreamManager(connection));
+      return { connection, js: jetstream(connection) };
+    })().catch((err: unknown) => {
+      this.client = undefined;
+      throw err;
+    });
+    return this.client;
+  }
+
+  /** Creates the stream when it does not exist (an existing one is left as the operator set it). */
+  private async ensureStream(jsm: JetStreamManager): Promise<void> {
+    const { stream, subjectPrefix, duplicateWindowMs } = this.settings;
+    try {
+      await jsm.streams.info(stream);
+    } catch {
+      await jsm.streams.add({
+        name: stream,
+        subjects: [`${subjectPrefix}.>`],
+        // Nanoseconds.
+        duplicate_window: duplicateWindowMs * 1_000_000,
+      });
+    }
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    const open = this.client;
+    this.client = undefined;
+    if (!open) return;
+    try {
+      const { connection } = await open;
+      await connection.drain();
+    } catch {
+      // Never opened, or already gone.
+    }
+  }
+}
+
+/** The NATS JetStream publisher, added when `EVENT_PUBLISHERS` names `nats`. */
+@Module({ providers: [NatsPublisher] })
+export class NatsPublisherModule {}

@@ -1,0 +1,130 @@
+import { Inject, Injectable, Logger, Module, OnModuleDestroy } from '@nestjs/common';
+import amqp from 'amqplib';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import { APP_CONFIG } from '../../config/configuration.js';
+import type { AppConfig } from '../../config/configuration.js';
+import { excerpt } from '../../outbox/outbox-rules.js';
+import type { OutboxDelivery } from '../../outbox/outbox.types.js';
+import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+
+/** Routing key of an event on the topic exchange: `operation.<type>`, e.g. `operation.final_credit`. */
+export function routingKeyOf(event: PublishedEvent['event']): string {
+  return `operation.${event.type}`;
+}
+
+/**
+ * Publishes settlement events to RabbitMQ (`EVENT_PUBLISHERS=rabbitmq`; amqplib): one connection
+ * and one confirm channel, opened on first use and again after any failure; each event is published
+ * persistent to the durable topic exchange `RABBITMQ_EXCHANGE` with routing key
+ * `operation.<type>`, `message-id` = the operation key, and is `delivered` only when the broker
+ * confirms it (publisher confirms: the broker has taken responsibility for it; a nack, a closed
+ * channel or an unreachable broker is `retry`). Bind a durable queue to the exchange before
+ * events flow: RabbitMQ confirms a message no queue takes, and drops it (docs/events.md).
+ */
+@Injectable()
+export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy {
+  readonly name = 'rabbitmq';
+  private readonly logger = new Logger('RabbitMqPublisher');
+  private readonly url: string;
+  private readonly exchange: string;
+  private readonly connectTimeoutMs: number;
+  private channel: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
+  private closing = false;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    super();
+    this.url = config.events.rabbitmq.url;
+    this.exchange = config.events.rabbitmq.exchange;
+    this.connectTimeoutMs = config.events.timeoutMs;
+  }
+
+  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
+    let channel: ConfirmChannel;
+    try {
+      ({ channel } = await this.open());
+    } catch (err) {
+      const reason = excerpt(`RabbitMQ unreachable: ${(err as Error).message}`);
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
+    }
+    // The outbox gave up on this call while the connection opened: publish nothing now (the rows
+    // come again in order; publishing late could put an event after its account's next one).
+    if (signal.aborted)
+      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
+    return Promise.all(events.map((e) => this.publishOne(channel, e)));
+  }
+
+  /** One event, `delivered` on the broker's ack. */
+  private publishOne(channel: ConfirmChannel, e: PublishedEvent): Promise<OutboxDelivery> {
+    return new Promise<OutboxDelivery>((resolve) => {
+      try {
+        channel.publish(
+          this.exchange,
+          routingKeyOf(e.event),
+          e.body,
+          {
+            persistent: true,
+            messageId: e.event.eventId,
+            contentType: 'application/json',
+            type: e.event.eventType,
+            timestamp: Math.floor(Date.now() / 1000),
+            appId: 'settlement-receiver',
+          },
+          (err: unknown) =>
+            resolve(
+              err
+                ? { outcome: 'retry', reason: excerpt(`RabbitMQ did not confirm: ${errorText(err)}`) }
+                : { outcome: 'delivered', answer: `confirmed by ${this.exchange}` },
+            ),
+        );
+      } catch (err) {
+        // The channel closed under the call: open another at the next publish.
+        this.channel = undefined;
+        resolve({ outcome: 'retry', reason: excerpt(`RabbitMQ publish failed: ${errorText(err)}`) });
+      }
+    });
+  }
+
+  /** The connection and its confirm channel (the exchange declared), opened once and after a failure. */
+  private open(): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
+    this.channel ??= (async () => {
+      const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
+      const forget = (why: string) => {
+        if (!this.closing)
+          this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
+        this.channel = undefined;
+      };
+      connection.on('error', (err: Error) => forget(err.message));
+      connection.on('close', () => forget('closed'));
+      const channel = await connection.createConfirmChannel();
+      channel.on('error', (err: Error) => forget(err.message));
+      channel.on('close', () => forget('channel closed'));
+      await channel.assertExchange(this.exchange, 'topic', { durable: true });
+      return { connection, channel };
+    })().catch((err: unknown) => {
+      this.channel = undefined;
+      throw err;
+    });
+    return this.channel;
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closing = true;
+    const open = this.channel;
+    this.channel = undefined;
+    if (!open) return;
+    try {
+      const { connection } = await open;
+      await connection.close();
+    } catch {
+      // Never opened, or already gone.
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The RabbitMQ publisher, added when `EVENT_PUBLISHERS` names `rabbitmq`. */
+@Module({ providers: [RabbitMqPublisher] })
+export class RabbitMqPublisherModule {}

@@ -1,0 +1,32 @@
+/**
+ * The extension API of the receiver (docs/extending.md), in one place for the bookmaker's modules:
+ * list a module in `AppModule.forRoot(config, { extensions: [...] })` (or
+ * `startReceiver({ extensions: [...] })`) and the providers it holds that extend these classes are
+ * found at start: wallet connectors (named by `WALLET_CONNECTOR`), settlement hooks (all run) and
+ * event publishers (named by `EVENT_PUBLISHERS`). No file of the receiver changes to add one.
+ */
+export { AppModule } from './app.module.js';
+export type { AppOptions } from './app.module.js';
+export { loadConfig } from './app.config.js';
+export type { AppConfig } from './app.config.js';
+export { main, startReceiver } from './main.js';
+export { WalletConnector } from './wallet/wallet-connector.js';
+export type {
+  WalletBatchItem,
+  WalletBatchRequest,
+  WalletDelivery,
+  WalletDeliveryRequest,
+  WalletTransaction,
+} from './wallet/wallet-connector.js';
+export { SettlementHook } from './settlement/settlement-hook.js';
+export type {
+  CouponTransition,
+  SettlementHookContext,
+  TransitionOperation,
+} from './settlement/settlement-hook.js';
+export { TransitionName, SnapshotSource } from './settlement/rules/settlement.types.js';
+export { EventPublisher } from './events/event-publisher.js';
+export type { PublishedEvent, PublishRequest, SettlementEvent } from './events/event-publisher.js';
+export type { OutboxDelivery } from './outbox/outbox.types.js';
+export { OperationType } from './ledger/ledger.types.js';
+export type { Statement, Tx } from './database/transaction.js';

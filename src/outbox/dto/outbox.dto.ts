@@ -1,0 +1,137 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { OUTBOX_STATUSES } from '../outbox.types.js';
+import type { OutboxStatus } from '../outbox.types.js';
+
+/** Query of `GET /wallet/outbox`: page size, keyset cursor (newest first), status filter. */
+export class OutboxListQueryDto extends IdPageQueryDto {
+  @ApiPropertyOptional({ enum: OUTBOX_STATUSES, description: 'only rows in this state' })
+  @IsOptional()
+  @IsIn(OUTBOX_STATUSES)
+  status?: OutboxStatus;
+}
+
+/** Body of `POST /wallet/outbox/{id}/skip`. */
+export class SkipOutboxEntryDto {
+  @ApiProperty({
+    example: 'credited by hand in the wallet, ticket OPS-4711',
+    description: 'why the row needs no delivery (1..500 characters), recorded with the key name',
+  })
+  @IsString()
+  @Length(1, 500)
+  @Matches(/\S/, { message: 'reason must not be blank' })
+  reason: string;
+}
+
+/** Body of `POST /wallet/pause` (optional). */
+export class PauseWalletDto {
+  @ApiPropertyOptional({
+    example: 'wallet maintenance 02:00-02:30',
+    description: 'why (at most 500 characters)',
+  })
+  @IsOptional()
+  @IsString()
+  @Length(1, 500)
+  reason?: string;
+}
+
+/** An outbox row: the operation it pushes and where its delivery stands. */
+export class OutboxEntryView {
+  @ApiProperty({ example: '42' }) id: string;
+  @ApiProperty({
+    example: '000000000272:0:final_credit',
+    description: 'the operation key: the wallet transaction id',
+  })
+  operationKey: string;
+  @ApiProperty({ example: 'final_credit' }) type: string;
+  @ApiProperty({ example: 'player-17' }) accountId: string;
+  @ApiProperty({ example: '190.00', description: "at the currency's minor units" }) amount: string;
+  @ApiProperty({ example: 'EUR' }) currency: string;
+  @ApiProperty({ example: '000000000272', type: String, nullable: true }) couponCode: string | null;
+  @ApiProperty({ example: 'pending', enum: OUTBOX_STATUSES }) status: OutboxStatus;
+  @ApiProperty({ example: 2, description: 'delivery attempts so far' }) attempts: number;
+  @ApiProperty({ example: '2026-12-01T12:00:04.000Z', description: 'when a pending row is due next' })
+  nextAttemptAt: Date;
+  @ApiProperty({ example: null, type: Date, nullable: true, description: 'set while a worker delivers it' })
+  leasedUntil: Date | null;
+  @ApiProperty({ example: 503, type: Number, nullable: true, description: "the wallet's last HTTP status" })
+  lastStatus: number | null;
+  @ApiProperty({ example: 'HTTP 503: {"error":"unavailable"}', type: String, nullable: true })
+  lastError: string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    enum: ['refused', 'conflict', 'retry_budget_exhausted'],
+    description: 'why the row is parked; kept when it is skipped',
+  })
+  parkedReason: string | null;
+  @ApiProperty({ example: '2026-12-01T12:00:00.000Z' }) createdAt: Date;
+  @ApiProperty({ example: null, type: Date, nullable: true }) deliveredAt: Date | null;
+  @ApiProperty({ example: null, type: Date, nullable: true }) parkedAt: Date | null;
+  @ApiProperty({ example: null, type: Date, nullable: true }) skippedAt: Date | null;
+  @ApiProperty({ example: null, type: String, nullable: true, description: 'key name of the skip' })
+  skippedBy: string | null;
+  @ApiProperty({ example: null, type: String, nullable: true }) skipReason: string | null;
+  @ApiProperty({ example: null, type: Date, nullable: true, description: "last operator's retry" })
+  retriedAt: Date | null;
+  @ApiProperty({ example: null, type: String, nullable: true }) retriedBy: string | null;
+}
+
+/** One delivery attempt of an outbox row. */
+export class WalletAttemptView {
+  @ApiProperty({ example: 1 }) attempt: number;
+  @ApiProperty({ example: '5b0f1f7e-8d7b-4c0e-9a51-0f2b8f1c2d3e' }) requestId: string;
+  @ApiProperty({ example: 'http' }) connector: string;
+  @ApiProperty({ example: '2026-12-01T12:00:00.100Z' }) startedAt: Date;
+  @ApiProperty({ example: 48 }) durationMs: number;
+  @ApiProperty({ example: 'retry', enum: ['delivered', 'retry', 'refused', 'conflict', 'unauthorized'] })
+  outcome: string;
+  @ApiProperty({ example: 503, type: Number, nullable: true }) httpStatus: number | null;
+  @ApiProperty({ example: 'HTTP 503: {"error":"unavailable"}', type: String, nullable: true })
+  answer: string | null;
+}
+
+/** An outbox row with every attempt and the exact request body once one was recorded. */
+export class OutboxEntryDetailView extends OutboxEntryView {
+  @ApiProperty({ type: [WalletAttemptView] }) deliveryAttempts: WalletAttemptView[];
+  @ApiProperty({
+    example: '{"transactionId":"000000000272:0:final_credit","direction":"credit",…}',
+    type: String,
+    nullable: true,
+    description: 'the body sent on every attempt (null before the first recorded one)',
+  })
+  body: string | null;
+}
+
+/** A page of the outbox, newest first. */
+export class OutboxPageView {
+  @ApiProperty({ type: [OutboxEntryView] }) items: OutboxEntryView[];
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description: 'pass as `cursor` for the next page',
+  })
+  nextCursor: string | null;
+}
+
+/** Whether delivery runs, and the backlog. */
+export class WalletStatusView {
+  @ApiProperty({
+    example: 'http',
+    type: String,
+    nullable: true,
+    description: 'null: no connector configured',
+  })
+  connector: string | null;
+  @ApiProperty({ example: false }) paused: boolean;
+  @ApiProperty({ example: null, type: String, nullable: true }) reason: string | null;
+  @ApiProperty({ example: '2026-12-01T12:00:00.000Z' }) changedAt: Date;
+  @ApiProperty({ example: null, type: String, nullable: true, description: 'key name; null: the receiver' })
+  changedBy: string | null;
+  @ApiProperty({ example: 3 }) pending: number;
+  @ApiProperty({ example: 0 }) parked: number;
+  @ApiProperty({ example: 1.25, description: 'seconds' }) oldestPendingAgeSeconds: number;
+}

@@ -1,0 +1,22 @@
+import { DomainException, ErrorCode } from '../common/domain.exception.js';
+
+/** An outbox's refusals of operator actions (docs/wallet.md); mapped to HTTP at the edge. */
+export type OutboxErrorCode = ErrorCode.NOT_FOUND | ErrorCode.OUTBOX_ENTRY_STATE;
+
+/** An operator action the outbox refused; nothing was changed. */
+export class OutboxException extends DomainException {
+  constructor(
+    readonly code: OutboxErrorCode,
+    message: string,
+  ) {
+    super(code, message);
+    this.name = 'OutboxException';
+  }
+}
+
+/** An outbox id path parameter: digits only, else 404 (never a database error). */
+export function outboxRowId(id: string): string {
+  if (!/^[1-9]\d{0,17}$/.test(id))
+    throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
+  return id;
+}

@@ -1,0 +1,98 @@
+import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { discoverExtensions } from '../common/extension-discovery.js';
+import { TransientError } from '../common/transient-error.js';
+import { isRetryable } from '../database/pg-errors.js';
+import { DeadlineExceededError, Statement, StatementGroup, Tx } from '../database/transaction.js';
+import { CouponTransition, SettlementHook, SettlementHookContext } from './settlement-hook.js';
+
+/**
+ * A settlement hook threw (or answered after the deadline's statement failed): the batch is
+ * rolled back and tried again (the callback answers 503). Names the hook and the coupon.
+ */
+export class SettlementHookError extends TransientError {
+  constructor(hook: string, transition: CouponTransition, cause: unknown) {
+    super(
+      `settlement hook ${hook} failed on coupon ${transition.couponCode} (${transition.transition}, batch ${transition.batchId}): ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+    this.name = 'SettlementHookError';
+  }
+}
+
+/**
+ * The settlement hooks of the application ({@link SettlementHook}s of any module, found at start)
+ * and their runner: each hook for each transition, in order, each call cut at the batch's deadline.
+ */
+@Injectable()
+export class SettlementHooks implements OnModuleInit {
+  private readonly logger = new Logger('SettlementHooks');
+  private hooks: SettlementHook[] = [];
+
+  constructor(private readonly discovery: DiscoveryService) {}
+
+  onModuleInit(): void {
+    this.hooks = discoverExtensions(this.discovery, SettlementHook);
+    if (this.hooks.length) this.logger.log(`settlement hooks: ${this.hooks.map((h) => h.name).join(', ')}`);
+  }
+
+  /** Whether any hook is registered (none: the apply collects no transitions for them). */
+  get any(): boolean {
+    return this.hooks.length > 0;
+  }
+
+  /**
+   * Calls every hook for every transition inside `tx`, in order.
+   * @returns the statements the hooks asked to write, to send with the batch's writes.
+   * @throws DeadlineExceededError past the deadline (the hook's call is abandoned and its
+   *   `signal` aborted); a retryable PostgreSQL error of a hook's statement as it is (the whole
+   *   transaction is re-run); {@link SettlementHookError} for anything else a hook threw.
+   */
+  async run(tx: Tx, transitions: CouponTransition[]): Promise<StatementGroup> {
+    const writes: Statement[] = [];
+    const abort = new AbortController();
+    const context: SettlementHookContext = {
+      tx,
+      deadline: tx.deadline,
+      signal: abort.signal,
+      write: (statement) => {
+        writes.push(statement);
+      },
+    };
+    try {
+      for (const transition of transitions)
+        for (const hook of this.hooks) await this.call(hook, transition, context, abort);
+    } finally {
+      abort.abort();
+    }
+    const group: StatementGroup = {};
+    writes.forEach((statement, i) => (group[`hook_${i}`] = statement));
+    return group;
+  }
+
+  private async call(
+    hook: SettlementHook,
+    transition: CouponTransition,
+    context: SettlementHookContext,
+    abort: AbortController,
+  ): Promise<void> {
+    const left = context.tx.timeLeft();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        Promise.resolve().then(() => hook.onTransition(transition, context)),
+        new Promise<never>((_, fail) => {
+          timer = setTimeout(() => {
+            abort.abort();
+            fail(new DeadlineExceededError());
+          }, left);
+        }),
+      ]);
+    } catch (err) {
+      if (err instanceof DeadlineExceededError || isRetryable(err)) throw err;
+      throw new SettlementHookError(hook.name, transition, err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

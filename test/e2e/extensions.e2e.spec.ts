@@ -1,0 +1,168 @@
+import { Injectable, Module } from '@nestjs/common';
+import { PartnerModule } from '../../examples/partner-module/partner.module.js';
+import { SettlementHook } from '../../src/extensions.js';
+import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
+import {
+  attemptsWritten,
+  balance,
+  batchOf,
+  deliver,
+  deposit,
+  expectError,
+  operations,
+  register,
+  useTestApp,
+} from '../support/test-app.js';
+import { eventually } from '../support/wait.js';
+
+// Issue 33: the bookmaker's module of examples/ (a wallet connector, a settlement hook, an event
+// publisher) wired only through AppModule.forRoot(config, { extensions }) (docs/extending.md);
+// a hook that throws rolls the batch back and the redelivery applies it once; a hook that awaits
+// past the deadline is cut there.
+
+describe('the example partner module, given to AppModule.forRoot', () => {
+  const t = useTestApp(
+    {
+      WALLET_CONNECTOR: 'partner-table',
+      EVENT_PUBLISHERS: 'partner-table',
+      WALLET_POLL_INTERVAL_MS: '20',
+      EVENT_POLL_INTERVAL_MS: '20',
+      EVENT_RETRY_BASE_MS: '20',
+    },
+    { extensions: [PartnerModule] },
+  );
+
+  const points = async (account: string) =>
+    (
+      await t.db.query<{ operation_key: string; points: string }>(
+        `SELECT operation_key, points::text FROM partner_loyalty.points WHERE account_id = $1 ORDER BY operation_key`,
+        [account],
+      )
+    ).rows.map((r) => `${r.operation_key} ${r.points}`);
+  const events = async (account: string) =>
+    (
+      await t.db.query<{ event_id: string; amount: string; direction: string }>(
+        `SELECT event_id, body->>'amount' AS amount, body->>'direction' AS direction
+           FROM partner_events.received WHERE account_id = $1 ORDER BY seq`,
+        [account],
+      )
+    ).rows.map((r) => `${r.event_id} ${r.direction} ${r.amount}`);
+  const wallet = async (account: string) =>
+    (
+      await t.db.query<{ transaction_id: string; amount: string }>(
+        `SELECT transaction_id, amount::text FROM partner_wallet.transactions WHERE account_id = $1 ORDER BY applied_at`,
+        [account],
+      )
+    ).rows.map((r) => `${r.transaction_id} ${r.amount}`);
+
+  it('a settled win: the connector credits the wallet, the hook awards points in the same transaction, the publisher gets each operation once, in order', async () => {
+    await deposit(t.app, 'ext-a', '40.00', 'ext-a-dep');
+    await register(t.app, 'EXTA1', 'ext-a', '10.00');
+    expect(
+      (await deliver(t.app, batchOf('exta-1', { code: 'EXTA1', status: 2, realWin: '25.75' }))).status,
+    ).toBe(200);
+    // The points are committed with the batch: there when the answer is.
+    expect(await points('ext-a')).toEqual(['EXTA1:0:final_credit 25']);
+    expect(
+      await eventually(async () => {
+        const got = await events('ext-a');
+        return got.length === 2 && got;
+      }, 'two events of ext-a'),
+    ).toEqual(['EXTA1:0:stake_debit debit 10.00', 'EXTA1:0:final_credit credit 25.75']);
+    expect(
+      await eventually(async () => {
+        const got = await wallet('ext-a');
+        return got.length === 1 && got;
+      }, 'the wallet credit of ext-a'),
+    ).toEqual(['EXTA1:0:final_credit 25.75']);
+    expect(await balance(t.app, 'ext-a')).toBe('55.75');
+  });
+
+  it('a hook that throws rolls the batch back (503, nothing written); the redelivery applies it once', async () => {
+    await deposit(t.app, 'ext-b', '20.00', 'ext-b-dep');
+    await register(t.app, 'EXTB1', 'ext-b', '5.00');
+    await t.db.query(
+      `INSERT INTO partner_loyalty.frozen_accounts (account_id, reason) VALUES ('ext-b', 'audit')`,
+    );
+    const batch = batchOf('extb-1', { code: 'EXTB1', status: 2, realWin: '12.00' });
+    expectError(await deliver(t.app, batch), 503, 'transient_failure');
+    await attemptsWritten(t);
+    const nothing = await t.db.query(
+      `SELECT (SELECT count(*) FROM callback_batches WHERE batch_id = 'extb-1')::int AS batches,
+              (SELECT count(*) FROM coupon_snapshots WHERE coupon_code = 'EXTB1')::int AS snapshots,
+              (SELECT count(*) FROM financial_operations WHERE coupon_code = 'EXTB1')::int AS operations,
+              (SELECT count(*) FROM event_outbox e JOIN financial_operations f ON f.id = e.operation_id
+                WHERE f.coupon_code = 'EXTB1' AND f.type = 'final_credit')::int AS events,
+              (SELECT outcome FROM delivery_attempts WHERE batch_id = 'extb-1' ORDER BY id DESC LIMIT 1) AS attempt`,
+    );
+    expect(nothing.rows).toEqual([{ batches: 0, snapshots: 0, operations: 1, events: 0, attempt: 'failed' }]);
+    expect(await balance(t.app, 'ext-b')).toBe('15.00');
+    await t.db.query(`DELETE FROM partner_loyalty.frozen_accounts WHERE account_id = 'ext-b'`);
+    const again = await deliver(t.app, batch);
+    expect({ status: again.status, body: again.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1 },
+    });
+    const third = await deliver(t.app, batch);
+    expect({ status: third.status, body: third.body }).toEqual({
+      status: 200,
+      body: { success: true, processed: 1, duplicate: true },
+    });
+    expect(await operations(t.app, 'EXTB1')).toEqual([
+      'EXTB1:0:final_credit=12.00',
+      'EXTB1:0:stake_debit=5.00',
+    ]);
+    expect(await points('ext-b')).toEqual(['EXTB1:0:final_credit 12']);
+    expect(await balance(t.app, 'ext-b')).toBe('27.00');
+    expect(
+      await eventually(async () => {
+        const got = await events('ext-b');
+        return got.length === 2 && got;
+      }, 'two events of ext-b'),
+    ).toEqual(['EXTB1:0:stake_debit debit 5.00', 'EXTB1:0:final_credit credit 12.00']);
+  });
+});
+
+/** A hook that waits for something that never comes, until its `signal` is aborted. */
+@Injectable()
+class StuckHook extends SettlementHook {
+  readonly name = 'stuck';
+  aborted = 0;
+  calls = 0;
+
+  onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
+    this.calls++;
+    if (!t.couponCode.startsWith('STUCK')) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      context.signal.addEventListener('abort', () => {
+        this.aborted++;
+        resolve();
+      });
+    });
+  }
+}
+
+@Module({ providers: [StuckHook] })
+class StuckHookModule {}
+
+describe('a hook that awaits past the deadline', () => {
+  const t = useTestApp({ CALLBACK_DEADLINE_MS: '1500' }, { extensions: [StuckHookModule] });
+
+  it('is cut at the deadline: 503, nothing written, its signal aborted; other coupons apply', async () => {
+    const started = Date.now();
+    expectError(
+      await deliver(t.app, batchOf('stuck-1', { code: 'STUCK1', status: 2, realWin: '3.00' })),
+      503,
+      'transient_failure',
+    );
+    expect(Date.now() - started).toBeLessThan(4000);
+    const hook = t.app.get(StuckHook);
+    expect(hook.aborted).toBe(1);
+    const { rows } = await t.db.query(
+      `SELECT count(*)::int AS n FROM callback_batches WHERE batch_id = 'stuck-1'`,
+    );
+    expect(rows).toEqual([{ n: 0 }]);
+    expect((await deliver(t.app, batchOf('free-1', { code: 'FREE1', status: 1 }))).status).toBe(200);
+    expect(hook.calls).toBe(2);
+  });
+});
