@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { pageSize } from '../common/pagination.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
 import { BatchAuditView, DeliveryAttemptView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
-
-const DEFAULT_LIMIT = 50;
 
 function attemptView(a: AttemptRecord): DeliveryAttemptView {
   return {
@@ -83,7 +82,7 @@ export class AuditService {
 
   /** Delivery attempts matching `query`, newest first, one page. */
   async deliveries(query: DeliveryQueryDto): Promise<DeliveryPageView> {
-    const limit = query.limit ? Number(query.limit) : DEFAULT_LIMIT;
+    const limit = pageSize(query);
     const filter = {
       outcome: query.outcome,
       batchId: query.batchId,
