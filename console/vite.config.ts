@@ -15,6 +15,7 @@ const apiPrefixes = [
   '/accounts',
   '/callbacks',
   '/wallet',
+  '/events',
   '/bulk-actions',
   '/operator-actions',
 ];

@@ -13,7 +13,14 @@ import { OperatorActionsScreen } from './screens/OperatorActions';
 import { OverviewScreen } from './screens/Overview';
 import { QuarantineEntryScreen, QuarantineScreen } from './screens/Quarantine';
 import { SearchScreen } from './screens/Search';
-import { OutboxRowScreen, WalletScreen } from './screens/Wallet';
+import {
+  EventsScreen,
+  OutboxRowScreen,
+  OutboxScreen,
+  publisherDestination,
+  WALLET,
+  WalletScreen,
+} from './screens/Outbox';
 import './styles.css';
 
 /** The sign-in form: the operator pastes a key; it goes out only as `Authorization: Bearer`. */
@@ -56,6 +63,7 @@ const NAV: [string, string][] = [
   ['/quarantine', 'Quarantine'],
   ['/deliveries', 'Deliveries'],
   ['/wallet', 'Wallet outbox'],
+  ['/events', 'Settlement events'],
   ['/accounts', 'Accounts'],
   ['/bulk-actions', 'Bulk actions'],
   ['/operator-actions', 'Operator actions'],
@@ -145,7 +153,20 @@ function Shell() {
             {() => keyed(idAfter('/batches/'), (id) => <BatchScreen batchId={id} />)}
           </Route>
           <Route path="/wallet" component={WalletScreen} />
-          <Route path="/wallet/outbox/:id">{(p) => keyed(p.id, (id) => <OutboxRowScreen id={id} />)}</Route>
+          <Route path="/wallet/outbox/:id">
+            {(p) => keyed(p.id, (id) => <OutboxRowScreen dest={WALLET} id={id} />)}
+          </Route>
+          <Route path="/events" component={EventsScreen} />
+          <Route path="/events/:publisher">
+            {(p) => keyed(p.publisher, (name) => <OutboxScreen dest={publisherDestination(name)} />)}
+          </Route>
+          <Route path="/events/:publisher/outbox/:id">
+            {(p) =>
+              keyed(`${p.publisher}/${p.id}`, () => (
+                <OutboxRowScreen dest={publisherDestination(p.publisher)} id={p.id} />
+              ))
+            }
+          </Route>
           <Route path="/accounts" component={AccountsScreen} />
           <Route path="/accounts/*">
             {() => keyed(idAfter('/accounts/'), (id) => <AccountScreen id={id} />)}

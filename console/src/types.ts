@@ -24,13 +24,17 @@ export interface Overview {
   coupons: { needsReview: number; byReviewReason: Record<string, number>; unallocated: number };
   quarantine: { notReplayed: number; oldestNotReplayedAt: string | null };
   inbox: { pending: number; oldestPendingAgeSeconds: number };
-  walletOutbox: {
-    paused: boolean;
-    pending: number;
-    parked: number;
-    skipped: number;
-    oldestUndeliveredAgeSeconds: number;
-  };
+  walletOutbox: OutboxFigures;
+  events: (OutboxFigures & { publisher: string })[];
+}
+
+/** The overview's figures of an outbox (the wallet's, a publisher's). */
+export interface OutboxFigures {
+  paused: boolean;
+  pending: number;
+  parked: number;
+  skipped: number;
+  oldestUndeliveredAgeSeconds: number;
 }
 
 export interface SearchHit {
@@ -204,11 +208,15 @@ export interface OutboxDetail extends OutboxRow {
   body: string | null;
 }
 
-export interface WalletStatus {
-  connector: string | null;
+/** `GET /wallet/status`, or one publisher's entry of `GET /events/status`. */
+export interface OutboxStatus {
+  /** The wallet's connector (wallet only). */
+  connector?: string | null;
+  /** The publisher's name (settlement events only). */
+  publisher?: string;
   paused: boolean;
   reason: string | null;
-  changedAt: string;
+  changedAt: string | null;
   changedBy: string | null;
   pending: number;
   parked: number;

@@ -19,9 +19,9 @@ export class ConsoleController {
       'Find any record by its id: batch, coupon, bet, account, operation key, outbox, quarantine, inbox, request id',
     description:
       'Exact match on batch id, coupon code, bet uuid, operation key and request id (delivery attempts, operator actions, ' +
-      'wallet delivery attempts); account ids also by prefix; a number is also looked up as an outbox, quarantine and ' +
-      'inbox id. Every lookup is an index probe. Each hit has its kind, id, a one-line label and the API path of the ' +
-      'record (`link`).',
+      'wallet delivery attempts); account ids also by prefix; an operation key also finds its wallet and event outbox ' +
+      'rows; a number is also looked up as a wallet outbox, event outbox, quarantine and inbox id. Every lookup is an ' +
+      'index probe. Each hit has its kind, id, a one-line label and the API path of the record (`link`).',
   })
   @ApiResponse({
     status: 200,
@@ -50,11 +50,12 @@ export class ConsoleController {
   @RequireScope('read')
   @ApiOperation({
     summary:
-      'The first screen: deliveries per minute and outcome, flagged coupons, quarantine, inbox and outbox backlogs',
+      'The first screen: deliveries per minute and outcome, flagged coupons, quarantine, inbox, outbox and event backlogs',
     description:
       'Deliveries by outcome per minute over the last hour and the last day (closed minutes from the rollup job, the ' +
       'last few counted live), coupons flagged needs_review (by reason) and unallocated, quarantined bodies not yet ' +
-      'replayed, the inbox backlog and its oldest age, the wallet outbox rows not delivered and the oldest age.',
+      'replayed, the inbox backlog and its oldest age, the wallet outbox rows not delivered and the oldest age, and ' +
+      'the same per publisher of settlement events (`events`).',
   })
   @ApiResponse({ status: 200, type: OverviewView, description: 'the figures, as of `generatedAt`' })
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))

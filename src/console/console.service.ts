@@ -8,6 +8,7 @@ import {
   DAY_MINUTES,
   DELIVERY_OUTCOMES,
   MinuteCounts,
+  OutboxFigures,
   OverviewRepository,
 } from './overview.repository.js';
 import { SearchHit, SearchRepository } from './search.repository.js';
@@ -30,7 +31,7 @@ export class ConsoleService {
     private readonly overviewRows: OverviewRepository,
   ) {}
 
-  /** Every record whose id is `q` (accounts: whose id starts with it), each an index probe. */
+  /** Every record whose id is `q` (accounts: whose id starts with it; outbox rows: also their operation key), each an index probe. */
   async find(q: string): Promise<SearchResultView> {
     const text = q.trim();
     const hits = await this.transactions.run((tx) =>
@@ -43,7 +44,7 @@ export class ConsoleService {
   async overview(): Promise<OverviewView> {
     const { deliveries, backlogs } = await this.transactions.run(async (tx) => ({
       deliveries: await this.overviewRows.deliveries(tx),
-      backlogs: await this.overviewRows.backlogs(tx),
+      backlogs: await this.overviewRows.backlogs(tx, this.config.events.publishers),
     }));
     const minuteNow = Math.floor(deliveries.now.getTime() / 60_000) * 60_000;
     const series = (minutes: number): DeliverySeriesView => {
@@ -81,13 +82,8 @@ export class ConsoleService {
         oldestNotReplayedAt: b.oldestNotReplayedAt ? new Date(b.oldestNotReplayedAt).toISOString() : null,
       },
       inbox: { pending: b.inboxPending, oldestPendingAgeSeconds: round(b.inboxOldestAgeSeconds) },
-      walletOutbox: {
-        paused: b.paused,
-        pending: b.outboxPending,
-        parked: b.outboxParked,
-        skipped: b.outboxSkipped,
-        oldestUndeliveredAgeSeconds: round(b.outboxOldestAgeSeconds),
-      },
+      walletOutbox: figures(b.walletOutbox),
+      events: b.events.map((e) => ({ publisher: e.publisher, ...figures(e) })),
     };
   }
 
@@ -154,6 +150,15 @@ export class ConsoleService {
           }`,
           link: `/wallet/outbox/${id}`,
         };
+      case 'event_outbox':
+        return {
+          kind: h.kind,
+          id,
+          label: `${String(v.publisher)} event row ${id}: ${String(v.operationKey)} of ${String(v.accountId)}, ${String(v.status)}${
+            v.parkedReason ? ` (${String(v.parkedReason)})` : ''
+          }`,
+          link: `/events/${enc(String(v.publisher))}/outbox/${id}`,
+        };
       case 'quarantine':
         return {
           kind: h.kind,
@@ -199,6 +204,17 @@ export class ConsoleService {
         };
     }
   }
+}
+
+/** An outbox's figures as the overview shows them. */
+function figures(f: OutboxFigures): OutboxFigures {
+  return {
+    paused: f.paused,
+    pending: f.pending,
+    parked: f.parked,
+    skipped: f.skipped,
+    oldestUndeliveredAgeSeconds: round(f.oldestUndeliveredAgeSeconds),
+  };
 }
 
 /** Seconds to milliseconds' precision. */

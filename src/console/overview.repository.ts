@@ -21,6 +21,16 @@ export interface MinuteCounts extends Record<CountedOutcome, number> {
   minute: Date;
 }
 
+/** The figures of one outbox (the wallet's, a publisher's): what is not delivered, and whether it waits. */
+export interface OutboxFigures {
+  paused: boolean;
+  pending: number;
+  parked: number;
+  skipped: number;
+  /** Seconds since the oldest pending or parked row was written (0 when none). */
+  oldestUndeliveredAgeSeconds: number;
+}
+
 /** What the overview reads besides the deliveries: one snapshot of every backlog. */
 export interface BacklogCounts {
   needsReview: number;
@@ -30,11 +40,27 @@ export interface BacklogCounts {
   oldestNotReplayedAt: Date | null;
   inboxPending: number;
   inboxOldestAgeSeconds: number;
-  outboxPending: number;
-  outboxParked: number;
-  outboxSkipped: number;
-  outboxOldestAgeSeconds: number;
-  paused: boolean;
+  walletOutbox: OutboxFigures;
+  /** One entry per publisher asked for, in that order. */
+  events: (OutboxFigures & { publisher: string })[];
+}
+
+/**
+ * One outbox's {@link OutboxFigures} as a jsonb expression, over its status index (`(…, status, id)`):
+ * `rows` picks its rows (alias `o`), `stateRow` its pause state (alias `s`; none: not paused).
+ * Delivered rows are not counted: on a large outbox that count would read the whole index.
+ */
+function outboxFigures(outbox: string, state: string, rows: string, stateRow: string): string {
+  const of = (status: string) => `${outbox} o WHERE ${rows} AND o.status = '${status}'`;
+  return `jsonb_build_object(
+    'paused', coalesce((SELECT s.paused FROM ${state} s WHERE ${stateRow}), false),
+    'pending', (SELECT count(*)::int FROM ${of('pending')}),
+    'parked', (SELECT count(*)::int FROM ${of('parked')}),
+    'skipped', (SELECT count(*)::int FROM ${of('skipped')}),
+    'oldestUndeliveredAgeSeconds', coalesce((SELECT extract(epoch FROM now() - min(created_at))::float8 FROM (
+        (SELECT o.created_at FROM ${of('pending')} ORDER BY o.id LIMIT 1)
+        UNION ALL
+        (SELECT o.created_at FROM ${of('parked')} ORDER BY o.id LIMIT 1)) u), 0))`;
 }
 
 const SUMS = DELIVERY_OUTCOMES.map((o) => `count(*) FILTER (WHERE outcome = '${o}')::int AS ${o}`).join(', ');
@@ -44,7 +70,7 @@ const COLUMNS = DELIVERY_OUTCOMES.join(', ');
  * The SQL of the overview (docs/api.md#overview): `delivery_minutes`, the rollup of delivery
  * attempts per closed minute that the rollup job writes, and the counts of every backlog, each
  * over an index (the partial indexes of flagged and unallocated coupons, of unreplayed quarantine
- * entries, of pending inbox rows; the outbox's status index).
+ * entries, of pending inbox rows; the outboxes' status indexes).
  */
 @Injectable()
 export class OverviewRepository {
@@ -74,8 +100,8 @@ export class OverviewRepository {
     return { now, rolledUntil, minutes: rows.filter((r) => r.src === 'rolled' || r.src === 'live') };
   }
 
-  /** Every backlog the overview shows, in one statement. */
-  async backlogs(tx: Tx): Promise<BacklogCounts> {
+  /** Every backlog the overview shows, in one statement; `publishers`: the event outboxes to count. */
+  async backlogs(tx: Tx, publishers: string[]): Promise<BacklogCounts> {
     const { rows } = await tx.query<BacklogCounts>(
       `SELECT (SELECT count(*)::int FROM coupons WHERE needs_review) AS "needsReview",
               (SELECT jsonb_object_agg(coalesce(reason, 'unknown'), n) FROM (
@@ -88,15 +114,14 @@ export class OverviewRepository {
               (SELECT count(*)::int FROM callback_inbox WHERE status = 'pending') AS "inboxPending",
               coalesce((SELECT extract(epoch FROM now() - received_at)::float8 FROM callback_inbox
                          WHERE status = 'pending' ORDER BY id LIMIT 1), 0) AS "inboxOldestAgeSeconds",
-              (SELECT count(*)::int FROM wallet_outbox WHERE status = 'pending') AS "outboxPending",
-              (SELECT count(*)::int FROM wallet_outbox WHERE status = 'parked') AS "outboxParked",
-              (SELECT count(*)::int FROM wallet_outbox WHERE status = 'skipped') AS "outboxSkipped",
-              coalesce((SELECT extract(epoch FROM now() - min(created_at))::float8 FROM (
-                 (SELECT created_at FROM wallet_outbox WHERE status = 'pending' ORDER BY id LIMIT 1)
-                 UNION ALL
-                 (SELECT created_at FROM wallet_outbox WHERE status = 'parked' ORDER BY id LIMIT 1)) o), 0)
-                AS "outboxOldestAgeSeconds",
-              (SELECT paused FROM wallet_outbox_state WHERE id = 1) AS paused`,
+              ${outboxFigures('wallet_outbox', 'wallet_outbox_state', 'TRUE', 's.id = 1')} AS "walletOutbox",
+              (SELECT coalesce(jsonb_agg(jsonb_build_object('publisher', p.name) || ${outboxFigures(
+                'event_outbox',
+                'event_outbox_state',
+                'o.publisher = p.name',
+                's.publisher = p.name',
+              )} ORDER BY p.ord), '[]') FROM unnest($1::text[]) WITH ORDINALITY p(name, ord)) AS events`,
+      [publishers],
     );
     return rows[0];
   }

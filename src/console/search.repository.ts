@@ -9,7 +9,7 @@ export const HITS_PER_KIND = 10;
 
 /**
  * The read-only probes of `GET /search` (docs/api.md#search): one statement per kind of record,
- * each an index probe (primary keys, `bets_uuid_idx`, `delivery_attempts_request_idx`,
+ * each an index probe (primary keys, `bets_uuid_idx`, the outboxes' `(operation_id, …)` unique indexes, `delivery_attempts_request_idx`,
  * `operator_actions_request_idx`, `wallet_delivery_attempts_request_idx`, the SP-GiST index of
  * account ids for the prefix), sent together in one round trip. Like the delivery audit, this read
  * side spans the tables of several modules.
@@ -70,14 +70,23 @@ export class SearchRepository {
            FROM wallet_delivery_attempts WHERE request_id = $1 ORDER BY wallet_delivery_attempts.id DESC LIMIT ${HITS_PER_KIND}`,
         [text],
       ),
+      outbox: this.hit(
+        `SELECT o.kind, o.id::text AS id, o.publisher, o.status, o.parked_reason AS "parkedReason",
+                o.operation_key AS "operationKey", o.account_id AS "accountId"
+           FROM (SELECT 'outbox' AS kind, NULL::text AS publisher, w.id, w.status, w.parked_reason, w.operation_key,
+                        w.account_id
+                   FROM wallet_outbox w
+                  WHERE w.id = $2::bigint OR w.operation_id = (SELECT id FROM financial_operations WHERE operation_key = $1)
+                 UNION ALL
+                 SELECT 'event_outbox', e.publisher, e.id, e.status, e.parked_reason, e.operation_key, e.account_id
+                   FROM event_outbox e
+                  WHERE e.id = $2::bigint OR e.operation_id = (SELECT id FROM financial_operations WHERE operation_key = $1)
+                ) o
+          ORDER BY o.kind DESC, o.publisher, o.id LIMIT ${HITS_PER_KIND}`,
+        [text, rowId],
+      ),
     };
     if (rowId !== null) {
-      group.outbox = this.hit(
-        `SELECT 'outbox' AS kind, w.id::text AS id, w.status, w.parked_reason AS "parkedReason",
-                w.operation_key AS "operationKey", w.account_id AS "accountId"
-           FROM wallet_outbox w WHERE w.id = $1`,
-        [rowId],
-      );
       group.quarantine = this.hit(
         `SELECT 'quarantine' AS kind, id::text AS id, batch_id AS "batchId", reason, replay_outcome AS "replayOutcome"
            FROM quarantined_bodies WHERE id = $1`,

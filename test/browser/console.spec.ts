@@ -147,6 +147,7 @@ describe('operator console (/ops)', () => {
       ['Quarantine', 'Quarantine'],
       ['Deliveries', 'Batches and deliveries'],
       ['Wallet outbox', 'Wallet outbox'],
+      ['Settlement events', 'Settlement events'],
       ['Accounts', 'Accounts'],
       ['Bulk actions', 'Bulk actions'],
       ['Operator actions', 'Operator actions'],

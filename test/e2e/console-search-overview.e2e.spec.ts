@@ -11,6 +11,8 @@ import {
   TestContext,
   useTestApp,
 } from '../support/test-app.js';
+import { scriptedPublishers } from '../support/scripted-publisher.js';
+import { eventually } from '../support/wait.js';
 
 // Issue 30 (docs/api.md#search, #overview): one box for any id, and the console's first screen,
 // whose delivery counts come from the rollup of closed minutes plus a live count of the rest.
@@ -87,6 +89,7 @@ describe('GET /search (issue 30)', () => {
     expect(await find('se-')).toEqual(['account se-p1 /accounts/se-p1 | account se-p1: 60.00 EUR']);
     expect(await find('SE-1:0:final_credit')).toEqual([
       'operation SE-1:0:final_credit /callbacks/batches/se-b1 | final_credit 20.00 EUR on se-p1 (coupon SE-1), batch se-b1',
+      `outbox ${outboxId} /wallet/outbox/${outboxId} | outbox row ${outboxId}: SE-1:0:final_credit to se-p1, parked (refused)`,
     ]);
     expect(await find('adjustment:se-dep-1')).toEqual([
       'operation adjustment:se-dep-1 /accounts/se-p1/statement | deposit 50.00 EUR on se-p1',
@@ -220,6 +223,97 @@ describe('GET /overview and the delivery rollup (issue 30)', () => {
       quarantine: { notReplayed: 1, oldestNotReplayedAt: 'set' },
       inbox: { pending: 1, oldestPendingAgeSeconds: 'set' },
       walletOutbox: { paused: false, pending: 0, parked: 1, skipped: 0, oldestUndeliveredAgeSeconds: 'set' },
+      // No EVENT_PUBLISHERS: no publisher to count.
+      events: [],
     });
+  });
+});
+
+describe('GET /overview and /search: settlement events (new-user report 2, medium 3)', () => {
+  const scripted = scriptedPublishers('ev-a', 'ev-b');
+  const t = useTestApp(
+    { EVENT_PUBLISHERS: 'ev-a,ev-b', EVENT_POLL_INTERVAL_MS: '20' },
+    { extensions: [scripted.module] },
+  );
+  const rowOf = async (publisher: string, key: string) =>
+    (
+      await t.db.query<{ id: string; status: string }>(
+        `SELECT id::text, status FROM event_outbox WHERE publisher = $1 AND operation_key = $2`,
+        [publisher, key],
+      )
+    ).rows[0];
+
+  beforeAll(async () => {
+    // ev-a paused: its events wait; ev-b refuses: its first event parks and holds the account's next.
+    const paused = await ops(t.app, 'operator').post('/events/ev-a/pause', { reason: 'broker maintenance' });
+    expect(paused.status).toBe(200);
+    await deposit(t.app, 'ev-p1', '50.00');
+    await register(t.app, 'EV-1', 'ev-p1', '10.00');
+    await deliver(t.app, batchOf('ev-b1', { code: 'EV-1', status: 2, realWin: '20.00' }));
+    await eventually(
+      async () => (await rowOf('ev-b', 'EV-1:0:stake_debit'))?.status === 'parked',
+      'the stake debit parked at ev-b',
+    );
+  });
+
+  it('the overview counts each publisher: paused, pending, parked, the oldest undelivered age', async () => {
+    const res = await ops(t.app, 'reader').get('/overview');
+    expect(res.status).toBe(200);
+    const events = res.body.events as { oldestUndeliveredAgeSeconds: number }[];
+    for (const e of events) expect(e.oldestUndeliveredAgeSeconds).toBeGreaterThan(0);
+    expect(events.map((e) => ({ ...e, oldestUndeliveredAgeSeconds: 'set' }))).toEqual([
+      {
+        publisher: 'ev-a',
+        paused: true,
+        pending: 2,
+        parked: 0,
+        skipped: 0,
+        oldestUndeliveredAgeSeconds: 'set',
+      },
+      {
+        publisher: 'ev-b',
+        paused: false,
+        pending: 1,
+        parked: 1,
+        skipped: 0,
+        oldestUndeliveredAgeSeconds: 'set',
+      },
+    ]);
+    expect(res.body.walletOutbox).toEqual({
+      paused: false,
+      pending: 0,
+      parked: 0,
+      skipped: 0,
+      oldestUndeliveredAgeSeconds: 0,
+    });
+    // The same figures as the publishers' own status.
+    const status = await ops(t.app, 'reader').get('/events/status');
+    expect(status.body).toMatchObject([
+      { publisher: 'ev-a', paused: true, pending: 2, parked: 0 },
+      { publisher: 'ev-b', paused: false, pending: 1, parked: 1 },
+    ]);
+  });
+
+  it('search finds an event row by its id and by its operation key, linked to its publisher', async () => {
+    const find = async (q: string) => {
+      const res = await ops(t.app, 'reader').get(`/search?q=${encodeURIComponent(q)}`);
+      expect(res.status).toBe(200);
+      return (res.body.items as { kind: string; id: string; label: string; link: string }[]).map(
+        (h) => `${h.kind} ${h.id} ${h.link} | ${h.label}`,
+      );
+    };
+    const a = (await rowOf('ev-a', 'EV-1:0:stake_debit')).id;
+    const b = (await rowOf('ev-b', 'EV-1:0:stake_debit')).id;
+    expect(await find(b)).toEqual([
+      `event_outbox ${b} /events/ev-b/outbox/${b} | ev-b event row ${b}: EV-1:0:stake_debit of ev-p1, parked (refused)`,
+    ]);
+    expect(await find('EV-1:0:stake_debit')).toEqual([
+      'operation EV-1:0:stake_debit /coupons/EV-1 | stake_debit 10.00 EUR on ev-p1 (coupon EV-1)',
+      `event_outbox ${a} /events/ev-a/outbox/${a} | ev-a event row ${a}: EV-1:0:stake_debit of ev-p1, pending`,
+      `event_outbox ${b} /events/ev-b/outbox/${b} | ev-b event row ${b}: EV-1:0:stake_debit of ev-p1, parked (refused)`,
+    ]);
+    // The link is the operators' endpoint of that row.
+    const row = await ops(t.app, 'reader').get(`/events/ev-b/outbox/${b}`);
+    expect(row.body).toMatchObject({ id: b, status: 'parked', parkedReason: 'refused' });
   });
 });

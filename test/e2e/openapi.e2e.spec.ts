@@ -99,12 +99,12 @@ describe('OpenAPI document', () => {
       schema: { type: 'integer', minimum: 1, maximum, default: dflt, example: dflt },
     });
     expect(limits).toEqual({
+      // Every list pages by one rule (src/common/pagination.ts): limit 1..200, default 50.
       '/callbacks/deliveries': range(200, 50),
-      '/callbacks/quarantine': range(100, 20),
-      '/callbacks/inbox': range(100, 20),
-      '/wallet/outbox': range(100, 20),
-      '/events/{publisher}/outbox': range(100, 20),
-      // The operator console's lists (issue 30): one page rule, src/common/pagination.ts.
+      '/callbacks/quarantine': range(200, 50),
+      '/callbacks/inbox': range(200, 50),
+      '/wallet/outbox': range(200, 50),
+      '/events/{publisher}/outbox': range(200, 50),
       '/accounts': range(200, 50),
       '/accounts/{id}/statement': range(200, 50),
       '/coupons': range(200, 50),

@@ -4,7 +4,8 @@ import { Link } from 'wouter';
 import { Badge, Facts, Loading, Screen, Time } from '../components';
 import { duration, utc } from '../format';
 import { useGet } from '../session';
-import type { DeliverySeries, Overview } from '../types';
+import type { DeliverySeries, OutboxFigures, Overview } from '../types';
+import { publisherDestination } from './Outbox';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Legend, Tooltip);
 
@@ -88,6 +89,30 @@ function DeliveryChart({ title, series }: { title: string; series: DeliverySerie
   );
 }
 
+/** An outbox's card: what is not delivered, and whether delivery runs. */
+function OutboxCard({ title, href, figures }: { title: string; href: string; figures: OutboxFigures }) {
+  return (
+    <article className="card" aria-label={title}>
+      <h2>
+        <Link href={href}>{title}</Link>
+      </h2>
+      <p className="big">{figures.pending + figures.parked}</p>
+      <Facts
+        rows={[
+          [
+            'delivery',
+            figures.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />,
+          ],
+          ['pending', figures.pending],
+          ['parked', figures.parked],
+          ['skipped', figures.skipped],
+          ['oldest undelivered', duration(figures.oldestUndeliveredAgeSeconds)],
+        ]}
+      />
+    </article>
+  );
+}
+
 /** The first screen: deliveries per minute, and what waits for a person. */
 export function OverviewScreen() {
   const { data, error, loading, reload } = useGet<Overview>('/overview', 15_000);
@@ -144,28 +169,15 @@ export function OverviewScreen() {
               <p className="big">{data.inbox.pending}</p>
               <p className="muted">oldest: {duration(data.inbox.oldestPendingAgeSeconds)}</p>
             </article>
-            <article className="card">
-              <h2>
-                <Link href="/wallet">Wallet outbox</Link>
-              </h2>
-              <p className="big">{data.walletOutbox.pending + data.walletOutbox.parked}</p>
-              <Facts
-                rows={[
-                  [
-                    'delivery',
-                    data.walletOutbox.paused ? (
-                      <Badge text="paused" tone="bad" />
-                    ) : (
-                      <Badge text="running" tone="ok" />
-                    ),
-                  ],
-                  ['pending', data.walletOutbox.pending],
-                  ['parked', data.walletOutbox.parked],
-                  ['skipped', data.walletOutbox.skipped],
-                  ['oldest undelivered', duration(data.walletOutbox.oldestUndeliveredAgeSeconds)],
-                ]}
+            <OutboxCard title="Wallet outbox" href="/wallet" figures={data.walletOutbox} />
+            {data.events.map((e) => (
+              <OutboxCard
+                key={e.publisher}
+                title={`Settlement events: ${e.publisher}`}
+                href={publisherDestination(e.publisher).path}
+                figures={e}
               />
-            </article>
+            ))}
           </div>
           <DeliveryChart title="Last hour" series={data.deliveries.lastHour} />
           <DeliveryChart title="Last day" series={data.deliveries.lastDay} />

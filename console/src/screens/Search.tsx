@@ -12,6 +12,7 @@ const SCREENS: [RegExp, (m: RegExpExecArray) => string][] = [
   [/^\/coupons\/([^/]+)$/, (m) => `/coupons/${m[1]}`],
   [/^\/accounts\/([^/]+)(\/statement)?$/, (m) => `/accounts/${m[1]}`],
   [/^\/wallet\/outbox\/(\d+)$/, (m) => `/wallet/outbox/${m[1]}`],
+  [/^\/events\/([^/]+)\/outbox\/(\d+)$/, (m) => `/events/${m[1]}/outbox/${m[2]}`],
   [/^\/operator-actions(\?.*)?$/, (m) => `/operator-actions${m[1] ?? ''}`],
 ];
 

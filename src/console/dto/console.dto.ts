@@ -6,7 +6,7 @@ export class SearchQueryDto {
   @ApiProperty({
     example: 'b-2026-11-30-000123',
     description:
-      'any id: batch id, coupon code, bet uuid, account id (or its start), operation key, outbox / quarantine / inbox id, request id (1..200 characters)',
+      'any id: batch id, coupon code, bet uuid, account id (or its start), operation key (also its wallet and event outbox rows), outbox / event outbox / quarantine / inbox id, request id (1..200 characters)',
   })
   // eslint-disable-next-line no-control-regex -- U+0000 cannot be stored, so it is never an id
   @Matches(/^[^\u0000]{1,200}$/, { message: 'q must be 1..200 characters' })
@@ -24,6 +24,7 @@ export class SearchHitView {
       'account',
       'operation',
       'outbox',
+      'event_outbox',
       'quarantine',
       'inbox',
       'delivery',
@@ -132,7 +133,7 @@ export class InboxOverviewView {
   oldestPendingAgeSeconds: number;
 }
 
-/** The wallet outbox rows that are not delivered. */
+/** The wallet outbox rows that are not delivered (also a publisher's events: {@link PublisherOverviewView}). */
 export class WalletOutboxOverviewView {
   @ApiProperty({ example: false }) paused: boolean;
   @ApiProperty({ example: 4 }) pending: number;
@@ -145,6 +146,11 @@ export class WalletOutboxOverviewView {
   oldestUndeliveredAgeSeconds: number;
 }
 
+/** A publisher's settlement events that are not delivered (docs/events.md). */
+export class PublisherOverviewView extends WalletOutboxOverviewView {
+  @ApiProperty({ example: 'rabbitmq', description: 'a name of EVENT_PUBLISHERS' }) publisher: string;
+}
+
 /** `GET /overview`: what the console's first screen shows. */
 export class OverviewView {
   @ApiProperty({ example: '2026-11-30T12:00:30.000Z' }) generatedAt: string;
@@ -153,4 +159,9 @@ export class OverviewView {
   @ApiProperty({ type: QuarantineOverviewView }) quarantine: QuarantineOverviewView;
   @ApiProperty({ type: InboxOverviewView }) inbox: InboxOverviewView;
   @ApiProperty({ type: WalletOutboxOverviewView }) walletOutbox: WalletOutboxOverviewView;
+  @ApiProperty({
+    type: [PublisherOverviewView],
+    description: 'one entry per publisher of EVENT_PUBLISHERS, in its order (none: an empty list)',
+  })
+  events: PublisherOverviewView[];
 }

@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import type { ReactNode } from 'react';
 import { Link } from 'wouter';
 import { api, query, seg } from '../api';
 import {
@@ -17,13 +18,87 @@ import {
 } from '../components';
 import { duration, isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { OutboxDetail, OutboxRow, Page, WalletStatus } from '../types';
+import type { OutboxDetail, OutboxRow, OutboxStatus, Page } from '../types';
 import { BulkPanel } from './BulkActions';
 
 const STATUSES = ['parked', 'pending', 'delivered', 'skipped'];
 
-/** Pause or resume delivery to the wallet, with the state it is in. */
-function PauseResume({ status, onDone }: { status: WalletStatus; onDone: () => void }) {
+/**
+ * An outbox and where it delivers: the wallet (docs/wallet.md) or a publisher of settlement events
+ * (docs/events.md). Both have the same endpoints under `path` (`/status` aside), which is also
+ * the console route of its screens.
+ */
+export interface Destination {
+  /** API path and console route: `/wallet`, `/events/{publisher}`. */
+  path: string;
+  /** The API path of its status: an object (wallet) or a list with one entry per publisher. */
+  statusPath: string;
+  publisher?: string;
+  title: string;
+  /** Whom it delivers to, inside a sentence. */
+  to: string;
+  /** Its rows, inside a sentence. */
+  rows: string;
+  /** The table of a row's attempts (also its accessible name). */
+  attempts: string;
+  /** What a retried row sends again, and why that is safe. */
+  resend: (operationKey: string) => ReactNode;
+  /** What a skip means. */
+  skipped: string;
+}
+
+export const WALLET: Destination = {
+  path: '/wallet',
+  statusPath: '/wallet/status',
+  title: 'Wallet outbox',
+  to: 'the wallet',
+  rows: 'outbox rows',
+  attempts: 'wallet delivery attempts',
+  resend: (key) => (
+    <>
+      the wallet gets the same transaction id <code>{key}</code> and body, so it applies it at most once.
+    </>
+  ),
+  skipped: "is marked settled by hand in the wallet and never delivered; the account's later rows go ahead",
+};
+
+/** The settlement events' outbox of publisher `name` (a name of `EVENT_PUBLISHERS`). */
+export function publisherDestination(name: string): Destination {
+  return {
+    path: `/events/${seg(name)}`,
+    statusPath: '/events/status',
+    publisher: name,
+    title: `Settlement events: ${name}`,
+    to: `publisher ${name}`,
+    rows: 'events',
+    attempts: 'publish attempts',
+    resend: (key) => (
+      <>
+        {name} gets the same event id <code>{key}</code> and bytes; consumers de-duplicate by it.
+      </>
+    ),
+    skipped: "is never published; the account's later events go ahead",
+  };
+}
+
+/** The destination's state: the wallet's, or its publisher's entry of `GET /events/status`. */
+function useOutboxStatus(dest: Destination) {
+  const got = useGet<OutboxStatus | OutboxStatus[]>(dest.statusPath, 10_000);
+  const data = Array.isArray(got.data) ? got.data.find((s) => s.publisher === dest.publisher) : got.data;
+  const missing = Array.isArray(got.data) && !data;
+  return { ...got, data, missing };
+}
+
+/** Pause or resume delivery to the destination, with the state it is in. */
+function PauseResume({
+  dest,
+  status,
+  onDone,
+}: {
+  dest: Destination;
+  status: OutboxStatus;
+  onDone: () => void;
+}) {
   const [reason, setReason] = useState('');
   if (status.paused)
     return (
@@ -32,11 +107,11 @@ function PauseResume({ status, onDone }: { status: WalletStatus; onDone: () => v
         scope="operate"
         what={
           <p>
-            Every replica starts delivering the waiting outbox rows to the wallet again, oldest first per
+            Every replica starts delivering the waiting {dest.rows} to {dest.to} again, oldest first per
             account.
           </p>
         }
-        send={() => api<WalletStatus>('/wallet/resume', { method: 'POST', body: {} })}
+        send={() => api<OutboxStatus>(`${dest.path}/resume`, { method: 'POST', body: {} })}
         onDone={onDone}
       />
     );
@@ -51,7 +126,7 @@ function PauseResume({ status, onDone }: { status: WalletStatus; onDone: () => v
         danger
         what={
           <p>
-            Every replica stops delivering to the wallet; settlements keep writing outbox rows, which wait
+            Every replica stops delivering to {dest.to}; settlements keep writing {dest.rows}, which wait
             until resumed.
             {reason.trim() && (
               <>
@@ -62,7 +137,7 @@ function PauseResume({ status, onDone }: { status: WalletStatus; onDone: () => v
           </p>
         }
         send={() =>
-          api<WalletStatus>('/wallet/pause', {
+          api<OutboxStatus>(`${dest.path}/pause`, {
             method: 'POST',
             body: reason.trim() ? { reason: reason.trim() } : {},
           })
@@ -73,40 +148,38 @@ function PauseResume({ status, onDone }: { status: WalletStatus; onDone: () => v
   );
 }
 
-/** The wallet outbox: its state, pause and resume, the rows by state, bulk retry and skip. */
-export function WalletScreen() {
-  const status = useGet<WalletStatus>('/wallet/status', 10_000);
+/**
+ * An outbox: its state, pause and resume, the rows by state (`children`: what follows, such as the
+ * wallet's bulk actions).
+ */
+export function OutboxScreen({ dest, children }: { dest: Destination; children?: ReactNode }) {
+  const status = useOutboxStatus(dest);
   const pager = usePager();
   const [state, setState] = useState('parked');
   const rows = useGet<Page<OutboxRow>>(
-    `/wallet/outbox${query({ status: state, cursor: pager.cursor, limit: 50 })}`,
+    `${dest.path}/outbox${query({ status: state, cursor: pager.cursor, limit: 50 })}`,
   );
-  const [bulkKind, setBulkKind] = useState<'outbox_retry' | 'outbox_skip'>('outbox_retry');
-  const [parkedReason, setParkedReason] = useState('');
-  const [accountId, setAccountId] = useState('');
-  const [from, setFrom] = useState('');
-  const [to, setTo] = useState('');
-  const filter = {
-    ...(parkedReason && { parkedReason }),
-    ...(accountId.trim() && { accountId: accountId.trim() }),
-    ...(from && { parkedFrom: isoFromInput(from) }),
-    ...(to && { parkedTo: isoFromInput(to) }),
-  };
   const s = status.data;
   return (
-    <Screen title="Wallet outbox">
+    <Screen title={dest.title}>
       <Loading loading={status.loading && !s} error={status.error} />
+      {status.missing && <p>No publisher {dest.publisher} in EVENT_PUBLISHERS.</p>}
       {s && (
         <>
           <Facts
             rows={[
-              ['connector', s.connector ?? 'none configured'],
+              dest.publisher
+                ? ['publisher', dest.publisher]
+                : ['connector', s.connector ?? 'none configured'],
               [
                 'delivery',
                 s.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />,
               ],
               ['since', <Time at={s.changedAt} />],
-              ['changed by', s.changedBy ?? (s.paused ? 'the receiver (wallet refused the key)' : '—')],
+              [
+                'changed by',
+                s.changedBy ?? (s.paused ? `the receiver (${dest.to} refused our credentials)` : '—'),
+              ],
               ['reason', s.reason ?? '—'],
               ['pending', s.pending],
               ['parked', s.parked],
@@ -114,6 +187,7 @@ export function WalletScreen() {
             ]}
           />
           <PauseResume
+            dest={dest}
             status={s}
             onDone={() => {
               status.reload();
@@ -158,7 +232,7 @@ export function WalletScreen() {
               {rows.data.items.map((r) => (
                 <tr key={r.id}>
                   <td>
-                    <Link href={`/wallet/outbox/${r.id}`}>{r.id}</Link>
+                    <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link>
                   </td>
                   <td>
                     <code>{r.operationKey}</code>
@@ -187,6 +261,26 @@ export function WalletScreen() {
           <Pager pager={pager} nextCursor={rows.data.nextCursor} />
         </>
       )}
+      {children}
+    </Screen>
+  );
+}
+
+/** The wallet outbox, with bulk retry and skip of its parked rows. */
+export function WalletScreen() {
+  const [bulkKind, setBulkKind] = useState<'outbox_retry' | 'outbox_skip'>('outbox_retry');
+  const [parkedReason, setParkedReason] = useState('');
+  const [accountId, setAccountId] = useState('');
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const filter = {
+    ...(parkedReason && { parkedReason }),
+    ...(accountId.trim() && { accountId: accountId.trim() }),
+    ...(from && { parkedFrom: isoFromInput(from) }),
+    ...(to && { parkedTo: isoFromInput(to) }),
+  };
+  return (
+    <OutboxScreen dest={WALLET}>
       <BulkPanel
         kind={bulkKind}
         title="Bulk retry or skip of parked rows"
@@ -223,16 +317,59 @@ export function WalletScreen() {
           </>
         }
       />
+    </OutboxScreen>
+  );
+}
+
+/** Every publisher of settlement events: its state and backlog, each linking to its outbox. */
+export function EventsScreen() {
+  const { data, error, loading } = useGet<OutboxStatus[]>('/events/status', 10_000);
+  return (
+    <Screen title="Settlement events">
+      <Loading loading={loading && !data} error={error} />
+      {data && data.length === 0 && (
+        <p>
+          No publisher: settlement events are off (<code>EVENT_PUBLISHERS</code> is empty).
+        </p>
+      )}
+      {data && data.length > 0 && (
+        <table aria-label="publishers">
+          <thead>
+            <tr>
+              <th scope="col">publisher</th>
+              <th scope="col">delivery</th>
+              <th scope="col">pending</th>
+              <th scope="col">parked</th>
+              <th scope="col">oldest pending</th>
+              <th scope="col">reason</th>
+            </tr>
+          </thead>
+          <tbody>
+            {data.map((p) => (
+              <tr key={p.publisher}>
+                <td>
+                  <Link href={publisherDestination(p.publisher as string).path}>{p.publisher}</Link>
+                </td>
+                <td>{p.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />}</td>
+                <td>{p.pending}</td>
+                <td>{p.parked}</td>
+                <td>{duration(p.oldestPendingAgeSeconds)}</td>
+                <td>{p.reason ?? ''}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </Screen>
   );
 }
 
 /** One outbox row: the operation, every delivery attempt and the exact body; retry or skip. */
-export function OutboxRowScreen({ id }: { id: string }) {
-  const { data, error, loading, reload } = useGet<OutboxDetail>(`/wallet/outbox/${seg(id)}`);
+export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string }) {
+  const { data, error, loading, reload } = useGet<OutboxDetail>(`${dest.path}/outbox/${seg(id)}`);
   const [skipReason, setSkipReason] = useState('');
   return (
-    <Screen title={<>Outbox row {id}</>}>
+    <Screen title={dest.publisher ? `${dest.publisher} event row ${id}` : `Outbox row ${id}`}>
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
@@ -287,12 +424,11 @@ export function OutboxRowScreen({ id }: { id: string }) {
               blocked={data.status === 'parked' ? undefined : 'only a parked row can be retried'}
               what={
                 <p>
-                  Row {data.id} becomes pending again, due at once, with a new retry budget; the wallet gets
-                  the same transaction id <code>{data.operationKey}</code> and body, so it applies it at most
-                  once.
+                  Row {data.id} becomes pending again, due at once, with a new retry budget;{' '}
+                  {dest.resend(data.operationKey)}
                 </p>
               }
-              send={() => api<OutboxDetail>(`/wallet/outbox/${seg(id)}/retry`, { method: 'POST' })}
+              send={() => api<OutboxDetail>(`${dest.path}/outbox/${seg(id)}/retry`, { method: 'POST' })}
               onDone={reload}
             />
           </div>
@@ -311,12 +447,11 @@ export function OutboxRowScreen({ id }: { id: string }) {
                 what={
                   <p>
                     Row {data.id} (<Amount value={data.amount} currency={data.currency} /> to {data.accountId}
-                    ) is marked settled by hand in the wallet and never delivered; the account's later rows go
-                    ahead. Reason: <q>{skipReason.trim()}</q>.
+                    ) {dest.skipped}. Reason: <q>{skipReason.trim()}</q>.
                   </p>
                 }
                 send={() =>
-                  api<OutboxDetail>(`/wallet/outbox/${seg(id)}/skip`, {
+                  api<OutboxDetail>(`${dest.path}/outbox/${seg(id)}/skip`, {
                     method: 'POST',
                     body: { reason: skipReason.trim() },
                   })
@@ -326,7 +461,7 @@ export function OutboxRowScreen({ id }: { id: string }) {
             </form>
           )}
           <h2>Delivery attempts</h2>
-          <table aria-label="wallet delivery attempts">
+          <table aria-label={dest.attempts}>
             <thead>
               <tr>
                 <th scope="col">#</th>
