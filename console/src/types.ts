@@ -208,7 +208,8 @@ export interface WalletStatus {
   connector: string | null;
   paused: boolean;
   reason: string | null;
-  changedAt: string;
+  /** null: never paused nor resumed. */
+  changedAt: string | null;
   changedBy: string | null;
   pending: number;
   parked: number;
