@@ -19,8 +19,9 @@ import { join, resolve } from 'node:path';
 
 const ROOT = process.cwd();
 const RUN_BUILT = resolve(ROOT, 'scripts/run-built.js');
-const { scripts } = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
+const { scripts, exports: exported } = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
   scripts: Record<string, string>;
+  exports: unknown;
 };
 
 describe('npm scripts', () => {
@@ -57,6 +58,29 @@ describe('npm scripts', () => {
       'start:dev',
       'test:reliability',
     ]);
+  });
+});
+
+// New-user report 2, finding 2 (docs/extending.md, "Your own module, outside this repository"):
+// the package exports the extension API, built with its declarations, and nothing else
+// (test/reliability/partner-package.spec.ts installs, compiles and runs a package that uses it).
+describe('package exports', () => {
+  it('sportapi-settlement-receiver/extensions is the built src/extensions.ts with its types', () => {
+    expect(exported).toEqual({
+      './extensions': { types: './dist/src/extensions.d.ts', default: './dist/src/extensions.js' },
+      './package.json': './package.json',
+    });
+    const build = JSON.parse(readFileSync(resolve(ROOT, 'tsconfig.build.json'), 'utf8')) as {
+      compilerOptions: { declaration?: boolean };
+      include: string[];
+    };
+    expect({
+      declaration: build.compilerOptions.declaration,
+      src: build.include.includes('src/**/*.ts'),
+    }).toEqual({
+      declaration: true,
+      src: true,
+    });
   });
 });
 
