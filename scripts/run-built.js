@@ -3,7 +3,8 @@
 // scripts (start:prod, migration:run, ledger:verify, wallet:reconcile, sportapi) use it: a build
 // (`nest build` deletes dist/ first) would break every process that starts from dist/ meanwhile
 // (docs/operating.md, "Operator commands"). When the file is missing: one line naming
-// `npm run build` on stderr, exit code 2.
+// `npm run build` on stderr, exit code 2. It runs the file in its own process, and the npm scripts
+// `exec` it, so a signal to `npm run …` reaches the command (test/unit/npm-scripts.spec.ts).
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import process from 'node:process';

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url';
 import { AppModule, appLogging } from './app.module.js';
 import type { AppOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
-import { loadConfig } from './app.config.js';
+import { checkBuiltInNames, loadConfig } from './app.config.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
@@ -29,6 +29,7 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
   let config;
   try {
     config = loadConfig(process.env);
+    checkBuiltInNames(config, (options.extensions ?? []).length > 0);
   } catch (err) {
     console.error((err as Error).message);
     process.exit(1);

@@ -216,6 +216,7 @@ export interface OutboxStatus {
   publisher?: string;
   paused: boolean;
   reason: string | null;
+  /** null: never paused nor resumed. */
   changedAt: string | null;
   changedBy: string | null;
   pending: number;

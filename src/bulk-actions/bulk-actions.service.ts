@@ -41,11 +41,14 @@ export class BulkActionsService {
     @Optional() private readonly worker?: BulkActionWorker,
   ) {}
 
-  /** How many rows `filter` matches now and which come first. @throws DomainException VALIDATION_FAILED. */
+  /**
+   * How many rows `filter` matches now and which come first: the sample names at most
+   * `min(cap, 10)` ids, only rows a run with `cap` would take. @throws DomainException VALIDATION_FAILED.
+   */
   async plan(kind: BulkKind, filter: BulkFilter, cap: number = BULK_CAP.default): Promise<BulkPlanView> {
     const checked = this.checkFilter(kind, filter);
     const { matched, ids } = await this.transactions.run((tx) =>
-      this.bulk.plan(tx, kind, checked, PLAN_SAMPLE),
+      this.bulk.plan(tx, kind, checked, Math.min(cap, PLAN_SAMPLE)),
     );
     return { kind, filter: checked, matched, cap, wouldTouch: Math.min(matched, cap), sample: ids };
   }

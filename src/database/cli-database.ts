@@ -1,16 +1,25 @@
 import pg from 'pg';
+import { DataSource } from 'typeorm';
+import { buildDataSourceOptions } from './data-source-options.js';
 import { EmbeddedPostgresServer } from './embedded-postgres.js';
+import { runMigrationsLocked } from './migrator.js';
 
 /** A command-line tool cannot reach a database: its message is printed, exit code 2. */
 export class NoDatabaseError extends Error {}
 
 /**
- * Runs `work` with a client of the receiver's database for a command-line tool (`ledger:verify`,
- * `wallet:reconcile`): `DATABASE_URL`, else the embedded PostgreSQL of `npm start` (running, or
- * started and stopped around `work`).
- * @throws NoDatabaseError when `DATABASE_URL` is unset and the embedded data folder is empty.
+ * Runs `work` with the URL of the receiver's database for a command-line tool (`migration:run`,
+ * `ledger:verify`, `wallet:reconcile`): `DATABASE_URL`, else the embedded PostgreSQL of `npm start`
+ * (a running one is used as it is, with the line `using the running embedded PostgreSQL at …` on
+ * stderr; else it is started, and stopped after `work`).
+ * @param initialise true: an empty embedded data folder is initialised (migration:run).
+ * @throws NoDatabaseError when `DATABASE_URL` is unset, the embedded data folder is empty and
+ *   `initialise` is false.
  */
-export async function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+export async function withCliDatabaseUrl<T>(
+  work: (url: string) => Promise<T>,
+  { initialise = false }: { initialise?: boolean } = {},
+): Promise<T> {
   let url = process.env.DATABASE_URL || undefined;
   let embedded: EmbeddedPostgresServer | undefined;
   if (!url) {
@@ -21,13 +30,14 @@ export async function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>
         port: Number(process.env.EMBEDDED_PG_PORT || 54329),
         database: 'settlement',
       },
-      { log: () => undefined, warn: (m) => console.warn(m) },
+      // migration:run tells what it starts and initialises, as it always did; the checks do not.
+      { log: initialise ? (m) => console.warn(m) : () => undefined, warn: (m) => console.warn(m) },
     );
     const running = server.runningUrl();
     if (running || (await server.isPortInUse())) {
       url = running ?? server.url;
       console.warn(`using the running embedded PostgreSQL at ${new URL(url).host}`);
-    } else if (!server.hasCluster()) {
+    } else if (!initialise && !server.hasCluster()) {
       throw new NoDatabaseError(
         'no database: DATABASE_URL is unset and the embedded data folder is empty (run npm start once)',
       );
@@ -36,14 +46,43 @@ export async function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>
       url = await server.start();
     }
   }
-  const client = new pg.Client({ connectionString: url });
   try {
-    await client.connect();
-    return await work(client);
+    return await work(url);
   } finally {
-    await client.end().catch(() => undefined);
     await embedded?.stop();
   }
+}
+
+/** {@link withCliDatabaseUrl} with a connected client, ended after `work`. */
+export function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withCliDatabaseUrl(async (url) => {
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      return await work(client);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * Applies the pending migrations (under the start-up's advisory lock) to the database of
+ * {@link withCliDatabaseUrl}, initialising an empty embedded data folder: `npm run migration:run`.
+ * @returns the names of the migrations applied, in order.
+ */
+export function migrateCliDatabase(): Promise<string[]> {
+  return withCliDatabaseUrl(
+    async (url) => {
+      const dataSource = await new DataSource(buildDataSourceOptions(url)).initialize();
+      try {
+        return await runMigrationsLocked(dataSource);
+      } finally {
+        await dataSource.destroy();
+      }
+    },
+    { initialise: true },
+  );
 }
 
 /**

@@ -22,6 +22,7 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import type { OutboxDeliverer, OutboxDestination } from '../outbox/outbox.types.js';
 import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { EventPublisher, SettlementEvent, settlementEventOf } from './event-publisher.js';
+import { unknownEventPublishers } from './events.config.js';
 
 /** The background-work governor's kind of the publishers' claims (docs/background-work.md). */
 export const BROKER_WORK = 'broker';
@@ -133,12 +134,11 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
     if (!this.outboxes.size) return;
     const publishers = discoverExtensions(this.discovery, EventPublisher);
     const missing = [...this.outboxes.keys()].filter((name) => !publishers.some((p) => p.name === name));
-    if (missing.length) {
-      const known = [...new Set(['rabbitmq', 'nats', ...publishers.map((p) => p.name)])];
-      throw new Error(
-        `Invalid configuration:\n  - EVENT_PUBLISHERS: no publisher ${missing.map((m) => `'${m}'`).join(', ')} (known: ${known.join(', ')})`,
+    if (missing.length)
+      throw unknownEventPublishers(
+        missing,
+        publishers.map((p) => p.name),
       );
-    }
     // Every publisher's claims take permits of one kind: they back off together while the callback is slow.
     const gate = this.governor.register(BROKER_WORK, this.config.events.concurrency * this.outboxes.size);
     for (const [name, outbox] of this.outboxes) {

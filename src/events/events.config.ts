@@ -26,6 +26,20 @@ declare module '../config/configuration.js' {
   }
 }
 
+/** The publishers of the receiver itself (docs/events.md). */
+export const BUILT_IN_EVENT_PUBLISHERS = ['rabbitmq', 'nats'] as const;
+
+/**
+ * The error of `EVENT_PUBLISHERS` names (`missing`) that name no publisher (`known`: the names
+ * found), refused before the database when no extension module is given, else at start-up.
+ */
+export function unknownEventPublishers(missing: readonly string[], known: readonly string[]): Error {
+  const names = [...new Set([...BUILT_IN_EVENT_PUBLISHERS, ...known])];
+  return new Error(
+    `Invalid configuration:\n  - EVENT_PUBLISHERS: no publisher ${missing.map((m) => `'${m}'`).join(', ')} (known: ${names.join(', ')})`,
+  );
+}
+
 /** `EVENT_OPERATION_TYPES` when unset: every financial operation of a coupon. */
 export const DEFAULT_EVENT_OPERATION_TYPES = 'stake_debit,final_credit,recalculation_debit';
 

@@ -23,6 +23,7 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import { OutboxDeliverer, OutboxDestination, WALLET_REFUSED_REVIEW_REASON } from '../outbox/outbox.types.js';
 import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { WalletConnector, WalletTransaction } from './wallet-connector.js';
+import { unknownWalletConnector } from './wallet-connectors.js';
 import { walletTransactionOf } from './wallet-transaction.js';
 
 /** The wallet as an outbox destination: `wallet_outbox` (every row its own), `WALLET_*` settings. */
@@ -127,12 +128,11 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
     if (name === undefined) return;
     const connectors = discoverExtensions(this.discovery, WalletConnector);
     this.connector = name === 'http' ? this.imported : connectors.find((c) => c.name === name);
-    if (!this.connector) {
-      const known = [...new Set(['http', ...connectors.map((c) => c.name)])];
-      throw new Error(
-        `Invalid configuration:\n  - WALLET_CONNECTOR: no connector '${name}' (known: ${known.join(', ')}, none)`,
+    if (!this.connector)
+      throw unknownWalletConnector(
+        name,
+        connectors.map((c) => c.name),
       );
-    }
     // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
     const gate = this.governor.register('wallet', this.config.wallet.concurrency);
     this.worker = new OutboxWorker(

@@ -38,12 +38,7 @@ export class WalletController {
 
   /** The status as the wallet's operators see it: with the connector in force. */
   private withConnector(status: Promise<OutboxStatusView>): Promise<WalletStatusView> {
-    // The wallet's state row exists from its migration on: `changedAt` is always set.
-    return status.then((s) => ({
-      connector: this.config.wallet.connector ?? null,
-      ...s,
-      changedAt: s.changedAt as Date,
-    }));
+    return status.then((s) => ({ connector: this.config.wallet.connector ?? null, ...s }));
   }
 
   @Get('outbox')

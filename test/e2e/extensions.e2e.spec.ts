@@ -11,6 +11,7 @@ import {
   expectError,
   operations,
   register,
+  createTestApp,
   useTestApp,
 } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
@@ -165,4 +166,25 @@ describe('a hook that awaits past the deadline', () => {
     expect((await deliver(t.app, batchOf('free-1', { code: 'FREE1', status: 1 }))).status).toBe(200);
     expect(hook.calls).toBe(2);
   });
+});
+
+// New-user report 2, finding 6: with extension modules a name is known only once Nest has created
+// the providers, so an unknown one stops the start there, listing the built-in and found names.
+describe('an unknown name with extension modules', () => {
+  it('stops the start with the names of the built-in and the registered connectors and publishers', async () => {
+    const failure = (env: Record<string, string>) =>
+      createTestApp(env, { extensions: [PartnerModule] }).then(
+        async (t) => {
+          await t.close();
+          return 'started';
+        },
+        (err: unknown) => (err as Error).message,
+      );
+    expect(await failure({ WALLET_CONNECTOR: 'nope' })).toBe(
+      "Invalid configuration:\n  - WALLET_CONNECTOR: no connector 'nope' (known: http, partner-table, none)",
+    );
+    expect(await failure({ EVENT_PUBLISHERS: 'partner-table,kafka' })).toBe(
+      "Invalid configuration:\n  - EVENT_PUBLISHERS: no publisher 'kafka' (known: rabbitmq, nats, partner-table)",
+    );
+  }, 60_000);
 });

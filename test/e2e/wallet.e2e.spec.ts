@@ -447,4 +447,32 @@ describe('no wallet connector configured', () => {
     const status = await ops(t.app).get('/wallet/status');
     expect(status.body).toMatchObject({ connector: null, paused: false, pending: 0, parked: 0 });
   });
+
+  it('a wallet never paused answers changedAt null; a pause and a resume set it (new-user report 2, 7)', async () => {
+    const never = await ops(t.app).get('/wallet/status');
+    expect(never.body).toEqual({
+      connector: null,
+      paused: false,
+      reason: null,
+      changedAt: null,
+      changedBy: null,
+      pending: 0,
+      parked: 0,
+      oldestPendingAgeSeconds: 0,
+    });
+    const before = Date.now();
+    const paused = await ops(t.app, 'operator').post('/wallet/pause', { reason: 'maintenance' });
+    expect({ status: paused.status, changedBy: paused.body.changedBy }).toEqual({
+      status: 200,
+      changedBy: 'operator',
+    });
+    expect(Date.parse(paused.body.changedAt)).toBeGreaterThanOrEqual(before - 1000);
+    const resumed = await ops(t.app, 'operator').post('/wallet/resume', {});
+    expect({
+      paused: resumed.body.paused,
+      reason: resumed.body.reason,
+      changedBy: resumed.body.changedBy,
+    }).toEqual({ paused: false, reason: null, changedBy: 'operator' });
+    expect(Date.parse(resumed.body.changedAt)).toBeGreaterThanOrEqual(Date.parse(paused.body.changedAt));
+  });
 });

@@ -1,5 +1,14 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { dirname } from 'node:path';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -10,8 +19,9 @@ import { join, resolve } from 'node:path';
 
 const ROOT = process.cwd();
 const RUN_BUILT = resolve(ROOT, 'scripts/run-built.js');
-const { scripts } = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
+const { scripts, exports: exported } = JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as {
   scripts: Record<string, string>;
+  exports: unknown;
 };
 
 describe('npm scripts', () => {
@@ -24,10 +34,10 @@ describe('npm scripts', () => {
       sportapi: scripts.sportapi,
     }).toEqual({
       'start:prod': 'exec node --max-semi-space-size=64 scripts/run-built.js dist/src/main.js',
-      'migration:run': 'node scripts/run-built.js dist/src/database/migrate-cli.js',
-      'ledger:verify': 'node scripts/run-built.js dist/src/ledger/verify-cli.js',
-      'wallet:reconcile': 'node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
-      sportapi: 'node scripts/run-built.js dist/sim/cli.js',
+      'migration:run': 'exec node scripts/run-built.js dist/src/database/migrate-cli.js',
+      'ledger:verify': 'exec node scripts/run-built.js dist/src/ledger/verify-cli.js',
+      'wallet:reconcile': 'exec node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
+      sportapi: 'exec node scripts/run-built.js dist/sim/cli.js',
     });
   });
 
@@ -48,6 +58,29 @@ describe('npm scripts', () => {
       'start:dev',
       'test:reliability',
     ]);
+  });
+});
+
+// New-user report 2, finding 2 (docs/extending.md, "Your own module, outside this repository"):
+// the package exports the extension API, built with its declarations, and nothing else
+// (test/reliability/partner-package.spec.ts installs, compiles and runs a package that uses it).
+describe('package exports', () => {
+  it('sportapi-settlement-receiver/extensions is the built src/extensions.ts with its types', () => {
+    expect(exported).toEqual({
+      './extensions': { types: './dist/src/extensions.d.ts', default: './dist/src/extensions.js' },
+      './package.json': './package.json',
+    });
+    const build = JSON.parse(readFileSync(resolve(ROOT, 'tsconfig.build.json'), 'utf8')) as {
+      compilerOptions: { declaration?: boolean };
+      include: string[];
+    };
+    expect({
+      declaration: build.compilerOptions.declaration,
+      src: build.include.includes('src/**/*.ts'),
+    }).toEqual({
+      declaration: true,
+      src: true,
+    });
   });
 });
 
@@ -88,4 +121,77 @@ describe('scripts/run-built.js', () => {
       stderr: '',
     });
   });
+});
+
+// New-user report 2, finding 4: SIGTERM to the npm process of an operator's command (a
+// supervisor, a script's `kill`) reaches the command itself (`exec node …`), as for `npm start`;
+// before, `sh -c` died and left, e.g., the stand-in wallet running with its port taken.
+describe('SIGTERM to npm run <operator command>', () => {
+  const commands = ['start:prod', 'migration:run', 'ledger:verify', 'wallet:reconcile', 'sportapi'];
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'npm-signal-'));
+    const only = Object.fromEntries(commands.map((name) => [name, scripts[name]]));
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', scripts: only }));
+    mkdirSync(join(dir, 'scripts'));
+    copyFileSync(RUN_BUILT, join(dir, 'scripts/run-built.js'));
+    // Each built file is a stand-in that writes its pid and runs until a signal stops it.
+    for (const name of commands) {
+      const file = join(dir, /dist\/\S+\.js/.exec(scripts[name])![0]);
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(
+        file,
+        "import { writeFileSync } from 'node:fs';\n" +
+          'writeFileSync(process.env.PID_FILE, String(process.pid));\n' +
+          'setInterval(() => undefined, 1000);\n',
+      );
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Whether `pid` runs (a zombie does not). */
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return false;
+    }
+    const stat = `/proc/${pid}/stat`;
+    return !existsSync(stat) || !/\) Z /.test(readFileSync(stat, 'utf8'));
+  };
+  const until = async (what: () => boolean, ms = 15_000): Promise<boolean> => {
+    for (const end = Date.now() + ms; Date.now() < end;) {
+      if (what()) return true;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return what();
+  };
+
+  it.each(commands)(
+    'npm run %s: the command stops with npm',
+    async (name) => {
+      const pidFile = join(dir, `${name.replace(':', '-')}.pid`);
+      const npm = spawn('npm', ['run', '--silent', name, '--', 'wallet', '--port', '0'], {
+        cwd: dir,
+        env: { ...process.env, PID_FILE: pidFile, npm_config_update_notifier: 'false' },
+        stdio: 'ignore',
+      });
+      const exited = new Promise<void>((r) => npm.once('exit', () => r()));
+      try {
+        expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);
+        const pid = Number(readFileSync(pidFile, 'utf8'));
+        expect(alive(pid)).toBe(true);
+        npm.kill('SIGTERM');
+        await exited;
+        expect(await until(() => !alive(pid), 5_000)).toBe(true);
+      } finally {
+        if (npm.exitCode === null && npm.signalCode === null) npm.kill('SIGKILL');
+        if (existsSync(pidFile)) {
+          const pid = Number(readFileSync(pidFile, 'utf8'));
+          if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+        }
+      }
+    },
+    30_000,
+  );
 });

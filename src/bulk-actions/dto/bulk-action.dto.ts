@@ -155,7 +155,8 @@ export class BulkPlanView {
   wouldTouch: number;
   @ApiProperty({
     example: ['41', '42', '45'],
-    description: 'ids of the first rows, in arrival order (up to 10)',
+    description:
+      'ids of the first rows a run with this cap would take, in arrival order (at most 10 and at most wouldTouch)',
   })
   sample: string[];
 }

@@ -128,7 +128,13 @@ export class WalletStatusView {
   connector: string | null;
   @ApiProperty({ example: false }) paused: boolean;
   @ApiProperty({ example: null, type: String, nullable: true }) reason: string | null;
-  @ApiProperty({ example: '2026-12-01T12:00:00.000Z' }) changedAt: Date;
+  @ApiProperty({
+    example: null,
+    type: Date,
+    nullable: true,
+    description: 'when it was last paused or resumed; null: never',
+  })
+  changedAt: Date | null;
   @ApiProperty({ example: null, type: String, nullable: true, description: 'key name; null: the receiver' })
   changedBy: string | null;
   @ApiProperty({ example: 3 }) pending: number;

@@ -48,7 +48,8 @@ export interface Receiver {
 /**
  * Spawns `node dist/src/main.js` on `port` against `databaseUrl` with the test secrets, and
  * waits until it answers HTTP (`/docs-json`). `env` adds or overrides variables; `cwd` is its
- * working directory (the checkout it runs in; default this one).
+ * working directory (the checkout it runs in; default this one); `entry` the file node runs (a
+ * bookmaker's own entry point; default `dist/src/main.js`).
  * @throws when it exits or does not answer within `timeoutMs`.
  */
 export async function startReceiver(
@@ -57,10 +58,11 @@ export async function startReceiver(
   env: Record<string, string> = {},
   timeoutMs = 30_000,
   cwd?: string,
+  entry = MAIN_JS,
 ): Promise<Receiver> {
   requireBuild();
   let out = '';
-  const proc = spawn(process.execPath, [MAIN_JS], {
+  const proc = spawn(process.execPath, [entry], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
