@@ -7,9 +7,9 @@ import { DomainException, ErrorCode, FieldError } from '../common/domain.excepti
 import { formatAmount, parseAmount } from '../common/money.js';
 import {
   flattenValidationErrors,
+  identifierProblem,
   toStorable,
   toStorableText,
-  UNSTORABLE_TEXT,
 } from '../common/validation.js';
 import { CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
@@ -18,17 +18,6 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** JSON text that may decode to such characters: only escapes can (raw ones are invalid JSON/UTF-8). */
 const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-
-/**
- * What keeps `value` from being stored as an identifier of at most `max` characters (code points,
- * as the database's CHECK constraints count them), or undefined. Such a body must be a 400, not a
- * database error answered 503 and retried forever.
- */
-function identifierProblem(value: string, max: number): string | undefined {
-  if (UNSTORABLE_TEXT.test(value)) return 'must not contain U+0000 or unpaired surrogates';
-  if ([...value].length > max) return `must be at most ${max} characters`;
-  return undefined;
-}
 
 /** Keys whose numbers always keep their digits (amounts: CONTRACT §3). */
 const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
