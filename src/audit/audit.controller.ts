@@ -90,14 +90,14 @@ export class AuditController {
   @ApiResponse(
     apiError(
       400,
-      'the batch id is not 1..64 characters without U+0000',
+      'the batch id is not 1..128 characters without U+0000',
       'validation_failed',
       'the request does not match the schema',
     ),
   )
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  batch(@Param('batchId', new IdentifierParamPipe(64)) batchId: string): Promise<BatchAuditView> {
+  batch(@Param('batchId', new IdentifierParamPipe(128)) batchId: string): Promise<BatchAuditView> {
     return this.audit.batch(batchId);
   }
 

@@ -237,7 +237,7 @@ export function identifierProblem(value: string, max: number): string | undefine
 
 /**
  * A path parameter that is an identifier of 1..`max` characters ({@link identifierProblem}), e.g.
- * `@Param('batchId', new IdentifierParamPipe(64))`: checked before any query runs, so that a
+ * `@Param('batchId', new IdentifierParamPipe(128))`: checked before any query runs, so that a
  * value PostgreSQL cannot take (U+0000) is the same 400 every time.
  * @throws DomainException VALIDATION_FAILED (400) naming the parameter.
  */

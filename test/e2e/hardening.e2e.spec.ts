@@ -208,9 +208,10 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       expect(answers).toEqual(Array.from({ length: 30 }, () => '400 batchId'));
     });
 
-    it('GET /callbacks/batches/ of 65 characters → 400 validation_failed; of 64 unknown → 404', async () => {
-      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(65)}`), 400, 'validation_failed');
-      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(64)}`), 404, 'not_found');
+    it('GET /callbacks/batches/ of 129 characters → 400 validation_failed; of 128 unknown → 404', async () => {
+      // 128: the stored batch ids' limit (synthetic poll:/resolution: batches are longer than 64).
+      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(129)}`), 400, 'validation_failed');
+      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(128)}`), 404, 'not_found');
     });
 
     it('a coupon_code of 17 × "❤️" (34 code points, over 32) → 400, not 500; nothing registered', async () => {
