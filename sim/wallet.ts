@@ -235,6 +235,20 @@ function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(value) ? value.join(', ') : value;
 }
 
+/**
+ * The transaction id an `Idempotency-Key` header stands for (docs/wallet-http-contract.md): the
+ * header percent-decoded (`%` never stands for itself in it; an id of visible ASCII without `%`
+ * comes as it is); undefined when absent or not valid percent-encoded UTF-8.
+ */
+function idempotencyKeyOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
+}
+
 function checkRate(name: string, value: number | undefined): void {
   if (value !== undefined && !(value >= 0 && value <= 1)) throw new Error(`${name} must be between 0 and 1`);
 }
@@ -323,8 +337,8 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     let tx: WalletTransactionBody;
     try {
       tx = readTransaction(raw);
-      if (header(req, 'idempotency-key') !== tx.transactionId)
-        throw new BadRequest('Idempotency-Key header must equal transactionId');
+      if (idempotencyKeyOf(header(req, 'idempotency-key')) !== tx.transactionId)
+        throw new BadRequest('Idempotency-Key header must equal transactionId (percent-decoded)');
     } catch (error) {
       if (!(error instanceof BadRequest)) throw error;
       stats.invalid++;

@@ -2,6 +2,7 @@ import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
+import { IdentifierParamPipe } from '../common/validation.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
 import { API_TAGS } from '../common/api-tags.js';
@@ -86,9 +87,17 @@ export class AuditController {
       quarantined: 0,
     },
   })
+  @ApiResponse(
+    apiError(
+      400,
+      'the batch id is not 1..128 characters without U+0000',
+      'validation_failed',
+      'the request does not match the schema',
+    ),
+  )
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
   @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
-  batch(@Param('batchId') batchId: string): Promise<BatchAuditView> {
+  batch(@Param('batchId', new IdentifierParamPipe(128)) batchId: string): Promise<BatchAuditView> {
     return this.audit.batch(batchId);
   }
 

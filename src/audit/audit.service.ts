@@ -40,14 +40,16 @@ export class AuditService {
    * @throws DomainException NOT_FOUND when the batch id was never stored nor delivered.
    */
   async batch(batchId: string): Promise<BatchAuditView> {
-    const [batch, coupons, operations, deliveries, quarantined] = await this.transactions.run((tx) =>
-      Promise.all([
-        this.audit.batch(tx, batchId),
-        this.audit.snapshots(tx, batchId),
-        this.audit.operations(tx, batchId),
-        this.audit.attemptsOf(tx, batchId),
-        this.audit.quarantinedCount(tx, batchId),
-      ]),
+    // One after the other: statements of one transaction share its connection, and after one
+    // fails the others would fail with 25P02 (in whichever order the rejections race).
+    const { batch, coupons, operations, deliveries, quarantined } = await this.transactions.run(
+      async (tx) => ({
+        batch: await this.audit.batch(tx, batchId),
+        coupons: await this.audit.snapshots(tx, batchId),
+        operations: await this.audit.operations(tx, batchId),
+        deliveries: await this.audit.attemptsOf(tx, batchId),
+        quarantined: await this.audit.quarantinedCount(tx, batchId),
+      }),
     );
     if (!batch && !deliveries.length && !quarantined)
       throw new DomainException(ErrorCode.NOT_FOUND, `batch ${batchId} was never delivered`);

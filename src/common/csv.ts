@@ -1,12 +1,18 @@
 import { Readable } from 'node:stream';
 import { stringify } from 'csv-stringify';
 
-/** First characters that make a spreadsheet read a cell as a formula (CSV injection). */
-const FORMULA_START = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+/**
+ * Text that a spreadsheet or an importer may read as a formula (CSV injection, OWASP): a first
+ * character `=`, `+`, `-`, `@` (or their full-width forms), tab, CR or LF; or such a formula
+ * character after leading white space or invisible characters that an importer may trim or a
+ * person does not see (JavaScript's `\s`: space, tab, LF, CR, U+00A0, U+FEFF, …; and the
+ * zero-width U+200B..U+200D, U+2060).
+ */
+const FORMULA_START = /^(?:[\t\r\n]|[\s\u200B-\u200D\u2060]*[=+\-@\uFF1D\uFF0B\uFF0D\uFF20])/;
 
 /**
  * A text cell of data that came from outside (coupon codes, keys, reasons): prefixed with `'` when
- * it starts like a formula (`=`, `+`, `-`, `@`, tab, CR and their full-width forms), so a
+ * it starts like a formula ({@link FORMULA_START}: `=1+2`, ` =1+2`, `\u200B=1+2`, `\n…`), so a
  * spreadsheet shows it as text instead of running it. Amounts are not passed through this: they
  * are decimal strings the receiver writes, and stay numbers a spreadsheet can sum.
  */

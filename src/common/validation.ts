@@ -1,4 +1,4 @@
-import { ArgumentMetadata, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, PipeTransform, ValidationPipe } from '@nestjs/common';
 import {
   registerDecorator,
   ValidationArguments,
@@ -220,6 +220,36 @@ export function IsStorableText(validationOptions?: ValidationOptions): PropertyD
       },
     });
   };
+}
+
+/**
+ * What keeps `value` from being stored as an identifier of 1..`max` characters (code points, as
+ * the database's CHECK constraints count them), or undefined. Such a value must be a 400, not a
+ * database error answered 503 (or 500) and retried forever.
+ */
+export function identifierProblem(value: string, max: number): string | undefined {
+  if (UNSTORABLE_TEXT.test(value)) return 'must not contain U+0000 or unpaired surrogates';
+  const length = [...value].length;
+  if (length < 1) return 'must not be empty';
+  if (length > max) return `must be at most ${max} characters`;
+  return undefined;
+}
+
+/**
+ * A path parameter that is an identifier of 1..`max` characters ({@link identifierProblem}), e.g.
+ * `@Param('batchId', new IdentifierParamPipe(128))`: checked before any query runs, so that a
+ * value PostgreSQL cannot take (U+0000) is the same 400 every time.
+ * @throws DomainException VALIDATION_FAILED (400) naming the parameter.
+ */
+export class IdentifierParamPipe implements PipeTransform<string, string> {
+  constructor(private readonly max: number) {}
+
+  transform(value: string, metadata: ArgumentMetadata): string {
+    const name = metadata.data ?? 'parameter';
+    const problem = typeof value === 'string' ? identifierProblem(value, this.max) : 'must be a string';
+    if (problem) throw validationFailed([{ path: name, message: `${name} ${problem}` }]);
+    return value;
+  }
 }
 
 const UNSTORABLE_TEXT_ALL = new RegExp(UNSTORABLE_TEXT.source, 'g');

@@ -222,10 +222,9 @@ export class CouponsService implements OnModuleInit {
   private async view(tx: Tx, couponCode: string): Promise<CouponView> {
     const coupon = await this.coupons.find(tx, couponCode);
     if (!coupon) throw new DomainException(ErrorCode.NOT_FOUND, `coupon ${couponCode} not found`);
-    const [events, operations] = await Promise.all([
-      this.coupons.bets(tx, couponCode),
-      this.ledgerRows.operationsOfCoupon(tx, couponCode),
-    ]);
+    // One after the other: after a failed statement the transaction's others fail too (25P02).
+    const events = await this.coupons.bets(tx, couponCode);
+    const operations = await this.ledgerRows.operationsOfCoupon(tx, couponCode);
     // At the currency's precision ("1500" JPY, "0.00012345" BTC); never rounded.
     const amount = (value: string) => this.config.currencies.format(value, coupon.currency);
     return {

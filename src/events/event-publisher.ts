@@ -76,7 +76,8 @@ export interface PublishRequest {
  * once the broker has taken the event durably (a publisher confirm, a JetStream ack); `retry` for
  * anything else transient (the same event comes again, with the same id and bytes: the broker's or
  * the consumer's de-duplication by `eventId` makes it once); `refused` parks the event for an
- * operator; `unauthorized` pauses the publisher. It should not throw (a throw counts as `retry`).
+ * operator; `unauthorized` pauses the publisher. It should not throw (a throw counts as `retry`,
+ * or `refused` when no retry can fix it: `permanentFailure` in src/outbox/outbox-rules.ts).
  */
 export abstract class EventPublisher {
   /** The name `EVENT_PUBLISHERS` uses, e.g. `rabbitmq`; also in logs, metrics and operator routes. */

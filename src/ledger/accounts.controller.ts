@@ -154,7 +154,8 @@ export class AccountsController {
       'Each entry: its id, time, operation key and type, coupon, signed amount (positive credits the account), the ' +
       'balance right after it and the currency; `from` inclusive, `to` exclusive. JSON is keyset-paginated. ' +
       '`Accept: text/csv` or `format=csv` exports every entry of the range (not one page) as RFC 4180 CSV, streamed; ' +
-      'text cells that start like a spreadsheet formula (= + - @) are prefixed with a quote, amounts are not.',
+      'text cells that start like a spreadsheet formula (= + - @, tab, CR, LF; = + - @ also after leading spaces or ' +
+      'invisible characters) are prefixed with a quote, amounts are not.',
   })
   @ApiResponse({
     status: 200,

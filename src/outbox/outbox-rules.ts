@@ -67,6 +67,57 @@ export function excerpt(text: string): string {
   return text.slice(0, ANSWER_EXCERPT_CHARS).replaceAll('\u0000', '\uFFFD');
 }
 
+/**
+ * An operation key as a header value (wallet `Idempotency-Key`, NATS `Nats-Msg-Id`;
+ * docs/wallet-http-contract.md#the-operation-key-in-a-header): the key itself when every character
+ * is visible ASCII (`!`..`~`) other than `%`, the usual case; else each other character, `%`
+ * included, as `%XX` per byte of its UTF-8 (upper-case hex), e.g. `a\r\nb:0:final_credit` →
+ * `a%0D%0Ab:0:final_credit`, `ä:0:stake_debit` → `%C3%A4:0:stake_debit`. Deterministic and
+ * injective (`%` is always encoded, so `decodeURIComponent` of the token gives the key back): a
+ * `coupon_code` holds any characters but U+0000 (CONTRACT §3), and a header cannot carry CR, LF
+ * or, reliably, anything beyond visible ASCII.
+ */
+export function headerToken(key: string): string {
+  if (HEADER_SAFE.test(key)) return key;
+  let out = '';
+  for (const char of key) {
+    const c = char.charCodeAt(0);
+    if (char.length === 1 && c >= 0x21 && c <= 0x7e && c !== 0x25) out += char;
+    else for (const byte of UTF8.encode(char)) out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** Visible ASCII without `%`: a header carries it as it is. */
+const HEADER_SAFE = /^[\x21-\x24\x26-\x7e]*$/;
+const UTF8 = new TextEncoder();
+
+/** Error codes of a request that can never be sent as built (Node's and undici's header checks). */
+const PERMANENT_CODES: ReadonlySet<string> = new Set([
+  'UND_ERR_INVALID_ARG',
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+  'ERR_HTTP_INVALID_HEADER_VALUE',
+]);
+
+/**
+ * The reason to park at once when `err` is one no retry can fix, else undefined: the client
+ * refused to build the request or message (an invalid header or argument: undici's
+ * `UND_ERR_INVALID_ARG`, Node's `ERR_INVALID_CHAR`, the NATS client's `InvalidArgumentError`), so
+ * the same bytes would fail the same way for the whole retry budget while the account's later
+ * rows wait behind it. Such an attempt is recorded `refused` with this reason (docs/wallet.md,
+ * "Retries and parking").
+ */
+export function permanentFailure(err: unknown): string | undefined {
+  if (!(err instanceof Error)) return undefined;
+  const code = (err as Error & { code?: unknown }).code;
+  if (err.name !== 'InvalidArgumentError' && !(typeof code === 'string' && PERMANENT_CODES.has(code)))
+    return undefined;
+  return excerpt(
+    `undeliverable, no retry can fix it: ${typeof code === 'string' ? code : err.name}: ${err.message}`,
+  );
+}
+
 const OUTCOMES: readonly string[] = ['delivered', 'retry', 'refused', 'conflict', 'unauthorized'];
 
 /**

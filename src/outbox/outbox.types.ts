@@ -62,7 +62,8 @@ export interface OutboxMessage {
  * Where an outbox delivers: the wallet connector or an event publisher, adapted. `deliver` is
  * called at least once per message (again after a crash or a lost answer, with the same bytes);
  * `deliverMany` (optional) takes messages of distinct accounts and answers one result per message,
- * in order. Answers are checked ({@link OutboxDelivery}); a throw counts as `retry`.
+ * in order. Answers are checked ({@link OutboxDelivery}); a throw counts as `retry` (`refused` when
+ * no retry can fix it: `permanentFailure`).
  */
 export interface OutboxDeliverer {
   readonly name: string;

@@ -3,7 +3,7 @@ import { Logger } from '@nestjs/common';
 import type { WorkGate } from '../background/background-governor.js';
 import { PollingLoops } from '../common/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
-import { checkedDelivery, excerpt, nextStep } from './outbox-rules.js';
+import { checkedDelivery, excerpt, nextStep, permanentFailure } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
 import type { OutboxDeliverer, OutboxDelivery, OutboxMessage } from './outbox.types.js';
 import type { OutboxMetrics } from './outbox-metrics.js';
@@ -135,7 +135,7 @@ export class OutboxWorker {
         this.deliverer
           .deliver(message, requestId, signal)
           .then((answer: unknown) => checkedDelivery(answer, this.deliverer.name)),
-      (reason) => ({ outcome: 'retry', reason }),
+      (reason) => reason,
     );
     return this.recorded(message.row, delivery, requestId, startedAt);
   }
@@ -164,7 +164,7 @@ export class OutboxWorker {
           }));
         return answers.map((a) => checkedDelivery(a, name));
       },
-      (reason) => messages.map((): OutboxDelivery => ({ outcome: 'retry', reason })),
+      (reason) => messages.map(() => reason),
     );
     return messages.map((m, i) => this.recorded(m.row, deliveries[i], requestId, startedAt));
   }
@@ -214,13 +214,14 @@ export class OutboxWorker {
   }
 
   /**
-   * `call`'s answer, or `fallback` with the reason when it throws or takes over
+   * `call`'s answer, or `fallback` with a `retry` when it throws or takes over
    * `WALLET_TIMEOUT_MS` + 1 s, whose `signal` is then aborted so that the connector lets go of its
-   * connection rather than reading on in the background (the attempt counts as `retry`).
+   * connection rather than reading on in the background; with a `refused` when it throws an error
+   * no retry can fix ({@link permanentFailure}: parked at once).
    */
   private async bounded<T>(
     call: (signal: AbortSignal) => Promise<T>,
-    fallback: (reason: string) => T,
+    fallback: (delivery: OutboxDelivery) => T,
   ): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     const limit = this.settings.timeoutMs + 1000;
@@ -231,16 +232,19 @@ export class OutboxWorker {
         new Promise<T>((resolve) => {
           timer = setTimeout(() => {
             abort.abort();
-            resolve(fallback(`no answer from the connector in ${limit} ms`));
+            resolve(fallback({ outcome: 'retry', reason: `no answer from the connector in ${limit} ms` }));
           }, limit);
         }),
       ]);
     } catch (err) {
-      return fallback(
-        excerpt(
+      const permanent = permanentFailure(err);
+      if (permanent) return fallback({ outcome: 'refused', reason: permanent });
+      return fallback({
+        outcome: 'retry',
+        reason: excerpt(
           `the ${this.deliverer.name} connector threw: ${err instanceof Error ? err.message : String(err)}`,
         ),
-      );
+      });
     } finally {
       clearTimeout(timer);
     }

@@ -7,9 +7,9 @@ import { DomainException, ErrorCode, FieldError } from '../common/domain.excepti
 import { formatAmount, parseAmount } from '../common/money.js';
 import {
   flattenValidationErrors,
+  identifierProblem,
   toStorable,
   toStorableText,
-  UNSTORABLE_TEXT,
 } from '../common/validation.js';
 import { CallbackBatchDto } from './dto/callback-batch.dto.js';
 import { ParsedBatch, ParsedCoupon } from './parsed-batch.js';
@@ -18,17 +18,6 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** JSON text that may decode to such characters: only escapes can (raw ones are invalid JSON/UTF-8). */
 const UNSTORABLE_ESCAPE = /\\u(?:0000|d[89a-f][0-9a-f]{2})/i;
-
-/**
- * What keeps `value` from being stored as an identifier of at most `max` characters (code points,
- * as the database's CHECK constraints count them), or undefined. Such a body must be a 400, not a
- * database error answered 503 and retried forever.
- */
-function identifierProblem(value: string, max: number): string | undefined {
-  if (UNSTORABLE_TEXT.test(value)) return 'must not contain U+0000 or unpaired surrogates';
-  if ([...value].length > max) return `must be at most ${max} characters`;
-  return undefined;
-}
 
 /** Keys whose numbers always keep their digits (amounts: CONTRACT §3). */
 const AMOUNT_KEYS: ReadonlySet<string> = new Set(['realWin']);
@@ -247,12 +236,52 @@ export function parseBatch(
   };
 }
 
-/** Best-effort `batchId` of a rejected body, for the audit only. */
+/**
+ * Best-effort `batchId` of a rejected body, for the audit only (the quarantine row's `batch_id`):
+ * the value of the **first** top-level `batchId` key, when the body is JSON and that value is a
+ * storable string of 1..64 characters. A body with the key twice is refused (duplicate keys), and
+ * is filed under the value a reader sees first, not under `JSON.parse`'s last.
+ */
 export function batchIdHint(rawBody: Buffer): string | undefined {
   try {
-    const v = (JSON.parse(rawBody.toString('utf8')) as { batchId?: unknown }).batchId;
-    return typeof v === 'string' && identifierProblem(v, 64) === undefined ? v : undefined;
+    const text = rawBody.toString('utf8');
+    if (!isPlainObject(JSON.parse(text))) return undefined;
+    const v = firstTopLevelString(text, 'batchId');
+    return v !== undefined && identifierProblem(v, 64) === undefined ? v : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** Index just past the JSON string token whose opening quote is at `start`. */
+function stringEnd(text: string, start: number): number {
+  let i = start + 1;
+  while (text[i] !== '"') i += text[i] === '\\' ? 2 : 1;
+  return i + 1;
+}
+
+/**
+ * The value of the first `key` of the top-level object of valid JSON `text`, when it is a string;
+ * else undefined. Scans the tokens, skipping strings and nested values, without building them.
+ */
+function firstTopLevelString(text: string, key: string): string | undefined {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') depth--;
+    else if (c === '"') {
+      const end = stringEnd(text, i);
+      let next = end;
+      while (/\s/.test(text[next] ?? '')) next++;
+      if (depth === 1 && text[next] === ':' && JSON.parse(text.slice(i, end)) === key) {
+        let value = next + 1;
+        while (/\s/.test(text[value] ?? '')) value++;
+        if (text[value] !== '"') return undefined;
+        return JSON.parse(text.slice(value, stringEnd(text, value))) as string;
+      }
+      i = end - 1;
+    }
+  }
+  return undefined;
 }

@@ -72,7 +72,8 @@ export type WalletDelivery = OutboxDelivery;
  * provides this class as a token. The outbox calls {@link deliver} at least once per transaction,
  * possibly again after a crash or a lost answer, always with the same transaction id and body: the
  * implementation must apply a transaction id once. It should not throw; a throw, or an answer
- * that is none of {@link WalletDelivery}, counts as `retry`.
+ * that is none of {@link WalletDelivery}, counts as `retry` (an error no retry can fix, such as an
+ * invalid header, as `refused`: `permanentFailure` in src/outbox/outbox-rules.ts).
  */
 export abstract class WalletConnector {
   /** Short name shown in logs and metrics, e.g. `http`. */

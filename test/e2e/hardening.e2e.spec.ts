@@ -197,6 +197,23 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
       expectError(res, 400, 'validation_failed');
     });
 
+    it('GET /callbacks/batches/{%00, a%00b, x%00} 10 times each → 30 × 400 validation_failed at batchId', async () => {
+      const answers: string[] = [];
+      for (let i = 0; i < 10; i++)
+        for (const id of ['%00', 'a%00b', 'hx-b1%00']) {
+          const res = await ops(t.app).get(`/callbacks/batches/${id}`);
+          expectError(res, 400, 'validation_failed');
+          answers.push(`${res.status} ${fieldPaths(res).join(',')}`);
+        }
+      expect(answers).toEqual(Array.from({ length: 30 }, () => '400 batchId'));
+    });
+
+    it('GET /callbacks/batches/ of 129 characters → 400 validation_failed; of 128 unknown → 404', async () => {
+      // 128: the stored batch ids' limit (synthetic poll:/resolution: batches are longer than 64).
+      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(129)}`), 400, 'validation_failed');
+      expectError(await ops(t.app).get(`/callbacks/batches/${'b'.repeat(128)}`), 404, 'not_found');
+    });
+
     it('a coupon_code of 17 × "❤️" (34 code points, over 32) → 400, not 500; nothing registered', async () => {
       await deposit(t.app, 'p-hearts', '50.00');
       const code = '❤️'.repeat(17);

@@ -219,7 +219,7 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
 
   it('refuses an Idempotency-Key missing or other than transactionId with 400', async () => {
     const w = await wallet();
-    const detail = 'Idempotency-Key header must equal transactionId';
+    const detail = 'Idempotency-Key header must equal transactionId (percent-decoded)';
     for (const key of [null, 'cpn1:0:final_credit', 'CPN2:0:final_credit']) {
       expect(seen(await post(w, tx(), { 'idempotency-key': key }))).toEqual({
         status: 400,
@@ -227,6 +227,26 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
       });
     }
     expect(w.stats()).toEqual({ ...ZERO_STATS, invalid: 3 });
+  });
+
+  it('takes the percent-decoded Idempotency-Key (the header token of a key a header cannot carry)', async () => {
+    const w = await wallet();
+    const detail = 'Idempotency-Key header must equal transactionId (percent-decoded)';
+    const crlf = tx({ transactionId: '\r\n=1+2:0:final_credit', couponCode: '\r\n=1+2' });
+    const percent = tx({ transactionId: '50%:0:final_credit', couponCode: '50%', amount: '1.00' });
+    expect(seen(await post(w, crlf, { 'idempotency-key': '%0D%0A=1+2:0:final_credit' }))).toEqual(
+      applied(crlf, '12.50'),
+    );
+    // A raw '%' is not a valid token: '%' always travels as %25.
+    for (const key of ['50%:0:final_credit', '50%2:0:final_credit'])
+      expect(seen(await post(w, percent, { 'idempotency-key': key }))).toEqual({
+        status: 400,
+        body: { error: 'bad_request', detail },
+      });
+    expect(seen(await post(w, percent, { 'idempotency-key': '50%25:0:final_credit' }))).toEqual(
+      applied(percent, '13.50'),
+    );
+    expect(w.stats()).toEqual({ ...ZERO_STATS, applied: 2, invalid: 2 });
   });
 
   it('credits and debits each (account, currency) to the last minor unit: EUR 2, JPY 0, BTC 8 digits', async () => {

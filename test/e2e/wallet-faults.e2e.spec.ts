@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { request } from 'undici';
 import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { CouponRepository } from '../../src/coupons/coupon.repository.js';
@@ -130,6 +131,39 @@ describe('a connector that throws, answers garbage or never answers (docs/wallet
       ],
     });
     expect(connector.applied.filter((k) => k === key)).toHaveLength(1);
+  });
+
+  it('an error no retry can fix (undici refusing a header): parked at once as refused, its coupon flagged', async () => {
+    // undici's own error for a header it will not send, as the HTTP connector met it before
+    // operation keys became header tokens (hostile report 2, finding 1).
+    connector.script.push((r) =>
+      request('http://127.0.0.1:9/transactions', {
+        method: 'POST',
+        headers: { 'idempotency-key': `${r.transaction.transactionId}\r\n` },
+      }),
+    );
+    const key = await settledCoupon();
+    const row = await settledRow(t, key);
+    expect({ status: row.status, attempts: row.attempts, history: historyOf(row) }).toEqual({
+      status: 'parked',
+      attempts: 1,
+      history: [
+        {
+          attempt: 1,
+          outcome: 'refused',
+          httpStatus: null,
+          answer: 'undeliverable, no retry can fix it: UND_ERR_INVALID_ARG: invalid idempotency-key header',
+        },
+      ],
+    });
+    const { rows } = await t.db.query(
+      `SELECT o.parked_reason, c.needs_review, c.review_reason
+         FROM wallet_outbox o JOIN coupons c ON c.coupon_code = split_part(o.operation_key, ':', 1)
+        WHERE o.operation_key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([{ parked_reason: 'refused', needs_review: true, review_reason: 'wallet_refused' }]);
+    expect(connector.applied.filter((k) => k === key)).toHaveLength(0);
   });
 
   it('garbage answers (no known outcome, NUL bytes, an impossible status and afterMs): retried and recorded', async () => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseBatch, readValidBatch } from '../../src/settlement/batch-parser.js';
+import { batchIdHint, parseBatch, readValidBatch } from '../../src/settlement/batch-parser.js';
 import { DomainException } from '../../src/common/domain.exception.js';
 
 const coupon = (code: string, extra: Record<string, unknown> = {}) => ({
@@ -326,5 +326,27 @@ describe('compiled check and DTO agree (CONTRACT §3)', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('batchIdHint: the quarantine row of a rejected body (hostile report 2, finding 5)', () => {
+  const hint = (text: string) => batchIdHint(Buffer.from(text, 'utf8'));
+
+  it.each([
+    ['{"batchId":"hxh-dkb","batchId":"hxh-dkb2","couponCount":0,"coupons":[]}', 'hxh-dkb'],
+    ['{ "coupons": [{"batchId":"inner"}], "batchId" : "b-1", "batchId": "b-2" }', 'b-1'],
+    ['{"x":{"batchId":"nested"},"batchId":"top"}', 'top'],
+    ['{"note":"\\"batchId\\":\\"fake\\"","batchId":"real"}', 'real'],
+    ['{"batch\\u0049d":"escaped-key","batchId":"plain"}', 'escaped-key'],
+    ['{"batchId":"b\\u00e4"}', 'bä'],
+    ['{"batchId":7,"batchId":"later"}', undefined],
+    ['{"batchId":"a\\u0000b"}', undefined],
+    [`{"batchId":"${'b'.repeat(65)}"}`, undefined],
+    ['{"batchId":""}', undefined],
+    ['{"x":{"batchId":"nested"}}', undefined],
+    ['[{"batchId":"in-array"}]', undefined],
+    ['{"batchId":"b-1"', undefined],
+  ])('%s → %j', (text, expected) => {
+    expect(hint(text)).toBe(expected);
   });
 });

@@ -1,10 +1,20 @@
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import { request } from 'undici';
+import type { AppConfig } from '../../src/config/configuration.js';
 import {
+  HttpWalletConnector,
   outcomeOfStatus,
   outcomesOfBatchAnswer,
   retryAfterMs,
 } from '../../src/wallet/connectors/http-wallet.connector.js';
 import { OperationType } from '../../src/ledger/ledger.types.js';
-import { checkedDelivery, excerpt, nextStep } from '../../src/outbox/outbox-rules.js';
+import {
+  checkedDelivery,
+  excerpt,
+  headerToken,
+  nextStep,
+  permanentFailure,
+} from '../../src/outbox/outbox-rules.js';
 import { walletTransactionOf } from '../../src/wallet/wallet-transaction.js';
 import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
 
@@ -328,5 +338,112 @@ describe('outcomesOfBatchAnswer (docs/wallet-http-contract.md#the-batch-call)', 
   it('401, 403, 3xx and any other 4xx to the array as a whole pause delivery; nothing is parked', () => {
     for (const status of [401, 403, 302, 400, 404, 409, 413, 422])
       expect(outcomes(status, '').map(([o]) => o)).toEqual(ids.map(() => 'unauthorized'));
+  });
+});
+
+describe('headerToken: an operation key as a header value (docs/wallet-http-contract.md)', () => {
+  it.each([
+    ['000000000272:0:final_credit', '000000000272:0:final_credit'],
+    ['adjustment:=1+2@x', 'adjustment:=1+2@x'],
+    ['\r\n=1+2:0:final_credit', '%0D%0A=1+2:0:final_credit'],
+    ['a\tb c:1:recalculation_debit', 'a%09b%20c:1:recalculation_debit'],
+    ['100%:0:stake_debit', '100%25:0:stake_debit'],
+    ['%0D:0:stake_debit', '%250D:0:stake_debit'],
+    ['Zürich€1:0:final_credit', 'Z%C3%BCrich%E2%82%AC1:0:final_credit'],
+    ['❤️:0:final_credit', '%E2%9D%A4%EF%B8%8F:0:final_credit'],
+    ['\u{1F600}\u007f\u00a0:0:final_credit', '%F0%9F%98%80%7F%C2%A0:0:final_credit'],
+  ])('%j → %j, and back by decodeURIComponent', (key, token) => {
+    expect(headerToken(key)).toBe(token);
+    expect(decodeURIComponent(token)).toBe(key);
+    expect(token).toMatch(/^[\x21-\x7e]+$/);
+  });
+
+  it('keys that differ give tokens that differ (a key shaped like a token included)', () => {
+    const keys = ['\r:0:x', '%0D:0:x', '%250D:0:x', ' :0:x', '%20:0:x', '+:0:x'];
+    expect(keys.map(headerToken)).toEqual([
+      '%0D:0:x',
+      '%250D:0:x',
+      '%25250D:0:x',
+      '%20:0:x',
+      '%2520:0:x',
+      '+:0:x',
+    ]);
+    expect(new Set(keys.map(headerToken)).size).toBe(keys.length);
+  });
+});
+
+describe('permanentFailure: errors no retry can fix park at once', () => {
+  it("undici's refusal of a header value: the reason, with its code", async () => {
+    const err = await request('http://127.0.0.1:9/transactions', {
+      method: 'POST',
+      headers: { 'idempotency-key': 'a\r\nb' },
+    }).catch((e: unknown) => e);
+    expect(permanentFailure(err)).toBe(
+      'undeliverable, no retry can fix it: UND_ERR_INVALID_ARG: invalid idempotency-key header',
+    );
+  });
+
+  it("the NATS client's refusal of a header value", () => {
+    let err: unknown;
+    try {
+      natsHeaders().set('Nats-Msg-Id', 'a\r\nb');
+    } catch (e) {
+      err = e;
+    }
+    expect(permanentFailure(err)).toBe(
+      "undeliverable, no retry can fix it: InvalidArgumentError: 'header' values cannot contain \\r or \\n",
+    );
+  });
+
+  it('transport errors and timeouts are not permanent', () => {
+    expect(permanentFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(
+      undefined,
+    );
+    expect(permanentFailure(Object.assign(new Error('timeout'), { code: 'UND_ERR_HEADERS_TIMEOUT' }))).toBe(
+      undefined,
+    );
+    expect(permanentFailure('a string')).toBe(undefined);
+  });
+
+  it('the HTTP connector answers refused (parked at once) when undici will not send the request', async () => {
+    // Only the wallet settings are read by the connector.
+    const config = {
+      wallet: { url: 'http://127.0.0.1:9', secret: 'unit-wallet-secret', timeoutMs: 1000 },
+    } as unknown as AppConfig;
+    const connector = new HttpWalletConnector(config);
+    try {
+      const transaction = walletTransactionOf(
+        {
+          operationKey: 'K1:0:final_credit',
+          type: OperationType.FINAL_CREDIT,
+          accountId: 'a',
+          amount: '1.00000000',
+          currency: 'EUR',
+          couponCode: 'K1',
+          generation: 0,
+          batchId: 'b',
+          createdAt: T0,
+        },
+        (amount) => amount,
+      );
+      const delivery = await connector.deliver({
+        transaction,
+        body: Buffer.from('{}'),
+        requestId: 'r\r\n1',
+        outboxId: '1',
+        attempt: 1,
+        signal: new AbortController().signal,
+      });
+      expect(delivery).toEqual({
+        outcome: 'refused',
+        reason: 'undeliverable, no retry can fix it: UND_ERR_INVALID_ARG: invalid x-request-id header',
+      });
+      expect(nextStep(delivery, { attempt: 1, retryFrom: T0, now: T0 }, POLICY)).toEqual({
+        kind: 'park',
+        reason: 'refused',
+      });
+    } finally {
+      await connector.onModuleDestroy();
+    }
   });
 });

@@ -5,7 +5,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { excerpt } from '../../outbox/outbox-rules.js';
+import { excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
 
@@ -14,9 +14,10 @@ import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publish
  * connection, opened on first use and again after it closes (the client itself reconnects while
  * the server is away); the stream `NATS_STREAM` (subjects `NATS_SUBJECT_PREFIX.>`, duplicate window
  * `NATS_DUPLICATE_WINDOW`) is created when missing. Each event goes to
- * `<prefix>.operation.<type>` with `Nats-Msg-Id` = the operation key, and is `delivered` on the
- * stream's ack, a duplicate within the window included (JetStream stored it once); no ack in time
- * is `retry` (docs/events.md).
+ * `<prefix>.operation.<type>` with `Nats-Msg-Id` = the operation key as a {@link headerToken} (a
+ * NATS header cannot carry CR or LF), and is `delivered` on the stream's ack, a duplicate within
+ * the window included (JetStream stored it once); no ack in time is `retry`; a message the client
+ * refuses to build ({@link permanentFailure}) is `refused`, parked at once (docs/events.md).
  */
 @Injectable()
 export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
@@ -52,7 +53,7 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
       events.map(async (e): Promise<OutboxDelivery> => {
         try {
           const ack = await js.publish(this.subjectOf(e.event), e.body, {
-            msgID: e.event.eventId,
+            msgID: headerToken(e.event.eventId),
             timeout: this.timeoutMs,
           });
           return {
@@ -60,6 +61,8 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
             answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
           };
         } catch (err) {
+          const permanent = permanentFailure(err);
+          if (permanent) return { outcome: 'refused', reason: permanent };
           return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
         }
       }),

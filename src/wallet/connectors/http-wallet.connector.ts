@@ -3,7 +3,7 @@ import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
-import { ANSWER_EXCERPT_CHARS, excerpt } from '../../outbox/outbox-rules.js';
+import { ANSWER_EXCERPT_CHARS, excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import {
   WalletBatchRequest,
   WalletConnector,
@@ -135,12 +135,13 @@ export function outcomesOfBatchAnswer(
 /**
  * The HTTP wallet connector (`WALLET_CONNECTOR=http`, the default when `WALLET_URL` is set):
  * `POST {WALLET_URL}/transactions` with the exact body bytes, `Idempotency-Key` (the transaction
- * id), `X-Request-Id` and `X-Signature: sha256=<HMAC-SHA256 of the body with WALLET_SECRET>`, on
+ * id as a {@link headerToken}), `X-Request-Id` and `X-Signature: sha256=<HMAC-SHA256 of the body with WALLET_SECRET>`, on
  * undici with connect, headers and body timeouts of `WALLET_TIMEOUT_MS`, ended (the connection
  * closed) when the outbox aborts the attempt. Connections are kept alive between calls (one request
  * at a time on each: no pipelining, so a slow answer never holds another up). With
  * `WALLET_BATCH_SIZE` above 1 the outbox uses {@link deliverMany}, the batch call. No retries of
- * its own: the outbox retries. Transport errors and timeouts are `retry`. Redirects are not
+ * its own: the outbox retries. Transport errors and timeouts are `retry`; a request undici refuses
+ * to send (an invalid header: {@link permanentFailure}) is `refused`, parked at once. Redirects are not
  * followed. The secret is never logged.
  */
 @Injectable()
@@ -179,6 +180,8 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
         return { outcome, status, answer, reason, afterMs: retryAfterMs(res.headers['retry-after']) };
       return { outcome, status, answer, reason };
     } catch (err) {
+      const permanent = permanentFailure(err);
+      if (permanent) return { outcome: 'refused', reason: permanent };
       return { outcome: 'retry', reason: transportReason(err) };
     }
   }
@@ -194,12 +197,17 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
       const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
       return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
     } catch (err) {
+      const permanent = permanentFailure(err);
+      if (permanent) return ids.map(() => ({ outcome: 'refused', reason: permanent }));
       const reason = transportReason(err);
       return ids.map(() => ({ outcome: 'retry', reason }));
     }
   }
 
-  /** `POST /transactions` of `body`, signed; `Idempotency-Key` for a single transaction. */
+  /**
+   * `POST /transactions` of `body`, signed; `Idempotency-Key` for a single transaction: its id as a
+   * {@link headerToken} (the id itself unless it holds characters a header cannot carry).
+   */
   private post(body: Buffer, requestId: string, signal: AbortSignal, idempotencyKey?: string) {
     const signature = createHmac('sha256', this.secret).update(body).digest('hex');
     return request(this.url, {
@@ -207,7 +215,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
       dispatcher: this.agent,
       headers: {
         'content-type': 'application/json',
-        ...(idempotencyKey ? { 'idempotency-key': idempotencyKey } : {}),
+        ...(idempotencyKey ? { 'idempotency-key': headerToken(idempotencyKey) } : {}),
         'x-request-id': requestId,
         'x-signature': `sha256=${signature}`,
       },
