@@ -1,9 +1,9 @@
 /**
- * The operator console's benchmark (issue 30, docs/benchmark.md#operator-console): on a database
- * preloaded like `npm run bench -- --large` (1 M coupons / 5 M bets, their snapshots and ledger)
- * plus what the console reads (2 M delivery attempts of the last day, quarantined bodies, a wallet
- * outbox, flagged and unallocated coupons, operator actions: `preloadConsole`), starts the receiver
- * as `npm start` runs it and
+ * The operator console's benchmark (issue 30; docs/benchmark.md, "The operator console"): on a
+ * database preloaded like `npm run bench -- --large` (1 M coupons / 5 M bets, their snapshots and
+ * ledger) plus what the console reads (2 M delivery attempts of the last day, quarantined
+ * bodies, a wallet outbox, flagged and unallocated coupons, operator actions: `preloadConsole`),
+ * starts the receiver as `npm start` runs it and
  * - measures p50 / p95 / max of each list (first pages and pages further on), of the search (each
  *   kind of id) and of the overview, sequentially, and says whether every p95 is within 300 ms;
  * - then, on the same database and receiver, measures callback throughput (closed loop at
