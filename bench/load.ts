@@ -9,6 +9,9 @@
  */
 import { createHmac } from 'node:crypto';
 
+/** The path SportAPI posts its deliveries to (CONTRACT §3). */
+export const CALLBACK_PATH = '/sportapi/callback';
+
 /** One signed delivery: the exact bytes and their `X-Signature` header value. */
 export interface Delivery {
   body: Buffer;
@@ -260,5 +263,32 @@ export class LoadGenerator {
     this.recent.push(delivery);
     if (this.recent.length > 256) this.recent.shift();
     return delivery;
+  }
+}
+
+/** Deliveries made ahead of a run (the run takes them in order; any shortfall is made on the fly). */
+export class Feed {
+  private queue: (Delivery | undefined)[] = [];
+  private head = 0;
+  madeDuringRun = 0;
+
+  constructor(private readonly generator: LoadGenerator) {}
+
+  fill(count: number): void {
+    if (this.head > 0) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    while (this.queue.length < count) this.queue.push(this.generator.next());
+  }
+
+  take(): Delivery {
+    if (this.head < this.queue.length) {
+      const d = this.queue[this.head] as Delivery;
+      this.queue[this.head++] = undefined;
+      return d;
+    }
+    this.madeDuringRun++;
+    return this.generator.next();
   }
 }

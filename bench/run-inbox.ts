@@ -2,20 +2,19 @@
 import { loadavg } from 'node:os';
 import pg from 'pg';
 import { sleep } from './processes.js';
-import { runLoad, RunStats, Slice, summarize } from './run-load.js';
+import { runLoad, RunStats, Slice, summarize, WARMUP_DELIVERIES } from './run-load.js';
 import {
   DRAIN_TIMEOUT_MS,
   DURATION,
   INBOX_CONCURRENCY,
   INBOX_ENV,
-  MONITOR_APP,
   PORT_BASE,
   ProfileSpec,
-  WARMUP_DELIVERIES,
+  SAMPLE_MS,
 } from './run-options.js';
 import { ms } from './run-report.js';
 import { children, Side } from './run-sides.js';
-import { describeWaits, lockShare } from './run-waits.js';
+import { describeWaits, lockShare, MONITOR_APP } from './run-waits.js';
 
 /** Figures of the inbox-mode run (docs/benchmark.md, "Inbox mode"). */
 export interface InboxStats {
@@ -129,7 +128,7 @@ export async function watchedLoad(
   let start = '';
   let end = '';
   const slice = await runLoad(side, connections, seconds, {
-    sampleWaits: true,
+    sampleMs: SAMPLE_MS,
     // The drain below waits for the queue, rather than for an idle database.
     waitIdle: false,
     onStart: async () => {

@@ -1,11 +1,42 @@
-/** One load of `npm run bench`: autocannon against a side in slices, warm-up, the figures of a concurrency. */
+/**
+ * One load of `npm run bench` (and of `npm run bench:console`'s throughput rounds): autocannon
+ * against a side in slices, warm-up, the figures of a concurrency. Takes its settings as
+ * arguments, never from bench/run-options.ts, so that other benchmarks with their own options can
+ * use it.
+ */
 import { loadavg } from 'node:os';
 import autocannon from 'autocannon';
+import { CALLBACK_PATH, Feed } from './load.js';
 import { backendCpu, backendCpuUsed, cpuMsOf, memoryOf, percentile, sleep } from './processes.js';
 import { withClient } from './setup.js';
-import { CALLBACK_PATH, DURATION, SLICES, WARMUP_DELIVERIES } from './run-options.js';
-import { Side, SideName } from './run-sides.js';
+import type { SideName } from './run-sides.js';
 import { addWaits, emptyWaits, lockShare, WaitSampler, WaitStats, walPosition } from './run-waits.js';
+
+/** Deliveries of the warm-up of each side (concurrency 8), not measured. */
+export const WARMUP_DELIVERIES = 80;
+
+/**
+ * A server under load (a `Side` of bench/run-sides.ts, or bench:console's receiver): its port,
+ * process and database, the deliveries it is sent, and its names in the per-run lines.
+ */
+export interface LoadSide {
+  readonly name: SideName;
+  readonly label: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly dbUrl: string;
+  readonly feed: Feed;
+  /** Highest batches/s seen so far (sizes the next run's {@link Feed.fill}). */
+  bestRate: number;
+}
+
+/** How {@link measureConcurrency} runs: `seconds` per side in all, in `slices` interleaved slices. */
+export interface MeasureOptions {
+  seconds: number;
+  slices: number;
+  /** pg_stat_activity sampling interval for the wait figures, ms (0: none). */
+  sampleMs: number;
+}
 
 /** What one autocannon run of one side measured. */
 export interface Slice {
@@ -89,8 +120,8 @@ export function summarize(side: SideName, connections: number, slices: Slice[]):
 /** How {@link runLoad} runs: `amount` deliveries instead of `seconds`; sampling; idle wait. */
 export interface LoadOptions {
   amount?: number;
-  /** Sample the side's database sessions for lock waits (measured runs). */
-  sampleWaits?: boolean;
+  /** Sample the side's database sessions for lock waits every `sampleMs` ms (measured runs; 0 or absent: not). */
+  sampleMs?: number;
   /** Wait for the side's database to go idle after the load (not in inbox mode). */
   waitIdle?: boolean;
   /** Called right before the load starts and right after it ends. */
@@ -100,12 +131,12 @@ export interface LoadOptions {
 
 /** One autocannon run against a side: `seconds` long, or `amount` deliveries. */
 export async function runLoad(
-  side: Side,
+  side: LoadSide,
   connections: number,
   seconds: number,
   opts: LoadOptions = {},
 ): Promise<Slice> {
-  const { amount, sampleWaits = false, waitIdle: idle = true } = opts;
+  const { amount, sampleMs = 0, waitIdle: idle = true } = opts;
   const expected = amount ?? Math.ceil(Math.max(side.bestRate, 50) * seconds * 2) + connections + 50;
   side.feed.fill(expected);
   side.feed.madeDuringRun = 0;
@@ -138,7 +169,7 @@ export async function runLoad(
   const cpuBefore = cpuMsOf(side.pid) ?? NaN;
   const dbBefore = await backendCpu(side.dbUrl);
   const walBefore = await walPosition(side.dbUrl);
-  const waitSampler = sampleWaits ? new WaitSampler(side.dbUrl).start() : undefined;
+  const waitSampler = sampleMs > 0 ? new WaitSampler(side.dbUrl, sampleMs).start() : undefined;
   await opts.onStart?.();
   let finish: (result: autocannon.Result) => void = () => undefined;
   let failed: (err: unknown) => void = () => undefined;
@@ -192,7 +223,7 @@ export async function runLoad(
 }
 
 /** The warm-up of each side: {@link WARMUP_DELIVERIES} deliveries at concurrency 8, not measured. */
-export async function warmUp(sides: Side[]): Promise<void> {
+export async function warmUp(sides: LoadSide[]): Promise<void> {
   for (const side of sides) {
     const w = await runLoad(side, 8, 0, { amount: WARMUP_DELIVERIES });
     console.log(
@@ -203,31 +234,34 @@ export async function warmUp(sides: Side[]): Promise<void> {
 }
 
 /**
- * The measured runs of `sides` at concurrency `c`: VACUUM (ANALYZE) and a CHECKPOINT, then
- * {@link SLICES} interleaved slices of DURATION / SLICES s each, a line per slice. `slice` runs one
- * (default: a load sampled for lock waits). @returns a row per side.
+ * The measured runs of `sides` at concurrency `c`: VACUUM (ANALYZE) of each of their databases and
+ * a CHECKPOINT, then `run.slices` interleaved slices of `run.seconds / run.slices` s each, a line
+ * per slice. `slice` runs one (default: a load sampled for lock waits). @returns a row per side.
  */
-export async function measureConcurrency(
+export async function measureConcurrency<S extends LoadSide>(
   admin: string,
-  sides: Side[],
+  sides: S[],
   c: number,
-  slice: (side: Side, seconds: number) => Promise<Slice> = (side, seconds) =>
-    runLoad(side, c, seconds, { sampleWaits: true }),
+  run: MeasureOptions,
+  slice: (side: S, seconds: number) => Promise<Slice> = (side, seconds) =>
+    runLoad(side, c, seconds, { sampleMs: run.sampleMs }),
 ): Promise<RunStats[]> {
   // What autovacuum would have done by now (it may be off on a shared server), then a
   // checkpoint, so both sides start each concurrency from the same kind of state.
-  for (const side of sides) await withClient(side.dbUrl, (client) => client.query('VACUUM (ANALYZE)'));
+  for (const dbUrl of new Set(sides.map((s) => s.dbUrl)))
+    await withClient(dbUrl, (client) => client.query('VACUUM (ANALYZE)'));
   await withClient(admin, (client) => client.query('CHECKPOINT')).catch(() => undefined);
   // Interleaved slices (receiver, baseline, receiver, …): noise from other work on the machine
   // falls on both sides alike.
-  const slices = new Map<Side, Slice[]>(sides.map((s) => [s, []]));
-  for (let i = 0; i < SLICES; i++) {
+  const slices = new Map<S, Slice[]>(sides.map((s) => [s, []]));
+  const n = run.slices;
+  for (let i = 0; i < n; i++) {
     for (const side of sides) {
       const load = loadavg()[0];
-      const r = await slice(side, DURATION / SLICES);
+      const r = await slice(side, run.seconds / n);
       (slices.get(side) as Slice[]).push(r);
       console.log(
-        `  ${side.label} c=${c}${SLICES > 1 ? ` slice ${i + 1}/${SLICES}` : ''}: ` +
+        `  ${side.label} c=${c}${n > 1 ? ` slice ${i + 1}/${n}` : ''}: ` +
           `${(r.ok / r.seconds).toFixed(1)} batches/s, ${r.errors} errors, lock waits ${lockShare(r.waits)}, ` +
           `load average ${load.toFixed(1)} before` +
           (r.madeDuringRun ? ` (${r.madeDuringRun} batches signed during the run)` : ''),
@@ -238,7 +272,7 @@ export async function measureConcurrency(
 }
 
 /** Waits until the side's database has no transaction left from the run (at most 10 s). */
-export async function waitIdle(side: Side): Promise<void> {
+export async function waitIdle(side: LoadSide): Promise<void> {
   const dbName = new URL(side.dbUrl).pathname.slice(1);
   await withClient(side.dbUrl, async (c) => {
     for (let i = 0; i < 100; i++) {

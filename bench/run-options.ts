@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/wallet/wallet.config.js';
 import { LoadProfile, PoolSpec } from './load.js';
+import type { MeasureOptions } from './run-load.js';
 import { startScriptNodeFlags } from './processes.js';
 
 export const { values: args } = parseArgs({
@@ -81,8 +82,6 @@ if (args.help) {
 
 export const QUICK = args.quick as boolean;
 export const DURATION = Number(args.duration ?? (QUICK ? 10 : 30));
-/** Deliveries of the warm-up of each side (concurrency 8), not measured. */
-export const WARMUP_DELIVERIES = 80;
 /** Each side's DURATION at one concurrency is split in this many interleaved slices. */
 export const SLICES = Number(args.slices ?? (QUICK ? 1 : 3));
 export const CONCURRENCY = ((args.concurrency as string | undefined) ?? '1,8,32').split(',').map(Number);
@@ -90,7 +89,6 @@ export const PORT_BASE = Number(args['port-base']);
 export const RATIO_CONCURRENCY = CONCURRENCY.includes(8) ? 8 : CONCURRENCY[0];
 export const SECRET = 'bench-webhook-secret';
 export const OPS_KEY = 'bench-ops-key';
-export const CALLBACK_PATH = '/sportapi/callback';
 export const ROOT = process.cwd();
 /** The checkout whose receiver runs: this one, or `--receiver-build`'s. */
 export const RECEIVER_BUILD = args['receiver-build'] ? resolve(args['receiver-build']) : undefined;
@@ -108,11 +106,11 @@ export const SIM_CLI = fileURLToPath(new URL('../sim/cli.js', import.meta.url));
 export const LOG_DIR = resolve(ROOT, '.data', 'bench');
 /** Interval of the pg_stat_activity sampler, ms (0: no wait figures). */
 export const SAMPLE_MS = Number(args['sample-ms']);
+/** How each concurrency is measured (`measureConcurrency`): DURATION s per side in SLICES slices, waits sampled. */
+export const MEASURE: MeasureOptions = { seconds: DURATION, slices: SLICES, sampleMs: SAMPLE_MS };
 /** Concurrency of the inbox-mode run (compared with the inline receiver's at the same one). */
 export const INBOX_CONCURRENCY = 8;
 export const DRAIN_TIMEOUT_MS = Number(args['drain-timeout']) * 1000;
-/** Application name of the bench's own monitoring sessions (left out of the wait figures). */
-export const MONITOR_APP = 'bench-monitor';
 /** Concurrencies of the wallet run: --concurrency when given, else 8 alone. */
 export const WALLET_CONCURRENCY = args.concurrency ? CONCURRENCY : [8];
 /** Shared secret of the wallet run's receiver and stand-in wallet. */

@@ -20,6 +20,7 @@ import {
   CONCURRENCY,
   DURATION,
   INBOX_CONCURRENCY,
+  MEASURE,
   OPS_KEY,
   PORT_BASE,
   ProfileSpec,
@@ -112,7 +113,7 @@ export async function runPhase(
   const sides = [receiver, baseline];
   await warmUp(sides);
   const rows: RunStats[] = [];
-  for (const c of CONCURRENCY) rows.push(...(await measureConcurrency(admin, sides, c)));
+  for (const c of CONCURRENCY) rows.push(...(await measureConcurrency(admin, sides, c, MEASURE)));
   // Both sides got the same sequence; up to the last batch both reached they wrote the same rows.
   const last = await Promise.all([lastBatchId(receiver.dbUrl, prefix), lastBatchId(baseline.dbUrl, prefix)]);
   const common = [last[0] ?? '', last[1] ?? ''].sort()[0];

@@ -3,7 +3,7 @@ import { ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { WalletStats } from '../sim/wallet.js';
 import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
-import { Delivery, LoadGenerator } from './load.js';
+import { Feed, LoadGenerator } from './load.js';
 import { startChild as startLoggedChild, stopChild } from './processes.js';
 import { reachable } from './setup.js';
 import {
@@ -23,33 +23,6 @@ import {
 } from './run-options.js';
 
 export type SideName = 'receiver' | 'baseline' | 'inbox';
-
-/** Deliveries made ahead of a run (the run takes them in order; any shortfall is made on the fly). */
-export class Feed {
-  private queue: (Delivery | undefined)[] = [];
-  private head = 0;
-  madeDuringRun = 0;
-
-  constructor(private readonly generator: LoadGenerator) {}
-
-  fill(count: number): void {
-    if (this.head > 0) {
-      this.queue = this.queue.slice(this.head);
-      this.head = 0;
-    }
-    while (this.queue.length < count) this.queue.push(this.generator.next());
-  }
-
-  take(): Delivery {
-    if (this.head < this.queue.length) {
-      const d = this.queue[this.head] as Delivery;
-      this.queue[this.head++] = undefined;
-      return d;
-    }
-    this.madeDuringRun++;
-    return this.generator.next();
-  }
-}
 
 /** A child process of this one that the bench stops at the end (or on a signal). */
 export interface Stoppable {

@@ -2,7 +2,9 @@
 import pg from 'pg';
 import { sleep } from './processes.js';
 import { withClient } from './setup.js';
-import { MONITOR_APP, SAMPLE_MS } from './run-options.js';
+
+/** Application name of the bench's own monitoring sessions (left out of the wait figures). */
+export const MONITOR_APP = 'bench-monitor';
 
 /** The server's current WAL insert position as a byte offset (the LSN less 0/0; exact below 2^53). */
 export async function walPosition(dbUrl: string): Promise<number> {
@@ -67,7 +69,7 @@ export function describeWaits(w: WaitStats): string {
 }
 
 /**
- * Samples `pg_stat_activity` of one database every {@link SAMPLE_MS} ms on its own connection
+ * Samples `pg_stat_activity` of one database every `intervalMs` ms on its own connection
  * while a run lasts (the bench's own sessions left out), for the share of lock waits: a hot row
  * shows as sessions queued on `Lock:tuple` / `Lock:transactionid`.
  */
@@ -76,10 +78,14 @@ export class WaitSampler {
   private loop: Promise<void> = Promise.resolve();
   private readonly stats = emptyWaits();
 
-  constructor(private readonly dbUrl: string) {}
+  /** @param intervalMs ms between polls; 0 samples nothing. */
+  constructor(
+    private readonly dbUrl: string,
+    private readonly intervalMs: number,
+  ) {}
 
   start(): this {
-    if (SAMPLE_MS > 0) this.loop = this.run();
+    if (this.intervalMs > 0) this.loop = this.run();
     return this;
   }
 
@@ -108,7 +114,7 @@ export class WaitSampler {
           const key = r.type ? `${r.type}:${r.event}` : 'CPU';
           this.stats.events[key] = (this.stats.events[key] ?? 0) + 1;
         }
-        await sleep(Math.max(0, SAMPLE_MS - (performance.now() - t)));
+        await sleep(Math.max(0, this.intervalMs - (performance.now() - t)));
       }
     } catch (err) {
       console.warn(`  wait sampler of ${dbNameOf(this.dbUrl)} stopped: ${(err as Error).message}`);

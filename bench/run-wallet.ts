@@ -6,11 +6,12 @@ import { Backlog, BacklogWatch, watchedLoad } from './run-inbox.js';
 import { measureConcurrency, runLoad, RunStats, Slice, warmUp } from './run-load.js';
 import {
   DRAIN_TIMEOUT_MS,
-  MONITOR_APP,
+  MEASURE,
   OPS_KEY,
   PORT_BASE,
   ProfileSpec,
   RATIO_CONCURRENCY,
+  SAMPLE_MS,
   SLICES,
   WALLET_CONCURRENCY,
   WALLET_ENV,
@@ -20,7 +21,7 @@ import {
 } from './run-options.js';
 import { ms, printTable } from './run-report.js';
 import { children, Side, StandInWallet } from './run-sides.js';
-import { describeWaits } from './run-waits.js';
+import { describeWaits, MONITOR_APP } from './run-waits.js';
 
 /** The outbox figures of the wallet run's receiver at one concurrency, its slices summed. */
 export interface WalletLoadFigures {
@@ -171,7 +172,7 @@ export async function runWallet(
         drained: true,
       };
       const slice = async (side: Side, seconds: number): Promise<Slice> => {
-        if (side !== receiver) return runLoad(side, c, seconds, { sampleWaits: true });
+        if (side !== receiver) return runLoad(side, c, seconds, { sampleMs: SAMPLE_MS });
         const {
           slice: r,
           start,
@@ -212,7 +213,7 @@ export async function runWallet(
         );
         return r;
       };
-      rows.push(...(await measureConcurrency(admin, sides, c, slice)));
+      rows.push(...(await measureConcurrency(admin, sides, c, MEASURE, slice)));
       loads.push(f);
     }
     await watch.drain(DRAIN_TIMEOUT_MS);
