@@ -3,6 +3,7 @@ import type { ConfigFragment } from './config/config-fragment.js';
 import { AppConfig, loadConfigWith } from './config/configuration.js';
 import { databaseConfig } from './database/database.config.js';
 import { eventsConfig } from './events/events.config.js';
+import { retentionConfig } from './retention/retention.config.js';
 import { walletConfig } from './wallet/wallet.config.js';
 
 export type { AppConfig };
@@ -17,6 +18,7 @@ export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [
   authConfig,
   walletConfig,
   eventsConfig,
+  retentionConfig,
 ];
 
 /**
