@@ -9,6 +9,7 @@ import { InboxPendingCoupons1796255594454 } from './1796255594454-InboxPendingCo
 import { WalletSkipKeepsParkedReason1796401887278 } from './1796401887278-WalletSkipKeepsParkedReason.js';
 import { OperatorConsole1796402000000 } from './1796402000000-OperatorConsole.js';
 import { SettlementEvents1796500000000 } from './1796500000000-SettlementEvents.js';
+import { RetentionPartitions1796600000000 } from './1796600000000-RetentionPartitions.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   WalletSkipKeepsParkedReason1796401887278,
   OperatorConsole1796402000000,
   SettlementEvents1796500000000,
+  RetentionPartitions1796600000000,
 ];
