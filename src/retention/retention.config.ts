@@ -110,3 +110,16 @@ function days(ms: number): string {
   const d = Math.round((ms / DAY_MS) * 100) / 100;
   return `${d} day${d === 1 ? '' : 's'}`;
 }
+
+/**
+ * The retention policy alone from `env` (for `npm run retention`, which needs no other variable).
+ * @throws Error `Invalid configuration:` naming each wrong variable, as at start.
+ */
+export function loadRetentionConfig(env: NodeJS.ProcessEnv): RetentionConfig {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const { error, value } = Joi.object(schema)
+    .unknown(true)
+    .validate(present, { abortEarly: false, convert: true });
+  if (error) refuse(error.details.map((d) => `${d.context?.label ?? d.path.join('.')}: ${d.message}`));
+  return retentionConfig.build(value as Record<string, unknown>).retention;
+}

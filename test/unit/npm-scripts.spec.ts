@@ -21,12 +21,14 @@ describe('npm scripts', () => {
       'migration:run': scripts['migration:run'],
       'ledger:verify': scripts['ledger:verify'],
       'wallet:reconcile': scripts['wallet:reconcile'],
+      retention: scripts.retention,
       sportapi: scripts.sportapi,
     }).toEqual({
       'start:prod': 'exec node --max-semi-space-size=64 scripts/run-built.js dist/src/main.js',
       'migration:run': 'node scripts/run-built.js dist/src/database/migrate-cli.js',
       'ledger:verify': 'node scripts/run-built.js dist/src/ledger/verify-cli.js',
       'wallet:reconcile': 'node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
+      retention: 'node scripts/run-built.js dist/src/retention/retention-cli.js',
       sportapi: 'node scripts/run-built.js dist/sim/cli.js',
     });
   });
@@ -42,6 +44,7 @@ describe('npm scripts', () => {
       'bench:events',
       'bench:latency',
       'bench:open',
+      'bench:retention',
       'build',
       'openapi',
       'prestart',
