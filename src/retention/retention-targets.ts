@@ -55,6 +55,10 @@ const COUPON_IN_DOUBT = `(c.needs_review OR NOT c.generation_settled) AND (c.nee
 /** Not in a partition this run drops (`$2`). */
 const KEPT_PARTITION = (alias: string) => `${alias}.tableoid::regclass::text <> ALL ($2::text[])`;
 
+/** An outbox row's columns but its body and the operator's notes (what a deleted row frees besides the body). */
+const OUTBOX_COLUMNS =
+  't.id, t.operation_id, t.operation_key, t.account_id, t.status, t.attempts, t.last_status, t.last_error, t.created_at, t.delivered_at, t.skipped_at';
+
 /** An outbox's finished rows (delivered or skipped) and their bodies, per destination table. */
 function outboxTargets(outbox: string, attempts: string): RetentionTarget[] {
   const finishedBefore = `t.status IN ('delivered', 'skipped') AND coalesce(t.delivered_at, t.skipped_at) < $1`;
@@ -69,17 +73,6 @@ function outboxTargets(outbox: string, attempts: string): RetentionTarget[] {
     },
     {
       kind: 'rows',
-      dataClass: 'outbox',
-      name: outbox,
-      table: outbox,
-      action: 'delete',
-      eligible: finishedBefore,
-      protectedRow: `EXISTS (SELECT 1 FROM ${attempts} a WHERE a.outbox_id = t.id AND ${KEPT_PARTITION('a')})`,
-      protectedWhy: 'attempts still kept',
-      bytes: 'pg_column_size(t.*)',
-    },
-    {
-      kind: 'rows',
       dataClass: 'raw_bodies',
       name: `${outbox}.body`,
       table: outbox,
@@ -90,6 +83,18 @@ function outboxTargets(outbox: string, attempts: string): RetentionTarget[] {
       bytes: 'pg_column_size(t.body)',
       set: 'body = NULL',
       holds: 't.body IS NOT NULL',
+    },
+    {
+      kind: 'rows',
+      dataClass: 'outbox',
+      name: outbox,
+      table: outbox,
+      action: 'delete',
+      eligible: finishedBefore,
+      protectedRow: `EXISTS (SELECT 1 FROM ${attempts} a WHERE a.outbox_id = t.id AND ${KEPT_PARTITION('a')})`,
+      protectedWhy: 'attempts still kept',
+      // The row without its body (counted under raw_bodies), unchanged when the body goes first.
+      bytes: `pg_column_size(ROW(${OUTBOX_COLUMNS}))`,
     },
   ];
 }
@@ -158,9 +163,10 @@ export const RETENTION_TARGETS: readonly RetentionTarget[] = [
                    OR EXISTS (SELECT 1 FROM coupon_resolutions r WHERE r.batch_id = t.batch_id)
                    OR EXISTS (SELECT 1 FROM callback_inbox i WHERE i.batch_id = t.batch_id AND i.status <> 'done')
                    OR EXISTS (SELECT 1 FROM quarantined_bodies q WHERE q.batch_id = t.batch_id AND q.replayed_at IS NULL)
-                   OR t.batch_id IN (SELECT c.last_batch_id FROM coupons c WHERE ${COUPON_IN_DOUBT})`,
+                   OR EXISTS (SELECT 1 FROM coupons c WHERE c.last_batch_id = t.batch_id AND ${COUPON_IN_DOUBT})`,
     protectedWhy:
       'batches with kept snapshots, resolutions, pending inbox rows, unreplayed quarantined bodies, or the last batch of a coupon in doubt',
-    bytes: 'pg_column_size(t.*) - coalesce(pg_column_size(t.payload), 0)',
+    // The id and hash row without its body (counted under raw_bodies), unchanged when the body goes first.
+    bytes: 'pg_column_size(ROW(t.batch_id, t.payload_hash, t.coupon_count, t.received_at, t.actor))',
   },
 ];

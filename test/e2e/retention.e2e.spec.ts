@@ -1,0 +1,191 @@
+import pg from 'pg';
+import { loadRetentionConfig } from '../../src/retention/retention.config.js';
+import {
+  ensurePartitions,
+  formatRetentionReport,
+  monthStart,
+  partitionName,
+  RetentionEngine,
+} from '../../src/retention/retention-engine.js';
+import type { ClassReport, RetentionReport } from '../../src/retention/retention-engine.js';
+import { createTestDatabase } from '../support/database.js';
+
+// Issue 32 (docs/retention.md): the policy's report says exactly what an apply removes (rows per
+// partition and per bounded table), protected rows survive an expiry, and a second apply finds
+// nothing. Back-dated rows in partitions created for their months.
+
+const DAY = 86_400_000;
+const now = new Date();
+const ago = (days: number) => new Date(now.getTime() - days * DAY);
+const part = (table: string, days: number) => partitionName(table, monthStart(ago(days)));
+
+/** Rows of each kind, back-dated (see the expectations below). */
+async function populate(c: pg.Client): Promise<void> {
+  await c.query(`
+    INSERT INTO accounts (id, kind, currency, balance) VALUES ('p-ret', 'player', 'EUR', 0);
+    INSERT INTO coupons (coupon_code, generation_settled, settled_amount) VALUES ('C1', true, 0), ('C2', true, 0), ('C3', true, 0);
+    INSERT INTO coupons (coupon_code, needs_review, review_reason) VALUES ('CR', true, 'amount_precision');`);
+  const batch = (id: string, days: number) =>
+    c.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at)
+       VALUES ($1, repeat('a', 64), 1, convert_to(repeat('x', 100), 'UTF8'), $2)`,
+      [id, ago(days)],
+    );
+  await batch('b-a', 500);
+  await batch('b-b', 180);
+  await batch('b-c', 240);
+  await batch('b-d', 5);
+  const snapshot = (code: string, batchId: string, days: number) =>
+    c.query(
+      `INSERT INTO coupon_snapshots (coupon_code, batch_id, status, applied, transition, generation, payload, received_at)
+       VALUES ($1, $2, 2, true, 'settled', 0, '{"n":1}', $3)`,
+      [code, batchId, ago(days)],
+    );
+  await snapshot('C1', 'b-b', 180);
+  await snapshot('C2', 'b-b', 180);
+  await snapshot('CR', 'b-c', 240);
+  await snapshot('C3', 'b-d', 5);
+  for (const [n, days] of [
+    [4, 500],
+    [3, 200],
+    [2, 1],
+  ])
+    await c.query(
+      `INSERT INTO delivery_attempts (batch_id, received_at, outcome, http_status, duration_ms)
+       SELECT 'b-a', $2, 'processed', 200, g FROM generate_series(1, $1::int) g`,
+      [n, ago(days)],
+    );
+  await c.query(
+    `INSERT INTO financial_operations (id, operation_key, type, coupon_code, generation, account_id, amount, currency)
+     VALUES (1, 'C1:0:final_credit', 'final_credit', 'C1', 0, 'p-ret', 5, 'EUR'),
+            (2, 'C2:0:final_credit', 'final_credit', 'C2', 0, 'p-ret', 7, 'EUR')`,
+  );
+  await c.query(
+    `INSERT INTO wallet_outbox (id, operation_id, operation_key, account_id, status, body, delivered_at, created_at)
+     VALUES (1, 1, 'C1:0:final_credit', 'p-ret', 'delivered', '\\x7b7d', $1, $1),
+            (2, 2, 'C2:0:final_credit', 'p-ret', 'pending', '\\x7b7d', NULL, $2)`,
+    [ago(500), ago(460)],
+  );
+  await c.query(
+    `INSERT INTO wallet_delivery_attempts (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome)
+     VALUES (1, 1, 'w1', 'http', $1, 3, 'retry'), (1, 2, 'w2', 'http', $1, 3, 'delivered'), (2, 1, 'w3', 'http', $2, 3, 'retry')`,
+    [ago(500), ago(460)],
+  );
+  await c.query(
+    `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, status, outcome, received_at, finished_at)
+     VALUES ('i-done', repeat('b', 64), 1, '{C1}', '\\x7b7d', 'done', 'processed', $1, $1),
+            ('i-kept', repeat('c', 64), 1, '{C2}', '\\x7b7d', 'done', 'conflict', $1, $1),
+            ('i-new', repeat('d', 64), 1, '{C3}', '\\x7b7d', 'done', 'processed', $2, $2)`,
+    [ago(200), ago(3)],
+  );
+  await c.query(
+    `INSERT INTO quarantined_bodies (batch_id, reason, http_status, body, payload_hash, inbox_id, replayed_at, received_at)
+     SELECT 'i-kept', 'conflict', 409, '\\x7b7d', repeat('c', 64), id, now(), $1 FROM callback_inbox WHERE batch_id = 'i-kept'`,
+    [ago(200)],
+  );
+}
+
+/** Per class: rows removed (would be) per item, and the kept items with why (empty partitions left out). */
+function summary(report: RetentionReport): Record<string, { remove: string[]; keep: string[] }> {
+  return Object.fromEntries(
+    report.classes.map((c: ClassReport) => [
+      c.dataClass,
+      {
+        remove: c.remove.filter((i) => i.rows > 0).map((i) => `${i.action} ${i.target}: ${i.rows}`),
+        keep: c.keep.filter((i) => !i.estimated).map((i) => `${i.target}: ${i.rows} (${i.why})`),
+      },
+    ]),
+  );
+}
+
+describe('the retention policy (npm run retention)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await ensurePartitions(client, now, 3, ago(520));
+    await populate(client);
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  it('reports what it removes, removes exactly that, keeps protected rows, then finds nothing', async () => {
+    const engine = new RetentionEngine(client, loadRetentionConfig({}));
+    const report = await engine.report(now);
+    const expected = {
+      batch_ids: { remove: ['delete callback_batches: 1'], keep: [] },
+      raw_bodies: {
+        remove: [
+          'null body wallet_outbox.body: 1',
+          'null body callback_batches.payload: 3',
+          'delete callback_inbox: 1',
+        ],
+        keep: ['callback_inbox: 1 (protected: inbox rows a quarantined body refers to)'],
+      },
+      snapshots: {
+        remove: [`drop partition ${part('coupon_snapshots', 180)}: 2`],
+        keep: [
+          `${part('coupon_snapshots', 240)}: 1 (holds 1 protected rows: snapshots of coupons that need review, whose recalculation is open, or unregistered with decided operations)`,
+        ],
+      },
+      delivery_attempts: { remove: [`drop partition ${part('delivery_attempts', 500)}: 4`], keep: [] },
+      outbox: {
+        remove: [`drop partition ${part('wallet_delivery_attempts', 500)}: 2`, 'delete wallet_outbox: 1'],
+        keep: [
+          `${part('wallet_delivery_attempts', 460)}: 1 (holds 1 protected rows: attempts of pending or parked outbox rows)`,
+        ],
+      },
+    };
+    expect(summary(report)).toEqual(expected);
+    expect(formatRetentionReport(report)).toContain('would remove 4 rows');
+
+    const applied = await engine.apply(now);
+    expect(summary(applied)).toEqual(expected);
+    for (const [i, c] of report.classes.entries()) {
+      expect(applied.classes[i].removeRows).toBe(c.removeRows);
+      // Bytes of dropped partitions and emptied bodies as reported before.
+      expect(applied.classes[i].remove.map((r) => r.bytes)).toEqual(c.remove.map((r) => r.bytes));
+    }
+
+    const { rows } = await client.query(`
+      SELECT (SELECT array_agg(coupon_code ORDER BY coupon_code) FROM coupon_snapshots) AS snapshots,
+             (SELECT count(*)::int FROM delivery_attempts) AS attempts,
+             (SELECT array_agg(request_id ORDER BY request_id) FROM wallet_delivery_attempts) AS wallet_attempts,
+             (SELECT array_agg(id::int || ':' || status || ':' || (body IS NOT NULL)) FROM wallet_outbox) AS outbox,
+             (SELECT array_agg(batch_id || ':' || (payload IS NOT NULL) || ':' || (payload_expired_at IS NOT NULL) ORDER BY batch_id)
+                FROM callback_batches) AS batches,
+             (SELECT array_agg(batch_id ORDER BY batch_id) FROM callback_inbox) AS inbox,
+             (SELECT array_agg(data_class ORDER BY data_class) FROM retention_horizons) AS horizons`);
+    expect(rows[0]).toEqual({
+      snapshots: ['C3', 'CR'],
+      attempts: 5,
+      wallet_attempts: ['w3'],
+      outbox: ['2:pending:true'],
+      batches: ['b-b:false:true', 'b-c:false:true', 'b-d:true:false'],
+      inbox: ['i-kept', 'i-new'],
+      horizons: ['batch_ids', 'delivery_attempts', 'outbox', 'raw_bodies', 'snapshots'],
+    });
+
+    const again = await engine.apply(now);
+    expect(again.classes.map((c) => c.removeRows)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('creates the partitions ahead once, filling any month missing up to now', async () => {
+    const created = await ensurePartitions(client, now, 5);
+    expect(created).toEqual(
+      [
+        'coupon_snapshots',
+        'delivery_attempts',
+        'wallet_delivery_attempts',
+        'event_delivery_attempts',
+      ].flatMap((t) => [4, 5].map((m) => partitionName(t, monthStart(now, m)))),
+    );
+    expect(await ensurePartitions(client, now, 5)).toEqual([]);
+  });
+});
