@@ -65,12 +65,19 @@ export interface RetentionReport {
 /** Before each step of an apply (a partition, a bounded batch): a permit, released after it. */
 export type StepGate = () => Promise<(() => void) | undefined>;
 
-/** Writes an expiring partition's rows elsewhere before it is dropped (see archive.ts). */
-export type PartitionArchiver = (
-  db: RetentionDb,
-  partition: PartitionInfo,
-  dataClass: RetentionClass,
-) => Promise<void>;
+/** Writes what expires elsewhere before it goes (archive.ts): a partition, or a batch of bounded rows. */
+export interface RetentionArchiver {
+  partition(db: RetentionDb, partition: PartitionInfo, dataClass: RetentionClass): Promise<void>;
+  /** `lines`: the rows as `row_to_json` text, about to be deleted or to lose their body. */
+  rows(target: BoundedTarget, lines: string[], cutoff: Date): Promise<void>;
+}
+
+/** The run was stopped (shutdown) while it waited for a permit; what it did so far stays done. */
+export class RetentionStopped extends Error {
+  constructor() {
+    super('retention run stopped');
+  }
+}
 
 /** Session-level advisory lock key of the retention job (one replica at a time; 727_001..005 are taken). */
 export const RETENTION_LOCK_KEY = 727_006;
@@ -187,7 +194,7 @@ export class RetentionEngine {
     private readonly db: RetentionDb,
     private readonly config: RetentionConfig,
     private readonly options: {
-      archiver?: PartitionArchiver;
+      archiver?: RetentionArchiver;
       gate?: StepGate;
       log?: (line: string) => void;
     } = {},
@@ -430,10 +437,21 @@ export class RetentionEngine {
         : `WITH sized AS (SELECT t.ctid AS at, ${target.bytes} AS bytes FROM ${ident(target.table)} t WHERE t.ctid = ANY (ARRAY(${pick}))),
                 emptied AS (UPDATE ${ident(target.table)} t SET ${target.set} FROM sized WHERE t.ctid = sized.at RETURNING sized.bytes)
            SELECT count(*)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes FROM emptied`;
+    const archiver = this.config.archiveClasses.includes(target.dataClass)
+      ? this.options.archiver
+      : undefined;
     const total = { rows: 0, bytes: 0 };
     for (;;) {
       let batch = { rows: 0, bytes: 0 };
       await this.step(async () => {
+        if (archiver) {
+          const select = pick.replace(
+            'SELECT ctid',
+            'SELECT t.ctid::text AS at, row_to_json(t)::text AS line',
+          );
+          batch = await this.archiveAndApply(target, archiver, select, cutoff, dropping);
+          return;
+        }
         const { rows } = await this.db.query<{ rows: string; bytes: string }>(sql, [cutoff, dropping]);
         batch = { rows: Number(rows[0].rows), bytes: Number(rows[0].bytes) };
       });
@@ -443,9 +461,47 @@ export class RetentionEngine {
     }
   }
 
+  /**
+   * One batch of an archived bounded target, in one transaction: its rows locked and read, archived,
+   * then deleted or emptied (the archive is written before the rows go; a failure keeps them).
+   */
+  private async archiveAndApply(
+    target: BoundedTarget,
+    archiver: RetentionArchiver,
+    select: string,
+    cutoff: Date,
+    dropping: string[],
+  ): Promise<{ rows: number; bytes: number }> {
+    await this.db.query('BEGIN');
+    try {
+      const { rows } = await this.db.query<{ at: string; line: string }>(select, [cutoff, dropping]);
+      if (rows.length)
+        await archiver.rows(
+          target,
+          rows.map((r) => r.line),
+          cutoff,
+        );
+      const { rows: done } = await this.db.query<{ rows: string; bytes: string }>(
+        target.action === 'delete'
+          ? `WITH gone AS (DELETE FROM ${ident(target.table)} t WHERE ctid = ANY ($1::tid[]) RETURNING ${target.bytes} AS bytes)
+             SELECT count(*)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes FROM gone`
+          : `WITH sized AS (SELECT t.ctid AS at, ${target.bytes} AS bytes FROM ${ident(target.table)} t WHERE t.ctid = ANY ($1::tid[])),
+                  emptied AS (UPDATE ${ident(target.table)} t SET ${target.set} FROM sized WHERE t.ctid = sized.at RETURNING sized.bytes)
+             SELECT count(*)::text AS rows, coalesce(sum(bytes), 0)::text AS bytes FROM emptied`,
+        [rows.map((r) => r.at)],
+      );
+      await this.db.query('COMMIT');
+      return { rows: Number(done[0].rows), bytes: Number(done[0].bytes) };
+    } catch (err) {
+      await this.db.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  }
+
   /** Runs `work` under a permit of the gate (when there is one). */
   private async step(work: () => Promise<void>): Promise<void> {
     const release = this.options.gate ? await this.options.gate() : undefined;
+    if (this.options.gate && !release) throw new RetentionStopped();
     try {
       await work();
     } finally {
@@ -461,7 +517,7 @@ export class RetentionEngine {
   private async dropPartition(plan: PartitionPlan, dataClass: RetentionClass): Promise<void> {
     const { partition } = plan;
     if (this.options.archiver && this.config.archiveClasses.includes(dataClass))
-      await this.options.archiver(this.db, partition, dataClass);
+      await this.options.archiver.partition(this.db, partition, dataClass);
     await this.ddl(
       `ALTER TABLE ${ident(partition.table)} DETACH PARTITION ${ident(partition.name)} CONCURRENTLY`,
     );

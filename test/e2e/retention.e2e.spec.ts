@@ -1,4 +1,10 @@
+import { createHash, createHmac } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
+import { verifySignature } from '../../src/callbacks/signature.guard.js';
+import { archiverOf, DirectoryArchiveConnector, verifyArchives } from '../../src/retention/archive.js';
 import { loadRetentionConfig } from '../../src/retention/retention.config.js';
 import {
   ensurePartitions,
@@ -28,7 +34,7 @@ async function populate(c: pg.Client): Promise<void> {
   const batch = (id: string, days: number) =>
     c.query(
       `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at)
-       VALUES ($1, repeat('a', 64), 1, convert_to(repeat('x', 100), 'UTF8'), $2)`,
+       VALUES ($1, encode(sha256(convert_to(repeat('x', 100), 'UTF8')), 'hex'), 1, convert_to(repeat('x', 100), 'UTF8'), $2)`,
       [id, ago(days)],
     );
   await batch('b-a', 500);
@@ -73,9 +79,9 @@ async function populate(c: pg.Client): Promise<void> {
   );
   await c.query(
     `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, status, outcome, received_at, finished_at)
-     VALUES ('i-done', repeat('b', 64), 1, '{C1}', '\\x7b7d', 'done', 'processed', $1, $1),
-            ('i-kept', repeat('c', 64), 1, '{C2}', '\\x7b7d', 'done', 'conflict', $1, $1),
-            ('i-new', repeat('d', 64), 1, '{C3}', '\\x7b7d', 'done', 'processed', $2, $2)`,
+     VALUES ('i-done', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C1}', '\\x7b7d', 'done', 'processed', $1, $1),
+            ('i-kept', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C2}', '\\x7b7d', 'done', 'conflict', $1, $1),
+            ('i-new', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C3}', '\\x7b7d', 'done', 'processed', $2, $2)`,
     [ago(200), ago(3)],
   );
   await c.query(
@@ -187,5 +193,83 @@ describe('the retention policy (npm run retention)', () => {
       ].flatMap((t) => [4, 5].map((m) => partitionName(t, monthStart(now, m)))),
     );
     expect(await ensurePartitions(client, now, 5)).toEqual([]);
+  });
+});
+
+describe('archive before drop (RETENTION_ARCHIVE)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+  let dir: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    dir = mkdtempSync(join(tmpdir(), 'retention-archive-'));
+    await ensurePartitions(client, now, 3, ago(520));
+    await populate(client);
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes each expiring partition and batch of bodies, complete and verifiable, before they go', async () => {
+    // A raw body exactly as SportAPI signed it.
+    const secret = 'archive-secret';
+    const body = Buffer.from('{"batchId":"b-signed","coupons":[{"code":"C1","amount":"12.50"}]}\n');
+    const signature = createHmac('sha256', secret).update(body).digest('hex');
+    await client.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at) VALUES ('b-signed', $1, 1, $2, $3)`,
+      [createHash('sha256').update(body).digest('hex'), body, ago(300)],
+    );
+    const config = loadRetentionConfig({
+      RETENTION_ARCHIVE: 'snapshots,delivery_attempts,raw_bodies',
+      RETENTION_ARCHIVE_DIR: dir,
+    });
+    const applied = await new RetentionEngine(client, config, {
+      archiver: archiverOf(new DirectoryArchiveConnector(dir)),
+    }).apply(now);
+
+    const checks = await verifyArchives(dir);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    const rowsOf = (prefix: string) =>
+      checks.filter((c) => c.manifest.startsWith(prefix)).reduce((n, c) => n + c.rows, 0);
+    // Every row removed of an archived class is in an archive: snapshots 2, attempts 4, bodies 4.
+    expect(rowsOf(part('coupon_snapshots', 180))).toBe(2);
+    expect(rowsOf(part('delivery_attempts', 500))).toBe(4);
+    expect(rowsOf('callback_batches.payload-')).toBe(4);
+    expect(rowsOf('callback_inbox-')).toBe(1);
+    expect(rowsOf('wallet_outbox.body-')).toBe(1);
+    const raw = applied.classes.find((c) => c.dataClass === 'raw_bodies')!;
+    expect(raw.removeRows).toBe(6);
+    expect(checks.find((c) => c.manifest.startsWith('callback_batches.payload-'))?.bodiesVerified).toBe(4);
+    // The outbox class is not archived: its partition was dropped without a file.
+    expect(readdirSync(dir).some((n) => n.startsWith('wallet_delivery_attempts'))).toBe(false);
+
+    // The archived body is the signed bytes: it verifies against the webhook secret.
+    const { rows } = await client.query(
+      `SELECT payload IS NULL AS gone FROM callback_batches WHERE batch_id = 'b-signed'`,
+    );
+    expect(rows[0].gone).toBe(true);
+    const { createGunzip } = await import('node:zlib');
+    const { createReadStream } = await import('node:fs');
+    const { createInterface } = await import('node:readline');
+    const archive = checks.find((c) => c.manifest.startsWith('callback_batches.payload-'))!;
+    const file = join(dir, archive.manifest.replace('manifest.json', 'rows.jsonl.gz'));
+    let archived: Buffer | undefined;
+    for await (const line of createInterface({ input: createReadStream(file).pipe(createGunzip()) })) {
+      const row = JSON.parse(line) as { batch_id: string; payload: string };
+      if (row.batch_id === 'b-signed') archived = Buffer.from(row.payload.slice(2), 'hex');
+    }
+    expect(archived).toEqual(body);
+    expect(verifySignature(archived!, signature, [secret])).toBe(true);
+
+    // A damaged archive is found incomplete.
+    writeFileSync(file, Buffer.from('not gzip'));
+    const again = await verifyArchives(dir);
+    expect(again.filter((c) => !c.ok).map((c) => c.manifest)).toEqual([archive.manifest]);
   });
 });
