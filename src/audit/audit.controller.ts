@@ -84,6 +84,7 @@ export class AuditController {
         REDELIVERY_EXAMPLE,
       ],
       quarantined: 0,
+      expired: null,
     },
   })
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
