@@ -83,9 +83,9 @@ export class RetentionStopped extends Error {
 export const RETENTION_LOCK_KEY = 727_006;
 
 /** Milliseconds a DETACH or DROP waits for its lock before it gives up and tries again. */
-const DDL_LOCK_TIMEOUT_MS = 250;
+const DDL_LOCK_TIMEOUT_MS = 100;
 /** Tries of one DETACH or DROP under {@link DDL_LOCK_TIMEOUT_MS}. */
-const DDL_TRIES = 40;
+const DDL_TRIES = 100;
 
 /** `<table>_pYYYYMM` of the month starting at `from` (UTC). */
 export function partitionName(table: string, from: Date): string {
