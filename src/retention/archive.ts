@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import { createInterface } from 'node:readline';
@@ -50,8 +50,13 @@ export async function writeArchive(
       }
     })(),
   );
-  const hashed = new PassThrough();
-  hashed.on('data', (chunk: Buffer) => hash.update(chunk));
+  // Hashes the bytes on their way to the connector; buffered (paused) until the connector reads.
+  const hashed = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      hash.update(chunk);
+      done(null, chunk);
+    },
+  });
   const gzip = createGzip();
   await Promise.all([
     pipeline(source, gzip, hashed).catch((err: unknown) => {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { verifySignature } from '../../src/callbacks/signature.guard.js';
+import { reconcileWithDatabase } from '../../src/wallet/wallet-reconciler.js';
 import { archiverOf, DirectoryArchiveConnector, verifyArchives } from '../../src/retention/archive.js';
 import { loadRetentionConfig } from '../../src/retention/retention.config.js';
 import {
@@ -62,9 +63,10 @@ async function populate(c: pg.Client): Promise<void> {
       [n, ago(days)],
     );
   await c.query(
-    `INSERT INTO financial_operations (id, operation_key, type, coupon_code, generation, account_id, amount, currency)
-     VALUES (1, 'C1:0:final_credit', 'final_credit', 'C1', 0, 'p-ret', 5, 'EUR'),
-            (2, 'C2:0:final_credit', 'final_credit', 'C2', 0, 'p-ret', 7, 'EUR')`,
+    `INSERT INTO financial_operations (id, operation_key, type, coupon_code, generation, account_id, amount, currency, created_at)
+     VALUES (1, 'C1:0:final_credit', 'final_credit', 'C1', 0, 'p-ret', 5, 'EUR', $1),
+            (2, 'C2:0:final_credit', 'final_credit', 'C2', 0, 'p-ret', 7, 'EUR', $2)`,
+    [ago(500), ago(460)],
   );
   await c.query(
     `INSERT INTO wallet_outbox (id, operation_id, operation_key, account_id, status, body, delivered_at, created_at)
@@ -180,6 +182,26 @@ describe('the retention policy (npm run retention)', () => {
 
     const again = await engine.apply(now);
     expect(again.classes.map((c) => c.removeRows)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('wallet:reconcile counts a transaction whose outbox row expired as no difference', async () => {
+    // After the first test's apply: wallet_outbox row 1 (C1's credit, 500 days old) was deleted.
+    const tx = (id: string, amount: string) => ({
+      transactionId: id,
+      direction: 'credit',
+      type: 'final_credit',
+      accountId: 'p-ret',
+      amount,
+      currency: 'EUR',
+    });
+    const report = await reconcileWithDatabase(
+      client,
+      async () => [tx('C1:0:final_credit', '5.00'), tx('ZZ:0:final_credit', '1.00')],
+      (amount) => amount.toFixed(2),
+    );
+    expect(report.differences.map((d) => `${d.kind} ${d.subject}`)).toEqual([
+      'unknown_to_ledger ZZ:0:final_credit',
+    ]);
   });
 
   it('creates the partitions ahead once, filling any month missing up to now', async () => {
