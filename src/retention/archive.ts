@@ -73,7 +73,10 @@ export async function writeArchive(
     file: 'rows.jsonl.gz',
     createdAt: new Date().toISOString(),
   };
-  await connector.put(`${prefix}/manifest.json`, Readable.from([`${JSON.stringify(manifest, null, 2)}\n`]));
+  await connector.put(
+    `${prefix}/manifest.json`,
+    Readable.from([Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`)]),
+  );
   return manifest;
 }
 
