@@ -11,11 +11,11 @@ export interface SqlQueryable {
 }
 
 /**
- * SQL of the time before which the retention policy may have removed `dataClass`'s data
- * (`retention_horizons`, docs/retention.md); `-infinity` while it removed none.
+ * Placeholder of the time before which the retention policy may have removed `dataClass`'s data
+ * (`retention_horizons`, docs/retention.md): {@link LedgerVerifier.verify} puts the time in, or
+ * `-infinity` while it removed none (or on a schema before the table).
  */
-const EXPIRED_BEFORE = (dataClass: string) =>
-  `coalesce((SELECT expired_before FROM retention_horizons WHERE data_class = '${dataClass}'), '-infinity')`;
+const EXPIRED_BEFORE = (dataClass: string) => `:expired_before_${dataClass}:`;
 
 /** Names of the checks {@link LedgerVerifier} runs (CONTRACT §7, §4, §8). */
 export enum LedgerCheck {
@@ -324,13 +324,31 @@ export class LedgerVerifier {
     private readonly currencies: CurrencyTable = CurrencyTable.of(),
   ) {}
 
+  /** The retention policy's horizons per class (none on a schema without `retention_horizons`). */
+  private async horizons(): Promise<Map<string, Date>> {
+    const { rows: found } = await this.db.query<{ present: boolean }>(
+      `SELECT to_regclass('retention_horizons') IS NOT NULL AS present`,
+    );
+    if (!found[0].present) return new Map();
+    const { rows } = await this.db.query<{ dataClass: string; before: Date }>(
+      `SELECT data_class AS "dataClass", expired_before AS before FROM retention_horizons`,
+    );
+    return new Map(rows.map((r) => [r.dataClass, r.before]));
+  }
+
   /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
   async verify(): Promise<LedgerReport> {
     await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const violations: LedgerViolation[] = [];
       const units = [this.currencies.toJson(), this.currencies.legacyMinorUnits];
-      for (const { check, sql } of CHECKS) {
+      const horizons = await this.horizons();
+      for (const check_ of CHECKS) {
+        const { check } = check_;
+        const sql = check_.sql.replace(
+          /:expired_before_([a-z_]+):/g,
+          (_, c: string) => `'${horizons.get(c)?.toISOString() ?? '-infinity'}'::timestamptz`,
+        );
         const { rows } = await this.db.query<{ subject: string; detail: string }>(
           sql,
           sql.includes('$1') ? units : undefined,
