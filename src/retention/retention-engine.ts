@@ -87,6 +87,28 @@ const DDL_LOCK_TIMEOUT_MS = 100;
 /** Tries of one DETACH or DROP under {@link DDL_LOCK_TIMEOUT_MS}. */
 const DDL_TRIES = 100;
 
+/**
+ * Runs one DDL statement under `lock_timeout` {@link DDL_LOCK_TIMEOUT_MS}, tried again (backing
+ * off) while it times out on its lock (55P03), at most {@link DDL_TRIES} times: the callback's
+ * statements queued behind its lock request wait no longer than that.
+ */
+async function shortLockDdl(db: RetentionDb, sql: string): Promise<void> {
+  await db.query(`SET lock_timeout = ${DDL_LOCK_TIMEOUT_MS}`);
+  try {
+    for (let n = 1; ; n++) {
+      try {
+        await db.query(sql);
+        return;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '55P03' || n >= DDL_TRIES) throw err;
+        await new Promise((r) => setTimeout(r, Math.min(50 * n, 1000)));
+      }
+    }
+  } finally {
+    await db.query('RESET lock_timeout');
+  }
+}
+
 /** `<table>_pYYYYMM` of the month starting at `from` (UTC). */
 export function partitionName(table: string, from: Date): string {
   return `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, '0')}`;
@@ -153,7 +175,9 @@ export async function ensurePartitions(
     for (; month <= last; month = monthStart(month, 1)) {
       if (parts.some((p) => (p.from === null || p.from <= month) && p.to > month)) continue;
       const name = partitionName(table, month);
-      await db.query(
+      // It locks the parent table as it attaches: under the short lock timeout, tried again.
+      await shortLockDdl(
+        db,
         `CREATE TABLE IF NOT EXISTS ${ident(name)} PARTITION OF ${ident(table)}
            FOR VALUES FROM ('${month.toISOString()}') TO ('${monthStart(month, 1).toISOString()}')`,
       );
@@ -537,20 +561,7 @@ export class RetentionEngine {
 
   /** One DDL statement under a short lock timeout, tried again while it times out on its lock (55P03). */
   private async ddl(sql: string): Promise<void> {
-    await this.db.query(`SET lock_timeout = ${DDL_LOCK_TIMEOUT_MS}`);
-    try {
-      for (let n = 1; ; n++) {
-        try {
-          await this.db.query(sql);
-          return;
-        } catch (err) {
-          if ((err as { code?: string }).code !== '55P03' || n >= DDL_TRIES) throw err;
-          await new Promise((r) => setTimeout(r, 50 * n));
-        }
-      }
-    } finally {
-      await this.db.query('RESET lock_timeout');
-    }
+    await shortLockDdl(this.db, sql);
   }
 
   /** Records that `dataClass` may have lost data older than `before`. */

@@ -36,6 +36,9 @@ export const RETENTION_METRIC = {
 
 const INTERVAL_NAME = 'retention';
 
+/** Milliseconds shutdown waits for a run in progress. */
+const SHUTDOWN_WAIT_MS = 3000;
+
 /** What one scheduled run did: skipped (another replica), or its report. */
 export type RetentionRun = { skipped: true } | { skipped: false; created: string[]; report: RetentionReport };
 
@@ -129,10 +132,23 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
     tick();
   }
 
+  /**
+   * Stops the schedule; a run in progress stops at its next permit, and is waited for at most
+   * {@link SHUTDOWN_WAIT_MS} (a statement in progress, e.g. a detach waiting for old snapshots,
+   * is not: what it did commits or not on its own, and the next run goes on).
+   */
   async beforeApplicationShutdown(): Promise<void> {
     if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
     this.stopping.abort();
-    await this.running;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.running,
+      new Promise((done) => {
+        timer = setTimeout(done, SHUTDOWN_WAIT_MS);
+        timer.unref();
+      }),
+    ]);
+    clearTimeout(timer);
   }
 
   /**
