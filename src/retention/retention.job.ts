@@ -114,7 +114,13 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
     }
   }
 
-  onApplicationBootstrap(): void {
+  /**
+   * Before the app takes callbacks: the partitions of this month and the months ahead exist (also
+   * with `RETENTION_INTERVAL=off`: a row of a month without its partition could not be written).
+   * Then the schedule.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    await this.ensureAhead();
     const every = this.config.retention.intervalMs;
     if (every === 0) {
       this.logger.log(
@@ -149,6 +155,23 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
       }),
     ]);
     clearTimeout(timer);
+  }
+
+  /** Creates the missing partitions up to `RETENTION_PARTITIONS_AHEAD` months ahead; a failure is logged. */
+  private async ensureAhead(): Promise<void> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      const client = (await runner.connect()) as pg.PoolClient;
+      const created = await ensurePartitions(client, new Date(), this.config.retention.partitionsAhead);
+      this.created.inc(created.length);
+      if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
+    } catch (err) {
+      // Another replica creating the same partition at once (42P07), or the database away: the
+      // scheduled run (or the next start) creates them.
+      this.logger.warn(`partitions ahead not created at start: ${(err as Error).message}`);
+    } finally {
+      await runner.release();
+    }
   }
 
   /**
