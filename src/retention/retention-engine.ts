@@ -606,7 +606,20 @@ function partitionItem(p: PartitionPlan, action: ReportItem['action'], rows: num
   };
 }
 
-/** The report as the CLI and the job's log print it: one block per class. */
+/** Tables no class removes from (docs/retention.md, "Data classes"). */
+export const KEPT_FOREVER = [
+  'financial_operations',
+  'ledger_entries',
+  'accounts',
+  'account_adjustments',
+  'coupons',
+  'bets',
+  'coupon_resolutions',
+  'operator_actions',
+  'quarantined_bodies',
+];
+
+/** The report as the CLI and the job's log print it: one block per class, then what is kept forever. */
 export function formatRetentionReport(report: RetentionReport): string {
   const lines = [
     `retention ${report.applied ? 'applied' : 'report (nothing removed; -- --apply removes it)'} at ${report.at}`,
@@ -623,5 +636,6 @@ export function formatRetentionReport(report: RetentionReport): string {
         `  = keep ${i.target}: ${i.estimated ? '~' : ''}${i.rows} rows, ${i.bytes} bytes (${i.why})`,
       );
   }
+  lines.push(`kept forever: ${KEPT_FOREVER.join(', ')} (no class; docs/retention.md)`);
   return lines.join('\n');
 }
