@@ -391,12 +391,16 @@ export class RetentionEngine {
     return { at: now.toISOString(), applied, classes };
   }
 
-  /** The oldest time in the oldest non-empty partition (its lower bound; the legacy partition is read). */
+  /**
+   * The oldest time of the oldest non-empty partition: its lower bound, or for the legacy
+   * partition (no lower bound) the time of its first row by id.
+   */
   private async oldestOfPartitions(plans: PartitionPlan[]): Promise<string | null> {
     for (const p of plans) {
       const { rows } = await this.db.query<{ oldest: Date | null }>(
         p.partition.from === null
-          ? `SELECT min(${ident(p.target.column)}) AS oldest FROM ${ident(p.partition.name)}`
+          ? // The legacy partition: its first row by id (the primary key's index; ids grow with time), not a scan.
+            `SELECT ${ident(p.target.column)} AS oldest FROM ${ident(p.partition.name)} ORDER BY id LIMIT 1`
           : `SELECT (SELECT $1::timestamptz FROM ${ident(p.partition.name)} LIMIT 1) AS oldest`,
         p.partition.from === null ? [] : [p.partition.from],
       );
