@@ -152,7 +152,9 @@ describe('the retention policy (npm run retention)', () => {
     };
     expect(summary(report)).toEqual(expected);
     expect(formatRetentionReport(report)).toContain('would remove 4 rows');
-    expect(formatRetentionReport(report)).toContain('\nkept forever: financial_operations, ledger_entries, accounts');
+    expect(formatRetentionReport(report)).toContain(
+      '\nkept forever: financial_operations, ledger_entries, accounts',
+    );
 
     const applied = await engine.apply(now);
     expect(summary(applied)).toEqual(expected);
