@@ -422,30 +422,42 @@ export class RetentionEngine {
     oldest: string | null;
   }> {
     const isProtected = target.protectedRow ?? 'false';
-    const timeColumn = TIME_OF[target.name];
-    const { rows } = await this.db.query<{
-      rows: string;
-      bytes: string;
-      protected: string;
-      total: string;
-      oldest: Date | null;
-    }>(
-      `SELECT count(*) FILTER (WHERE $1::timestamptz IS NOT NULL AND (${target.eligible}) AND NOT (${isProtected}))::text AS rows,
-              coalesce(sum(${target.bytes}) FILTER (WHERE $1::timestamptz IS NOT NULL AND (${target.eligible}) AND NOT (${isProtected})), 0)::text AS bytes,
-              count(*) FILTER (WHERE $1::timestamptz IS NOT NULL AND (${target.eligible}) AND (${isProtected}))::text AS protected,
-              coalesce(sum(${target.bytes}), 0)::text AS total,
-              min(${timeColumn}) FILTER (WHERE ${target.holds ?? 'true'}) AS oldest,
-              cardinality($2::text[]) AS dropping
-         FROM ${ident(target.table)} t`,
-      [cutoff, dropping],
+    const sums = { rows: 0, bytes: 0, protectedRows: 0 };
+    if (cutoff) {
+      // Only the rows past the cutoff are read (by the time index where the table has one).
+      const { rows } = await this.db.query<{ rows: string; bytes: string; protected: string }>(
+        `SELECT count(*) FILTER (WHERE NOT (${isProtected}))::text AS rows,
+                coalesce(sum(${target.bytes}) FILTER (WHERE NOT (${isProtected})), 0)::text AS bytes,
+                count(*) FILTER (WHERE ${isProtected})::text AS protected
+           FROM ${ident(target.table)} t WHERE (${target.eligible}) AND cardinality($2::text[]) >= 0`,
+        [cutoff, dropping],
+      );
+      sums.rows = Number(rows[0].rows);
+      sums.bytes = Number(rows[0].bytes);
+      sums.protectedRows = Number(rows[0].protected);
+    }
+    // The class's share of the table from the catalog: a body's is the table's TOAST, the rows'
+    // the rest (all of it when no body of the table is a class of its own).
+    const bodyApart = RETENTION_TARGETS.some(
+      (o) => o !== target && o.kind === 'rows' && o.table === target.table && o.action === 'null body',
     );
-    const r = rows[0];
+    const { rows: size } = await this.db.query<{ total: string; toast: string }>(
+      `SELECT pg_total_relation_size(c.oid)::text AS total,
+              coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)::text AS toast
+         FROM pg_class c WHERE c.oid = $1::regclass`,
+      [target.table],
+    );
+    const total = Number(size[0].total);
+    const toast = Number(size[0].toast);
+    const totalBytes = target.action === 'null body' ? toast : bodyApart ? total - toast : total;
+    const { rows: oldest } = await this.db.query<{ oldest: Date | null }>(
+      `SELECT ${TIME_OF[target.name]} AS oldest FROM ${ident(target.table)} t
+        WHERE ${target.holds ?? 'true'} ORDER BY ${ORDER_OF[target.table]} LIMIT 1`,
+    );
     return {
-      rows: Number(r.rows),
-      bytes: Number(r.bytes),
-      protectedRows: Number(r.protected),
-      totalBytes: Number(r.total),
-      oldest: r.oldest ? new Date(r.oldest).toISOString() : null,
+      ...sums,
+      totalBytes,
+      oldest: oldest.length && oldest[0].oldest ? new Date(oldest[0].oldest).toISOString() : null,
     };
   }
 
@@ -579,7 +591,15 @@ export class RetentionEngine {
   }
 }
 
-/** The time column of each bounded target (for its oldest row). */
+/** The order of a bounded table's rows by age, by an index (for its oldest row). */
+const ORDER_OF: Record<string, string> = {
+  wallet_outbox: 't.id',
+  event_outbox: 't.id',
+  callback_inbox: 't.id',
+  callback_batches: 't.received_at',
+};
+
+/** The time of each bounded target's row (for its oldest). */
 const TIME_OF: Record<string, string> = {
   wallet_outbox: 'coalesce(t.delivered_at, t.skipped_at, t.created_at)',
   'wallet_outbox.body': 'coalesce(t.delivered_at, t.skipped_at)',
