@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { pageSize } from '../common/pagination.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { EXPIRED_NOTE, retentionHorizons } from '../database/retention-horizons.js';
@@ -12,8 +13,6 @@ import {
   DeliveryQueryDto,
   ExpiredView,
 } from './dto/audit.dto.js';
-
-const DEFAULT_LIMIT = 50;
 
 function attemptView(a: AttemptRecord): DeliveryAttemptView {
   return {
@@ -123,7 +122,7 @@ export class AuditService {
 
   /** Delivery attempts matching `query`, newest first, one page. */
   async deliveries(query: DeliveryQueryDto): Promise<DeliveryPageView> {
-    const limit = query.limit ? Number(query.limit) : DEFAULT_LIMIT;
+    const limit = pageSize(query);
     const filter = {
       outcome: query.outcome,
       batchId: query.batchId,

@@ -1,23 +1,24 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
+import { IsIntegerFrom, PAGE_SIZE } from './pagination.js';
 
 /**
- * Query of a list paged by row id, newest first: page size and keyset cursor (the quarantine; the
- * inbox and the outboxes add their status filter to it).
+ * Query of a list paged by row id, newest first (the quarantine, the delivery log; the inbox and
+ * the outboxes add their status filter to it): the page rule of every list ({@link PAGE_SIZE},
+ * read with `pageSize`), the cursor a row id.
  */
 export class IdPageQueryDto {
-  // An integer in the API description; read as the query's text, checked by the pattern.
   @ApiPropertyOptional({
     type: 'integer',
     minimum: 1,
-    maximum: 100,
-    default: 20,
-    example: 20,
-    description: 'rows per page, 1..100 (default 20)',
+    maximum: PAGE_SIZE.max,
+    default: PAGE_SIZE.default,
+    example: PAGE_SIZE.default,
+    description: `rows per page, 1..${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`,
   })
   @IsOptional()
-  @Matches(/^(?:[1-9]\d?|100)$/, { message: 'limit must be an integer from 1 to 100' })
-  limit?: string;
+  @IsIntegerFrom(1, PAGE_SIZE.max)
+  limit?: string | number;
 
   @ApiPropertyOptional({
     description: '`nextCursor` of the previous page: rows with a smaller id',

@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { API_TAGS } from '../common/api-tags.js';
@@ -12,7 +13,7 @@ import {
   SkipOutboxEntryDto,
 } from '../outbox/dto/outbox.dto.js';
 import { OutboxException, outboxRowId as rowId } from '../outbox/outbox.exception.js';
-import { DEFAULT_PAGE_SIZE, OutboxService } from '../outbox/outbox.service.js';
+import { OutboxService } from '../outbox/outbox.service.js';
 import { EventOutboxes } from './event-outboxes.js';
 
 /** Whether a publisher's delivery runs, and its backlog. */
@@ -78,11 +79,7 @@ export class EventsController {
   @ApiResponse(apiError(400, 'limit, cursor or status out of range', 'validation_failed'))
   @ApiResponse(NOT_FOUND)
   list(@Param('publisher') publisher: string, @Query() query: OutboxListQueryDto): Promise<OutboxPageView> {
-    return this.of(publisher).list(
-      query.status,
-      query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE,
-      query.cursor,
-    );
+    return this.of(publisher).list(query.status, pageSize(query), query.cursor);
   }
 
   @Get(':publisher/outbox/:id')

@@ -1,4 +1,5 @@
 import { Controller, Get, Query } from '@nestjs/common';
+import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { ErrorResponseDto } from '../common/error-response.dto.js';
@@ -55,6 +56,6 @@ export class InboxController {
     },
   })
   list(@Query() query: InboxListQueryDto): Promise<InboxPage> {
-    return this.inbox.list(query.limit ? Number(query.limit) : 20, query.cursor, query.status);
+    return this.inbox.list(pageSize(query), query.cursor, query.status);
   }
 }

@@ -132,7 +132,7 @@ export class InboxService {
     return () => this.acceptedListeners.delete(listener);
   }
 
-  /** Inbox rows newest first (`limit` 1..100, ids below `cursor`, optionally one `status`), without payloads. */
+  /** Inbox rows newest first (`limit` rows, ids below `cursor`, optionally one `status`), without payloads. */
   async list(limit: number, cursor?: string, status?: InboxStatus): Promise<InboxPage> {
     const rows = await this.transactions.run((tx) => this.inbox.list(tx, limit + 1, cursor, status));
     const items = rows.slice(0, limit);

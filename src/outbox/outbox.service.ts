@@ -14,9 +14,6 @@ import type { OutboxMetrics } from './outbox-metrics.js';
 import { OutboxRepository, OutboxRowView } from './outbox.repository.js';
 import type { OutboxStatus } from './outbox.types.js';
 
-/** Page size of an outbox list when none is asked for. */
-export const DEFAULT_PAGE_SIZE = 20;
-
 /** How a destination's operator actions are recorded (docs/api.md#operator-actions). */
 export interface OutboxActionKinds {
   /** Target kind of a row's retry and skip: `outbox` (the wallet's), `event_outbox`. */
@@ -62,11 +59,7 @@ export class OutboxService {
   }
 
   /** Rows of `status` (all when undefined), newest first, `limit` per page from below `cursor`. */
-  async list(
-    status: OutboxStatus | undefined,
-    limit = DEFAULT_PAGE_SIZE,
-    cursor?: string,
-  ): Promise<OutboxPageView> {
+  async list(status: OutboxStatus | undefined, limit: number, cursor?: string): Promise<OutboxPageView> {
     const rows = await this.transactions.run((tx) => this.outbox.list(tx, status, limit + 1, cursor));
     const items = rows.slice(0, limit).map((r) => this.view(r));
     return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };

@@ -1,4 +1,5 @@
 import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
@@ -9,7 +10,7 @@ import {
   QuarantinePageView,
   QuarantineReplayView,
 } from './dto/quarantine.dto.js';
-import { DEFAULT_PAGE_SIZE, QuarantineService } from './quarantine.service.js';
+import { QuarantineService } from './quarantine.service.js';
 import type { QuarantinePage, ReplayResult } from './quarantine.service.js';
 import { API_TAGS } from '../common/api-tags.js';
 
@@ -67,7 +68,7 @@ export class QuarantineController {
   })
   @ApiResponse(apiError(400, 'limit or cursor out of range', 'validation_failed'))
   list(@Query() query: QuarantineListQueryDto): Promise<QuarantinePage> {
-    return this.quarantine.list(query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE, query.cursor);
+    return this.quarantine.list(pageSize(query), query.cursor);
   }
 
   @Get(':id')

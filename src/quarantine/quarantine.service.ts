@@ -15,9 +15,6 @@ import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
 import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
 
-/** Page size of the quarantine list when none is asked for. */
-export const DEFAULT_PAGE_SIZE = 20;
-
 /** A page of the quarantine, newest first; `nextCursor` is null on the last page. */
 export interface QuarantinePage {
   items: QuarantineSummary[];
@@ -48,8 +45,8 @@ export class QuarantineService {
     private readonly actions: OperatorActionLog,
   ) {}
 
-  /** Newest first, `limit` (1..100) rows with an id below `cursor`. */
-  async list(limit = DEFAULT_PAGE_SIZE, cursor?: string): Promise<QuarantinePage> {
+  /** Newest first, `limit` rows with an id below `cursor`. */
+  async list(limit: number, cursor?: string): Promise<QuarantinePage> {
     const rows = await this.transactions.run((tx) => this.quarantine.list(tx, limit + 1, cursor));
     const items = rows.slice(0, limit);
     return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };

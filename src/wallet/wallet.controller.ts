@@ -1,4 +1,5 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
+import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
@@ -11,7 +12,7 @@ import {
   WalletStatusView,
 } from '../outbox/dto/outbox.dto.js';
 import { outboxRowId as rowId } from '../outbox/outbox.exception.js';
-import { DEFAULT_PAGE_SIZE, OutboxService, OutboxStatusView } from '../outbox/outbox.service.js';
+import { OutboxService, OutboxStatusView } from '../outbox/outbox.service.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { WalletOutbox } from './wallet-outbox.js';
@@ -56,11 +57,7 @@ export class WalletController {
   @ApiResponse({ status: 200, type: OutboxPageView, description: 'one page of rows' })
   @ApiResponse(apiError(400, 'limit, cursor or status out of range', 'validation_failed'))
   list(@Query() query: OutboxListQueryDto): Promise<OutboxPageView> {
-    return this.wallet.list(
-      query.status,
-      query.limit ? Number(query.limit) : DEFAULT_PAGE_SIZE,
-      query.cursor,
-    );
+    return this.wallet.list(query.status, pageSize(query), query.cursor);
   }
 
   @Get('outbox/:id')

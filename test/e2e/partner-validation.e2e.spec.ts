@@ -268,7 +268,23 @@ describe('partner API validation: undeclared fields and one message per path (CO
       const res = await ops(t.app).get('/callbacks/quarantine?limit=0');
       expect([res.status, res.body]).toEqual([
         400,
-        refused({ path: 'limit', message: 'limit must be an integer from 1 to 100' }),
+        refused({ path: 'limit', message: 'limit must be an integer from 1 to 200' }),
+      ]);
+    });
+
+    it.each([
+      '/callbacks/quarantine',
+      '/callbacks/deliveries',
+      '/callbacks/inbox',
+      '/wallet/outbox',
+      '/coupons',
+      '/operator-actions',
+    ])('%s pages by the one rule: limit 1..200', async (list) => {
+      expect((await ops(t.app).get(`${list}?limit=200`)).status).toBe(200);
+      const res = await ops(t.app).get(`${list}?limit=201`);
+      expect([res.status, res.body]).toEqual([
+        400,
+        refused({ path: 'limit', message: 'limit must be an integer from 1 to 200' }),
       ]);
     });
   });

@@ -222,7 +222,7 @@ describe('quarantine endpoints', () => {
     expectError(await request(server).get('/callbacks/quarantine'), 401, 'unauthorized');
     expectError(await request(server).post('/callbacks/quarantine/1/replay'), 401, 'unauthorized');
     expectError(await ops(t.app).get('/callbacks/quarantine?limit=0'), 400, 'validation_failed');
-    expectError(await ops(t.app).get('/callbacks/quarantine?limit=101'), 400, 'validation_failed');
+    expectError(await ops(t.app).get('/callbacks/quarantine?limit=201'), 400, 'validation_failed');
     expectError(await ops(t.app).get('/callbacks/quarantine?cursor=abc'), 400, 'validation_failed');
     expectError(await ops(t.app).get('/callbacks/quarantine?other=1'), 400, 'validation_failed');
     expectError(await ops(t.app).get('/callbacks/quarantine/999999'), 404, 'not_found');

@@ -1,3 +1,4 @@
+import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
 import { DeliveryOutcome } from '../../deliveries/delivery.types.js';
@@ -108,7 +109,7 @@ export class BatchAuditView {
 }
 
 /** Query of `GET /callbacks/deliveries`. */
-export class DeliveryQueryDto {
+export class DeliveryQueryDto extends IdPageQueryDto {
   @ApiPropertyOptional({ enum: Object.values(DeliveryOutcome) })
   @IsOptional()
   @IsIn(Object.values(DeliveryOutcome))
@@ -128,24 +129,6 @@ export class DeliveryQueryDto {
   @IsOptional()
   @IsISO8601({ strict: true })
   to?: string;
-
-  // An integer in the API description; read as the query's text, checked by the pattern.
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 1,
-    maximum: 200,
-    default: 50,
-    example: 50,
-    description: 'rows per page, 1..200 (default 50)',
-  })
-  @IsOptional()
-  @Matches(/^(?:[1-9]\d?|1\d\d|200)$/, { message: 'limit must be an integer from 1 to 200' })
-  limit?: string;
-
-  @ApiPropertyOptional({ example: '1841', description: '`nextCursor` of the previous page' })
-  @IsOptional()
-  @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a positive integer' })
-  cursor?: string;
 }
 
 /** One page of delivery attempts, newest first. */
