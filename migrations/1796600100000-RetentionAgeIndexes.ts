@@ -2,13 +2,16 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
  * The retention policy (issue 32, docs/retention.md) finds the wallet's and the events' finished
- * outbox rows by when they finished: a partial index per finishing state, so its hourly report
- * reads the rows past the cutoff instead of the whole outbox.
+ * outbox rows, and the inbox's applied rows, by when they finished: a partial index per finishing
+ * state, so its hourly report reads the rows past the cutoff instead of the whole table.
  */
-export class RetentionOutboxAge1796600100000 implements MigrationInterface {
-  name = 'RetentionOutboxAge1796600100000';
+export class RetentionAgeIndexes1796600100000 implements MigrationInterface {
+  name = 'RetentionAgeIndexes1796600100000';
 
   public async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(
+      `CREATE INDEX "callback_inbox_done_idx" ON "callback_inbox" ("finished_at") WHERE status = 'done'`,
+    );
     for (const table of ['wallet_outbox', 'event_outbox']) {
       await queryRunner.query(
         `CREATE INDEX "${table}_delivered_idx" ON "${table}" ("delivered_at") WHERE status = 'delivered'`,
@@ -20,6 +23,7 @@ export class RetentionOutboxAge1796600100000 implements MigrationInterface {
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP INDEX "callback_inbox_done_idx"`);
     for (const table of ['wallet_outbox', 'event_outbox']) {
       await queryRunner.query(`DROP INDEX "${table}_skipped_idx"`);
       await queryRunner.query(`DROP INDEX "${table}_delivered_idx"`);
