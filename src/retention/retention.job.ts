@@ -36,6 +36,9 @@ export const RETENTION_METRIC = {
 
 const INTERVAL_NAME = 'retention';
 
+/** Milliseconds one statement of a run may take (a detach interrupted by it is finished next run). */
+const RUN_STATEMENT_TIMEOUT_MS = 15 * 60_000;
+
 /** Milliseconds shutdown waits for a run in progress. */
 const SHUTDOWN_WAIT_MS = 3000;
 
@@ -190,8 +193,9 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
         return { skipped: true };
       }
       try {
-        // A run's statements (counting a partition, waiting out a concurrent detach) are not the callback's.
-        await client.query('SET statement_timeout = 0');
+        // A run's statements (counting a partition, waiting out a concurrent detach) are not the
+        // callback's: minutes, not seconds; still bounded, so a hung database frees the connection.
+        await client.query(`SET statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
         const created = await ensurePartitions(client, now, this.config.retention.partitionsAhead);
         this.created.inc(created.length);
         if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
