@@ -298,3 +298,72 @@ describe('archive before drop (RETENTION_ARCHIVE)', () => {
     expect(again.filter((c) => !c.ok).map((c) => c.manifest)).toEqual([archive.manifest]);
   });
 });
+
+describe('a detach interrupted half way', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await ensurePartitions(client, now, 3, ago(520));
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  it('is finished (FINALIZE) and dropped by the next apply', async () => {
+    const old = part('delivery_attempts', 500);
+    await client.query(
+      `INSERT INTO delivery_attempts (batch_id, received_at, outcome, http_status, duration_ms) VALUES ('x', $1, 'processed', 200, 1)`,
+      [ago(500)],
+    );
+    // A transaction with a snapshot that saw the table keeps DETACH … CONCURRENTLY waiting; cancelled
+    // there, the partition stays "detach pending".
+    const reader = new pg.Client({ connectionString: db.url });
+    const detacher = new pg.Client({ connectionString: db.url });
+    await reader.connect();
+    await detacher.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM delivery_attempts');
+      const pid = (await detacher.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      const detach = detacher
+        .query(`ALTER TABLE delivery_attempts DETACH PARTITION "${old}" CONCURRENTLY`)
+        .then(
+          () => 'done',
+          (err: { code?: string }) => err.code,
+        );
+      for (let n = 0; n < 100; n++) {
+        const { rows } = await client.query(`SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1`, [
+          pid,
+        ]);
+        if (rows[0]?.wait_event_type === 'Lock') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await client.query('SELECT pg_cancel_backend($1)', [pid]);
+      expect(await detach).toBe('57014');
+      await reader.query('COMMIT');
+    } finally {
+      await reader.end();
+      await detacher.end();
+    }
+    const { rows: pending } = await client.query(
+      `SELECT inhdetachpending AS pending FROM pg_inherits WHERE inhrelid = $1::regclass`,
+      [old],
+    );
+    expect(pending).toEqual([{ pending: true }]);
+    const report = await new RetentionEngine(client, loadRetentionConfig({})).report(now);
+    expect(
+      report.classes.find((c) => c.dataClass === 'delivery_attempts')!.keep.find((i) => i.target === old)
+        ?.why,
+    ).toBe('detach pending: finished by the next apply');
+
+    await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+    const { rows } = await client.query(`SELECT to_regclass($1) AS still`, [old]);
+    expect(rows[0].still).toBeNull();
+  });
+});
