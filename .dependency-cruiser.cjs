@@ -21,7 +21,7 @@ const LAYERS = [
   ['quarantine', 'src/quarantine/'],
   ['reconciliation', 'src/reconciliation/'],
   ['callbacks', 'src/callbacks/'],
-  ['edges', 'src/(audit|console|bulk-actions)/'],
+  ['edges', 'src/(audit|console|bulk-actions|retention)/'],
   ['app', 'src/[^/]+[.]ts$'],
 ];
 

@@ -10,6 +10,8 @@ import { WalletSkipKeepsParkedReason1796401887278 } from './1796401887278-Wallet
 import { OperatorConsole1796402000000 } from './1796402000000-OperatorConsole.js';
 import { SettlementEvents1796500000000 } from './1796500000000-SettlementEvents.js';
 import { WalletStatusNeverChanged1796510000000 } from './1796510000000-WalletStatusNeverChanged.js';
+import { RetentionPartitions1796600000000 } from './1796600000000-RetentionPartitions.js';
+import { RetentionAgeIndexes1796600100000 } from './1796600100000-RetentionAgeIndexes.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -25,4 +27,6 @@ export const MIGRATIONS = [
   OperatorConsole1796402000000,
   SettlementEvents1796500000000,
   WalletStatusNeverChanged1796510000000,
+  RetentionPartitions1796600000000,
+  RetentionAgeIndexes1796600100000,
 ];

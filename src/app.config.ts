@@ -4,6 +4,7 @@ import { AppConfig, loadConfigWith } from './config/configuration.js';
 import { databaseConfig } from './database/database.config.js';
 import { BUILT_IN_EVENT_PUBLISHERS, eventsConfig, unknownEventPublishers } from './events/events.config.js';
 import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './wallet/wallet-connectors.js';
+import { retentionConfig } from './retention/retention.config.js';
 import { walletConfig } from './wallet/wallet.config.js';
 
 export type { AppConfig };
@@ -18,6 +19,7 @@ export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [
   authConfig,
   walletConfig,
   eventsConfig,
+  retentionConfig,
 ];
 
 /**

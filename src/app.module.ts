@@ -25,6 +25,7 @@ import { ObservabilityModule } from './observability/observability.module.js';
 import { OperatorActionsModule } from './operator-actions/operator-actions.module.js';
 import { QuarantineModule } from './quarantine/quarantine.module.js';
 import { ReconciliationModule } from './reconciliation/reconciliation.module.js';
+import { RetentionModule } from './retention/retention.module.js';
 import { SettlementModule } from './settlement/settlement.module.js';
 import { WalletModule } from './wallet/wallet.module.js';
 
@@ -86,6 +87,7 @@ export class AppModule {
         OperatorActionsModule,
         ConsoleModule,
         BulkActionsModule,
+        RetentionModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
         ...(options.extensions ?? []),
       ],

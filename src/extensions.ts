@@ -2,8 +2,9 @@
  * The extension API of the receiver (docs/extending.md), in one place for the bookmaker's modules:
  * list a module in `AppModule.forRoot(config, { extensions: [...] })` (or
  * `startReceiver({ extensions: [...] })`) and the providers it holds that extend these classes are
- * found at start: wallet connectors (named by `WALLET_CONNECTOR`), settlement hooks (all run) and
- * event publishers (named by `EVENT_PUBLISHERS`). No file of the receiver changes to add one.
+ * found at start: wallet connectors (named by `WALLET_CONNECTOR`), settlement hooks (all run),
+ * event publishers (named by `EVENT_PUBLISHERS`) and archive connectors (named by
+ * `RETENTION_ARCHIVE_CONNECTOR`). No file of the receiver changes to add one.
  */
 export { AppModule } from './app.module.js';
 export type { AppOptions } from './app.module.js';
@@ -29,4 +30,6 @@ export { EventPublisher } from './events/event-publisher.js';
 export type { PublishedEvent, PublishRequest, SettlementEvent } from './events/event-publisher.js';
 export type { OutboxDelivery } from './outbox/outbox.types.js';
 export { OperationType } from './ledger/ledger.types.js';
+export { ArchiveConnector } from './retention/archive-connector.js';
+export type { ArchiveManifest } from './retention/archive-connector.js';
 export type { Statement, Tx } from './database/transaction.js';

@@ -85,6 +85,7 @@ export class AuditController {
         REDELIVERY_EXAMPLE,
       ],
       quarantined: 0,
+      expired: null,
     },
   })
   @ApiResponse(

@@ -26,9 +26,12 @@ export class AuditRepository {
   batch(
     tx: Tx,
     batchId: string,
-  ): Promise<Pick<CallbackBatchEntity, 'payloadHash' | 'couponCount' | 'receivedAt' | 'actor'> | null> {
+  ): Promise<Pick<
+    CallbackBatchEntity,
+    'payloadHash' | 'couponCount' | 'receivedAt' | 'actor' | 'payloadExpiredAt'
+  > | null> {
     return tx.manager.findOne(CallbackBatchEntity, {
-      select: { payloadHash: true, couponCount: true, receivedAt: true, actor: true },
+      select: { payloadHash: true, couponCount: true, receivedAt: true, actor: true, payloadExpiredAt: true },
       where: { batchId },
     });
   }

@@ -3,9 +3,16 @@ import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { pageSize } from '../common/pagination.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
+import { EXPIRED_NOTE, retentionHorizons } from '../database/retention-horizons.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
-import { BatchAuditView, DeliveryAttemptView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
+import {
+  BatchAuditView,
+  DeliveryAttemptView,
+  DeliveryPageView,
+  DeliveryQueryDto,
+  ExpiredView,
+} from './dto/audit.dto.js';
 
 function attemptView(a: AttemptRecord): DeliveryAttemptView {
   return {
@@ -24,6 +31,27 @@ function attemptView(a: AttemptRecord): DeliveryAttemptView {
 }
 
 /**
+ * The classes of a batch received at `batch.receivedAt` that are past their retention horizon; a
+ * batch whose row is gone but whose operations are in the ledger lost its row (`batch_ids`) and
+ * everything younger than it. null when nothing expired.
+ */
+function expiredOf(
+  batch: { receivedAt: Date; payloadExpiredAt?: Date | null } | null,
+  horizons: Record<string, Date>,
+  posted: boolean,
+): ExpiredView | null {
+  const classes = ['batch_ids', 'raw_bodies', 'snapshots', 'delivery_attempts'].filter((c) => {
+    const before = horizons[c];
+    if (!before) return false;
+    if (!batch) return posted;
+    if (c === 'batch_ids') return false;
+    if (c === 'raw_bodies') return Boolean(batch.payloadExpiredAt);
+    return batch.receivedAt < before;
+  });
+  return classes.length ? { note: EXPIRED_NOTE, classes } : null;
+}
+
+/**
  * The delivery audit for operators and finance (CONTRACT §8): what a batch did and every time it
  * was delivered, so a redelivery answered 200 can be shown to have moved no money a second time.
  */
@@ -37,25 +65,35 @@ export class AuditService {
 
   /**
    * Amounts at the precision of their currency (a snapshot's: its coupon's).
-   * @throws DomainException NOT_FOUND when the batch id was never stored nor delivered.
+   * `expired` names what the retention policy removed of it (docs/retention.md).
+   * @throws DomainException NOT_FOUND when the batch id was never stored nor delivered (or all
+   * of it expired).
    */
   async batch(batchId: string): Promise<BatchAuditView> {
     // One after the other: statements of one transaction share its connection, and after one
     // fails the others would fail with 25P02 (in whichever order the rejections race).
-    const { batch, coupons, operations, deliveries, quarantined } = await this.transactions.run(
+    const { batch, coupons, operations, deliveries, quarantined, horizons } = await this.transactions.run(
       async (tx) => ({
         batch: await this.audit.batch(tx, batchId),
         coupons: await this.audit.snapshots(tx, batchId),
         operations: await this.audit.operations(tx, batchId),
         deliveries: await this.audit.attemptsOf(tx, batchId),
         quarantined: await this.audit.quarantinedCount(tx, batchId),
+        horizons: await retentionHorizons(tx),
       }),
     );
-    if (!batch && !deliveries.length && !quarantined)
-      throw new DomainException(ErrorCode.NOT_FOUND, `batch ${batchId} was never delivered`);
+    // A batch whose row expired (docs/retention.md) still has its operations in the ledger.
+    const expired = expiredOf(batch, horizons, operations.length > 0);
+    if (!batch && !deliveries.length && !quarantined && !operations.length)
+      throw new DomainException(
+        ErrorCode.NOT_FOUND,
+        horizons.batch_ids
+          ? `batch ${batchId} was never delivered, or ${EXPIRED_NOTE} (batch ids before ${horizons.batch_ids.toISOString()})`
+          : `batch ${batchId} was never delivered`,
+      );
     return {
       batchId,
-      committed: batch !== null,
+      committed: batch !== null || operations.length > 0,
       payloadHash: batch?.payloadHash ?? null,
       couponCount: batch?.couponCount ?? null,
       committedAt: batch?.receivedAt.toISOString() ?? null,
@@ -79,6 +117,7 @@ export class AuditService {
       })),
       deliveries: deliveries.map(attemptView),
       quarantined,
+      expired,
     };
   }
 

@@ -151,6 +151,7 @@ export class CouponsController {
         },
       ],
       nextCursor: null,
+      expiredBefore: null,
     },
   })
   @ApiResponse(apiError(400, 'invalid limit or cursor', 'validation_failed'))

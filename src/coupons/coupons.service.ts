@@ -1,3 +1,4 @@
+import { retentionHorizons } from '../database/retention-horizons.js';
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
@@ -147,7 +148,8 @@ export class CouponsService implements OnModuleInit {
 
   /**
    * `GET /coupons/{coupon_code}/history`: one page of the coupon's snapshots, newest first, each
-   * with the operations its transition decided and those posted for it (found by its batch id).
+   * with the operations its transition decided and those posted for it (found by its batch id);
+   * `expiredBefore`: snapshots older expired under the retention policy (docs/retention.md).
    * @throws DomainException NOT_FOUND.
    */
   async history(
@@ -156,13 +158,13 @@ export class CouponsService implements OnModuleInit {
   ): Promise<SnapshotPageView> {
     const limit = pageSize(query);
     const before = query.cursor === undefined ? undefined : Cursor.decode(query.cursor, [CURSOR_PART.id])[0];
-    const { coupon, rows, posted } = await this.transactions.run(async (tx) => {
+    const { coupon, rows, posted, horizons } = await this.transactions.run(async (tx) => {
       const found = await this.coupons.find(tx, couponCode);
       if (!found) throw new DomainException(ErrorCode.NOT_FOUND, `coupon ${couponCode} not found`);
       const snapshots = await this.coupons.history(tx, couponCode, before, limit + 1);
       const batchIds = [...new Set(snapshots.slice(0, limit).map((s) => s.batchId))];
       const ops = batchIds.length ? await this.ledgerRows.operationsOfBatches(tx, couponCode, batchIds) : [];
-      return { coupon: found, rows: snapshots, posted: ops };
+      return { coupon: found, rows: snapshots, posted: ops, horizons: await retentionHorizons(tx) };
     });
     const amount = (value: string) => this.config.currencies.format(value, coupon.currency);
     const page = toPage(
@@ -195,7 +197,11 @@ export class CouponsService implements OnModuleInit {
           })),
       }),
     );
-    return { coupon_code: coupon.couponCode, ...page };
+    return {
+      coupon_code: coupon.couponCode,
+      ...page,
+      expiredBefore: horizons.snapshots?.toISOString() ?? null,
+    };
   }
 
   private summary(r: CouponListRow): CouponSummaryView {

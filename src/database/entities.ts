@@ -21,6 +21,7 @@ import { OperatorActionEntity } from '../operator-actions/entities/operator-acti
 import { DeliveryMinuteEntity } from '../console/entities/delivery-minute.entity.js';
 import { BulkActionEntity } from '../bulk-actions/entities/bulk-action.entity.js';
 import { BulkActionItemEntity } from '../bulk-actions/entities/bulk-action-item.entity.js';
+import { RetentionHorizonEntity } from '../retention/entities/retention-horizon.entity.js';
 
 /**
  * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring
@@ -52,4 +53,5 @@ export const ENTITIES = [
   DeliveryMinuteEntity,
   BulkActionEntity,
   BulkActionItemEntity,
+  RetentionHorizonEntity,
 ];

@@ -10,6 +10,13 @@ export interface SqlQueryable {
   ): Promise<{ rows: R[] }>;
 }
 
+/**
+ * Placeholder of the time before which the retention policy may have removed `dataClass`'s data
+ * (`retention_horizons`, docs/retention.md): {@link LedgerVerifier.verify} puts the time in, or
+ * `-infinity` while it removed none (or on a schema before the table).
+ */
+const EXPIRED_BEFORE = (dataClass: string) => `:expired_before_${dataClass}:`;
+
 /** Names of the checks {@link LedgerVerifier} runs (CONTRACT §7, §4, §8). */
 export enum LedgerCheck {
   /** An operation's entries do not sum to zero, are not exactly one player and one house entry, or move another amount. */
@@ -256,6 +263,8 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
       SELECT o.operation_key AS subject, format('%s of %s that no stored snapshot decided', o.type, ${SHOWN('o.amount', 'o.currency')}) AS detail
       FROM financial_operations o
       WHERE o.type IN ('final_credit', 'recalculation_debit')
+        -- Posted before the snapshots' retention horizon: its snapshot may have expired (docs/retention.md).
+        AND o.created_at >= ${EXPIRED_BEFORE('snapshots')}
         AND NOT EXISTS (SELECT 1 FROM coupon_snapshots s CROSS JOIN LATERAL jsonb_array_elements(s.operations) op
                         WHERE s.coupon_code = o.coupon_code
                           AND (op->>'generation')::int = o.generation AND op->>'type' = o.type)
@@ -276,7 +285,8 @@ const CHECKS: { check: LedgerCheck; sql: string }[] = [
     sql: `
       SELECT b.batch_id AS subject, format('committed %s with payload %s, no processed or accepted delivery attempt', b.received_at, b.payload_hash) AS detail
       FROM callback_batches b
-      WHERE NOT EXISTS (SELECT 1 FROM delivery_attempts d
+      WHERE b.received_at >= ${EXPIRED_BEFORE('delivery_attempts')} -- its attempts may have expired (docs/retention.md)
+        AND NOT EXISTS (SELECT 1 FROM delivery_attempts d
                         WHERE d.batch_id = b.batch_id AND d.outcome IN ('processed', 'accepted')
                           AND d.payload_hash = b.payload_hash)
         -- 'accepted': the delivery committed to the inbox (CALLBACK_MODE=inbox), applied by a worker.
@@ -314,13 +324,31 @@ export class LedgerVerifier {
     private readonly currencies: CurrencyTable = CurrencyTable.of(),
   ) {}
 
+  /** The retention policy's horizons per class (none on a schema without `retention_horizons`). */
+  private async horizons(): Promise<Map<string, Date>> {
+    const { rows: found } = await this.db.query<{ present: boolean }>(
+      `SELECT to_regclass('retention_horizons') IS NOT NULL AS present`,
+    );
+    if (!found[0].present) return new Map();
+    const { rows } = await this.db.query<{ dataClass: string; before: Date }>(
+      `SELECT data_class AS "dataClass", expired_before AS before FROM retention_horizons`,
+    );
+    return new Map(rows.map((r) => [r.dataClass, r.before]));
+  }
+
   /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
   async verify(): Promise<LedgerReport> {
     await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const violations: LedgerViolation[] = [];
       const units = [this.currencies.toJson(), this.currencies.legacyMinorUnits];
-      for (const { check, sql } of CHECKS) {
+      const horizons = await this.horizons();
+      for (const check_ of CHECKS) {
+        const { check } = check_;
+        const sql = check_.sql.replace(
+          /:expired_before_([a-z_]+):/g,
+          (_, c: string) => `'${horizons.get(c)?.toISOString() ?? '-infinity'}'::timestamptz`,
+        );
         const { rows } = await this.db.query<{ subject: string; detail: string }>(
           sql,
           sql.includes('$1') ? units : undefined,

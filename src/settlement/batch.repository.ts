@@ -48,7 +48,8 @@ export class BatchRepository {
    * quarantined one is applied only by its replay), or a pending inbox row holds one of
    * `couponCodes` (docs/inbox-mode.md); an inbox worker or a replay claims without it.
    * A batch with `inboxId` takes its bytes from that inbox row (as stored, still compressed) and
-   * fails (payload NOT NULL) unless the row's payload hash is the batch's.
+   * fails (`callback_batches_payload_check`: a NULL payload only with `payload_expired_at`) unless
+   * the row's payload hash is the batch's.
    */
   claimStatement(
     batch: { batchId: string; payloadHash: string; couponCount: number; rawBody: Buffer; inboxId?: string },

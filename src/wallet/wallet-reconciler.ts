@@ -165,14 +165,47 @@ export async function reconcileWithDatabase(
 ): Promise<WalletReconciliation> {
   const ledger = await pushedOperations(client);
   const transactions = await readExport();
-  const first = reconcileWallet(ledger, transactions, format);
+  const first = withoutExpired(
+    reconcileWallet(ledger, transactions, format),
+    await expiredKeys(client, transactions),
+  );
   const suspects = first.differences.filter((d) => READ_AGAIN.includes(d.kind)).map((d) => d.subject);
   if (!suspects.length) return first;
   const now = new Map((await pushedOperations(client, suspects)).map((op) => [op.operationKey, op]));
   const merged = ledger.map((op) => now.get(op.operationKey) ?? op);
   const read = new Set(ledger.map((op) => op.operationKey));
   for (const op of now.values()) if (!read.has(op.operationKey)) merged.push(op);
-  return reconcileWallet(merged, transactions, format);
+  return withoutExpired(
+    reconcileWallet(merged, transactions, format),
+    await expiredKeys(client, transactions),
+  );
+}
+
+/**
+ * Operation keys of the wallet's transactions whose outbox row the retention policy may have
+ * deleted (docs/retention.md): the ledger has the operation, posted before the outbox class's
+ * horizon. Not "unknown to the ledger": delivered and expired.
+ */
+async function expiredKeys(
+  client: pg.ClientBase,
+  transactions: WalletExportTransaction[],
+): Promise<Set<string>> {
+  const { rows } = await client.query<{ key: string }>(
+    `SELECT operation_key AS key FROM financial_operations
+      WHERE operation_key = ANY ($1::text[])
+        AND created_at < (SELECT expired_before FROM retention_horizons WHERE data_class = 'outbox')`,
+    [transactions.map((t) => t.transactionId)],
+  );
+  return new Set(rows.map((r) => r.key));
+}
+
+/** `r` without the `unknown_to_ledger` differences of `expired` keys. */
+function withoutExpired(r: WalletReconciliation, expired: Set<string>): WalletReconciliation {
+  if (!expired.size) return r;
+  return {
+    ...r,
+    differences: r.differences.filter((d) => !(d.kind === 'unknown_to_ledger' && expired.has(d.subject))),
+  };
 }
 
 /** The export's shape (docs/wallet-http-contract.md, "Reconciliation"); other fields are allowed. */

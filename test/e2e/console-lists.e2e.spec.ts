@@ -137,6 +137,7 @@ describe('GET /coupons, /coupons/{coupon_code}/history (issue 30)', () => {
         },
       ],
       nextCursor: null,
+      expiredBefore: null,
     });
     const one = await ops(t.app, 'reader').get('/coupons/CL-1/history?limit=1');
     expect(one.body.nextCursor).toBe(items[0].id);

@@ -205,7 +205,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       { same: true, bytes: Buffer.byteLength(body), compression: 'pglz', inboxId },
     ]);
 
-    // The claim names the inbox row and the hash: another hash stores no body (payload NOT NULL).
+    // The claim names the inbox row and the hash: another hash stores no body (a NULL payload fails a CHECK).
     const claim = (payloadHash: string) =>
       new BatchRepository().claimStatement(
         { batchId: 'ib-big-copy', payloadHash, couponCount: 1, rawBody: Buffer.alloc(0), inboxId },
@@ -223,9 +223,10 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
       expect(copy.rows[0].payload.toString()).toBe(body);
       await client.query('ROLLBACK');
       const wrong = claim(sha256Hex('another body'));
+      // No body without its expiry time (a CHECK since raw bodies expire, docs/retention.md).
       await expect(client.query(wrong.text, wrong.values)).rejects.toMatchObject({
-        code: '23502',
-        column: 'payload',
+        code: '23514',
+        constraint: 'callback_batches_payload_check',
       });
     } finally {
       client.release();

@@ -19,7 +19,9 @@ function open(url: string): Promise<DataSource> {
  * Every table of the public schema but TypeORM's `schema_migrations`, as `table column|constraint|
  * index name` → definition as PostgreSQL prints it (`format_type`, `pg_get_constraintdef`,
  * `pg_get_indexdef`). Column order is left out; a numeric default is printed without the cast
- * TypeORM's quoted literal gets (`'0'::numeric` → `0`, the same value).
+ * TypeORM's quoted literal gets (`'0'::numeric` → `0`, the same value). A partitioned table counts
+ * as a table (its partitions, which the retention job creates and drops, are left out) and its
+ * indexes are printed without the `ONLY` of a partitioned table's index (docs/retention.md).
  */
 async function describeSchema(url: string): Promise<Record<string, string>> {
   const { rows } = await withClient(url, (c: pg.Client) =>
@@ -30,15 +32,16 @@ async function describeSchema(url: string): Promise<Record<string, string>> {
         FROM pg_class t
         JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum > 0 AND NOT a.attisdropped
         LEFT JOIN pg_attrdef d ON d.adrelid = t.oid AND d.adnum = a.attnum
-       WHERE t.relnamespace = 'public'::regnamespace AND t.relkind = 'r' AND t.relname <> 'schema_migrations'
+       WHERE t.relnamespace = 'public'::regnamespace AND t.relkind IN ('r', 'p') AND NOT t.relispartition
+         AND t.relname <> 'schema_migrations'
       UNION ALL
       SELECT t.relname || ' constraint ' || k.conname, pg_get_constraintdef(k.oid)
         FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid
-       WHERE t.relnamespace = 'public'::regnamespace AND t.relname <> 'schema_migrations'
+       WHERE t.relnamespace = 'public'::regnamespace AND NOT t.relispartition AND t.relname <> 'schema_migrations'
       UNION ALL
-      SELECT t.relname || ' index ' || i.relname, pg_get_indexdef(i.oid)
+      SELECT t.relname || ' index ' || i.relname, replace(pg_get_indexdef(i.oid), ' ON ONLY ', ' ON ')
         FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
-       WHERE t.relnamespace = 'public'::regnamespace AND t.relname <> 'schema_migrations'
+       WHERE t.relnamespace = 'public'::regnamespace AND NOT t.relispartition AND t.relname <> 'schema_migrations'
       ORDER BY 1`),
   );
   return Object.fromEntries(

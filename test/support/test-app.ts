@@ -53,9 +53,9 @@ export interface TestContext {
  * `fatal` unless set: tests that provoke failures on purpose would fill the output;
  * `AUTH_FAILURE_LIMIT` is 1000 unless set: tests send wrong keys on purpose; `HOUSE_SUB_ACCOUNTS`
  * is 1 unless set, so every house entry is on `house:<currency>` where a test names it;
- * `DELIVERY_ROLLUP_INTERVAL` and `BULK_ACTION_POLL_INTERVAL` are `off` unless set: their background
- * transactions would take connections a test counts on, so the tests of the overview and of bulk
- * actions run them by hand, or set them);
+ * `DELIVERY_ROLLUP_INTERVAL`, `BULK_ACTION_POLL_INTERVAL` and `RETENTION_INTERVAL` are `off` unless set: their background
+ * transactions would take connections a test counts on, so the tests of the overview, of bulk
+ * actions and of retention run them by hand, or set them);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
  * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
  * `options.override` replaces providers ({@link startApp}); `options.extensions` are the
@@ -79,6 +79,7 @@ export async function createTestApp(
     HOUSE_SUB_ACCOUNTS: '1',
     DELIVERY_ROLLUP_INTERVAL: 'off',
     BULK_ACTION_POLL_INTERVAL: 'off',
+    RETENTION_INTERVAL: 'off',
     RUN_MIGRATIONS_ON_START: '1',
     DB_POOL_SIZE: '12',
     LOG_LEVEL: 'fatal',

@@ -6,6 +6,7 @@ import { COUPON_METRIC } from '../../src/coupons/coupon-metrics.js';
 import { DELIVERY_METRIC } from '../../src/deliveries/delivery-metrics.js';
 import { LEDGER_METRIC } from '../../src/ledger/ledger-metrics.js';
 import { EVENT_METRIC, WALLET_METRIC } from '../../src/outbox/outbox-metrics.js';
+import { RETENTION_METRIC } from '../../src/retention/retention.job.js';
 
 // ops/alerts.yml: Prometheus rule-file structure, and every settlement_* series it uses is one the
 // receiver exports (a renamed metric must not silently disable an alert).
@@ -33,6 +34,7 @@ const EXPORTED = new Set(
     ...Object.values(WALLET_METRIC),
     ...Object.values(EVENT_METRIC),
     ...Object.values(BACKGROUND_METRIC),
+    ...Object.values(RETENTION_METRIC),
   ].flatMap((name) =>
     name === DELIVERY_METRIC.duration || name === DELIVERY_METRIC.batchCoupons
       ? [`${name}_bucket`, `${name}_sum`, `${name}_count`]
@@ -88,6 +90,11 @@ describe('ops/alerts.yml', () => {
       'settlement_background_limit_max{kind="wallet"}',
     );
     expect(exprOf('SettlementWalletPaused')).toContain('settlement_wallet_outbox_paused');
+  });
+
+  it('alerts when no replica ran the retention job for 3 hours (docs/retention.md)', () => {
+    const rule = rules.find((r) => r.alert === 'SettlementRetentionNotRunning');
+    expect(rule?.expr).toContain('settlement_retention_last_run_timestamp_seconds');
   });
 
   it('uses only series the receiver exports, with balanced brackets', () => {

@@ -31,12 +31,14 @@ describe('npm scripts', () => {
       'migration:run': scripts['migration:run'],
       'ledger:verify': scripts['ledger:verify'],
       'wallet:reconcile': scripts['wallet:reconcile'],
+      retention: scripts.retention,
       sportapi: scripts.sportapi,
     }).toEqual({
       'start:prod': 'exec node --max-semi-space-size=64 scripts/run-built.js dist/src/main.js',
       'migration:run': 'exec node scripts/run-built.js dist/src/database/migrate-cli.js',
       'ledger:verify': 'exec node scripts/run-built.js dist/src/ledger/verify-cli.js',
       'wallet:reconcile': 'exec node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
+      retention: 'exec node scripts/run-built.js dist/src/retention/retention-cli.js',
       sportapi: 'exec node scripts/run-built.js dist/sim/cli.js',
     });
   });
@@ -52,6 +54,7 @@ describe('npm scripts', () => {
       'bench:events',
       'bench:latency',
       'bench:open',
+      'bench:retention',
       'build',
       'openapi',
       'prestart',

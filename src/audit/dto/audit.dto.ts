@@ -53,6 +53,18 @@ export class BatchOperationView {
 }
 
 /** `GET /callbacks/batches/{batchId}`: the stored batch, its snapshots, operations and every delivery. */
+/** What of a batch the retention policy removed (docs/retention.md, "After a purge"). */
+export class ExpiredView {
+  @ApiProperty({ example: 'expired under the retention policy' }) note: string;
+  @ApiProperty({
+    example: ['snapshots', 'delivery_attempts'],
+    description:
+      'the data classes of this batch that are gone: batch_ids (its row: payload hash, count), raw_bodies (its body), ' +
+      'snapshots (its coupons), delivery_attempts (its attempts)',
+  })
+  classes: string[];
+}
+
 export class BatchAuditView {
   @ApiProperty({ example: 'b-2026-11-30-000123' }) batchId: string;
   @ApiProperty({
@@ -84,6 +96,12 @@ export class BatchAuditView {
     description: 'posted once, however often the batch was delivered',
   })
   operations: BatchOperationView[];
+  @ApiProperty({
+    type: ExpiredView,
+    nullable: true,
+    description: 'what of the batch expired under the retention policy; null when nothing did',
+  })
+  expired: ExpiredView | null;
   @ApiProperty({ type: [DeliveryAttemptView], description: 'oldest first' })
   deliveries: DeliveryAttemptView[];
   @ApiProperty({ example: 0, description: 'bodies of this batch id kept in the quarantine (400/409)' })

@@ -135,4 +135,13 @@ export class SnapshotPageView {
   @ApiProperty({ example: '000000000272' }) coupon_code: string;
   @ApiProperty({ type: [SnapshotView] }) items: SnapshotView[];
   @ApiNextCursor('9050') nextCursor: string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description:
+      'snapshots received before this time expired under the retention policy (RETENTION_SNAPSHOTS, docs/retention.md); ' +
+      'null while none did',
+  })
+  expiredBefore: string | null;
 }

@@ -6,17 +6,18 @@ import {
   JoinColumn,
   ManyToOne,
   PrimaryGeneratedColumn,
-  Unique,
 } from 'typeorm';
 import type { Relation } from 'typeorm';
 import { CouponEntity } from './coupon.entity.js';
 
 /**
- * One coupon's state in one batch, kept forever (CONTRACT §6 "every snapshot is stored"), with the
- * transition decided for it, whether it was applied, and the financial operations it decided.
+ * One coupon's state in one batch (CONTRACT §6 "every snapshot is stored"), with the transition
+ * decided for it, whether it was applied, and the financial operations it decided. Partitioned by
+ * month of `received_at` (the primary key holds it) and kept for `RETENTION_SNAPSHOTS`
+ * (docs/retention.md); a batch's coupon appears once because the batch is claimed once.
  */
 @Entity('coupon_snapshots')
-@Unique('coupon_snapshots_coupon_batch_unique', ['couponCode', 'batchId'])
+@Index('coupon_snapshots_coupon_batch_idx', ['couponCode', 'batchId'])
 @Index('coupon_snapshots_batch_idx', ['batchId'])
 export class CouponSnapshotEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'coupon_snapshots_pkey' }) id: string;
@@ -36,5 +37,11 @@ export class CouponSnapshotEntity {
   @Column('int') generation: number;
   @Column('jsonb', { default: [] }) operations: unknown[];
   @Column('jsonb') payload: Record<string, unknown>;
-  @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
+  @CreateDateColumn({
+    name: 'received_at',
+    type: 'timestamptz',
+    primary: true,
+    primaryKeyConstraintName: 'coupon_snapshots_pkey',
+  })
+  receivedAt: Date;
 }

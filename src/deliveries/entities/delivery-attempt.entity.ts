@@ -1,9 +1,10 @@
-import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
 import { DeliveryOutcome } from '../delivery.types.js';
 
 /**
  * One HTTP delivery of a batch and how it was answered; `durationMs` in milliseconds. `actor`: the
- * name of the partner API key of a quarantine replay; null for SportAPI's deliveries.
+ * name of the partner API key of a quarantine replay; null for SportAPI's deliveries. Partitioned by
+ * month of `received_at` (in the primary key), kept for `RETENTION_DELIVERY_ATTEMPTS` (docs/retention.md).
  */
 @Entity('delivery_attempts')
 @Check(
@@ -17,7 +18,8 @@ export class DeliveryAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'delivery_attempts_pkey' }) id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
-  @Column('timestamptz', { name: 'received_at' }) receivedAt: Date;
+  @PrimaryColumn('timestamptz', { name: 'received_at', primaryKeyConstraintName: 'delivery_attempts_pkey' })
+  receivedAt: Date;
   @Column('text') outcome: DeliveryOutcome;
   @Column('int', { name: 'http_status' }) httpStatus: number;
   @Column('text', { name: 'error_code', nullable: true }) errorCode: string | null;

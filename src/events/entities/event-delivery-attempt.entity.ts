@@ -1,4 +1,13 @@
-import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import {
+  Check,
+  Column,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  PrimaryGeneratedColumn,
+} from 'typeorm';
 import type { Relation } from 'typeorm';
 import type { AttemptOutcome } from '../../outbox/outbox.types.js';
 import { EventOutboxEntryEntity } from './event-outbox-entry.entity.js';
@@ -26,7 +35,11 @@ export class EventDeliveryAttemptEntity {
   @Column('int') attempt: number;
   @Column('text', { name: 'request_id' }) requestId: string;
   @Column('text') connector: string;
-  @Column('timestamptz', { name: 'started_at' }) startedAt: Date;
+  @PrimaryColumn('timestamptz', {
+    name: 'started_at',
+    primaryKeyConstraintName: 'event_delivery_attempts_pkey',
+  })
+  startedAt: Date;
   @Column('int', { name: 'duration_ms' }) durationMs: number;
   @Column('text') outcome: AttemptOutcome;
   @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;

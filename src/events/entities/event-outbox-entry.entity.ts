@@ -35,6 +35,9 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 @Index('event_outbox_open_account_idx', ['publisher', 'accountId', 'id'], {
   where: "status IN ('pending', 'parked')",
 })
+// The retention policy finds finished rows by age (docs/retention.md).
+@Index('event_outbox_delivered_idx', ['deliveredAt'], { where: "status = 'delivered'" })
+@Index('event_outbox_skipped_idx', ['skippedAt'], { where: "status = 'skipped'" })
 @Index('event_outbox_status_idx', ['publisher', 'status', 'id'])
 export class EventOutboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_outbox_pkey' }) id: string;

@@ -15,6 +15,8 @@ import type { InboxStatus } from '../inbox.types.js';
 @Check('callback_inbox_attempts_check', 'attempts >= 0')
 @Check('callback_inbox_outcome_check', "outcome IN ('processed', 'duplicate', 'conflict', 'failed')")
 @Index('callback_inbox_pending_idx', ['id'], { where: "status = 'pending'" })
+// The retention policy finds applied rows by age (docs/retention.md).
+@Index('callback_inbox_done_idx', ['finishedAt'], { where: "status = 'done'" })
 export class InboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'callback_inbox_pkey' }) id: string;
   @Column('text', { name: 'batch_id' }) batchId: string;

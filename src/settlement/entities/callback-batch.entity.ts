@@ -9,13 +9,18 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 't
 @Entity('callback_batches')
 @Check('callback_batches_batch_id_check', 'length(batch_id) BETWEEN 1 AND 128')
 @Check('callback_batches_coupon_count_check', 'coupon_count BETWEEN 1 AND 100')
+@Check('callback_batches_payload_check', '(payload IS NULL) = (payload_expired_at IS NOT NULL)')
 @Index('callback_batches_payload_hash_idx', ['payloadHash'])
+@Index('callback_batches_received_idx', ['receivedAt'])
 export class CallbackBatchEntity {
   @PrimaryColumn('text', { name: 'batch_id', primaryKeyConstraintName: 'callback_batches_pkey' })
   batchId: string;
   @Column('char', { name: 'payload_hash', length: 64 }) payloadHash: string;
   @Column('int', { name: 'coupon_count' }) couponCount: number;
-  @Column('bytea') payload: Buffer;
+  /** The raw body; null once expired under `RETENTION_RAW_BODIES` (docs/retention.md). */
+  @Column('bytea', { nullable: true }) payload: Buffer | null;
   @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
   @Column('text', { nullable: true }) actor: string | null;
+  /** When the retention job removed the raw body (then `payload` is null). */
+  @Column('timestamptz', { name: 'payload_expired_at', nullable: true }) payloadExpiredAt: Date | null;
 }

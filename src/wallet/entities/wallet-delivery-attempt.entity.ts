@@ -1,4 +1,13 @@
-import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
+import {
+  Check,
+  Column,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  PrimaryGeneratedColumn,
+} from 'typeorm';
 import type { Relation } from 'typeorm';
 import type { AttemptOutcome } from '../../outbox/outbox.types.js';
 import { WalletOutboxEntryEntity } from './wallet-outbox-entry.entity.js';
@@ -26,7 +35,11 @@ export class WalletDeliveryAttemptEntity {
   @Column('int') attempt: number;
   @Column('text', { name: 'request_id' }) requestId: string;
   @Column('text') connector: string;
-  @Column('timestamptz', { name: 'started_at' }) startedAt: Date;
+  @PrimaryColumn('timestamptz', {
+    name: 'started_at',
+    primaryKeyConstraintName: 'wallet_delivery_attempts_pkey',
+  })
+  startedAt: Date;
   @Column('int', { name: 'duration_ms' }) durationMs: number;
   @Column('text') outcome: AttemptOutcome;
   @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;

@@ -36,6 +36,9 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 )
 @Index('wallet_outbox_pending_idx', ['id'], { where: "status = 'pending'" })
 @Index('wallet_outbox_open_account_idx', ['accountId', 'id'], { where: "status IN ('pending', 'parked')" })
+// The retention policy finds finished rows by age (docs/retention.md).
+@Index('wallet_outbox_delivered_idx', ['deliveredAt'], { where: "status = 'delivered'" })
+@Index('wallet_outbox_skipped_idx', ['skippedAt'], { where: "status = 'skipped'" })
 @Index('wallet_outbox_status_idx', ['status', 'id'])
 export class WalletOutboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_outbox_pkey' }) id: string;

@@ -1,0 +1,369 @@
+import { createHash, createHmac } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { verifySignature } from '../../src/callbacks/signature.guard.js';
+import { reconcileWithDatabase } from '../../src/wallet/wallet-reconciler.js';
+import { archiverOf, DirectoryArchiveConnector, verifyArchives } from '../../src/retention/archive.js';
+import { loadRetentionConfig } from '../../src/retention/retention.config.js';
+import {
+  ensurePartitions,
+  formatRetentionReport,
+  monthStart,
+  partitionName,
+  RetentionEngine,
+} from '../../src/retention/retention-engine.js';
+import type { ClassReport, RetentionReport } from '../../src/retention/retention-engine.js';
+import { createTestDatabase } from '../support/database.js';
+
+// Issue 32 (docs/retention.md): the policy's report says exactly what an apply removes (rows per
+// partition and per bounded table), protected rows survive an expiry, and a second apply finds
+// nothing. Back-dated rows in partitions created for their months.
+
+const DAY = 86_400_000;
+const now = new Date();
+const ago = (days: number) => new Date(now.getTime() - days * DAY);
+const part = (table: string, days: number) => partitionName(table, monthStart(ago(days)));
+
+/** Rows of each kind, back-dated (see the expectations below). */
+async function populate(c: pg.Client): Promise<void> {
+  await c.query(`
+    INSERT INTO accounts (id, kind, currency, balance) VALUES ('p-ret', 'player', 'EUR', 0);
+    INSERT INTO coupons (coupon_code, generation_settled, settled_amount) VALUES ('C1', true, 0), ('C2', true, 0), ('C3', true, 0);
+    INSERT INTO coupons (coupon_code, needs_review, review_reason) VALUES ('CR', true, 'amount_precision');`);
+  const batch = (id: string, days: number) =>
+    c.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at)
+       VALUES ($1, encode(sha256(convert_to(repeat('x', 100), 'UTF8')), 'hex'), 1, convert_to(repeat('x', 100), 'UTF8'), $2)`,
+      [id, ago(days)],
+    );
+  await batch('b-a', 500);
+  await batch('b-b', 180);
+  await batch('b-c', 240);
+  await batch('b-d', 5);
+  const snapshot = (code: string, batchId: string, days: number) =>
+    c.query(
+      `INSERT INTO coupon_snapshots (coupon_code, batch_id, status, applied, transition, generation, payload, received_at)
+       VALUES ($1, $2, 2, true, 'settled', 0, '{"n":1}', $3)`,
+      [code, batchId, ago(days)],
+    );
+  await snapshot('C1', 'b-b', 180);
+  await snapshot('C2', 'b-b', 180);
+  await snapshot('CR', 'b-c', 240);
+  await snapshot('C3', 'b-d', 5);
+  for (const [n, days] of [
+    [4, 500],
+    [3, 200],
+    [2, 1],
+  ])
+    await c.query(
+      `INSERT INTO delivery_attempts (batch_id, received_at, outcome, http_status, duration_ms)
+       SELECT 'b-a', $2, 'processed', 200, g FROM generate_series(1, $1::int) g`,
+      [n, ago(days)],
+    );
+  await c.query(
+    `INSERT INTO financial_operations (id, operation_key, type, coupon_code, generation, account_id, amount, currency, created_at)
+     VALUES (1, 'C1:0:final_credit', 'final_credit', 'C1', 0, 'p-ret', 5, 'EUR', $1),
+            (2, 'C2:0:final_credit', 'final_credit', 'C2', 0, 'p-ret', 7, 'EUR', $2)`,
+    [ago(500), ago(460)],
+  );
+  await c.query(
+    `INSERT INTO wallet_outbox (id, operation_id, operation_key, account_id, status, body, delivered_at, created_at)
+     VALUES (1, 1, 'C1:0:final_credit', 'p-ret', 'delivered', '\\x7b7d', $1, $1),
+            (2, 2, 'C2:0:final_credit', 'p-ret', 'pending', '\\x7b7d', NULL, $2)`,
+    [ago(500), ago(460)],
+  );
+  await c.query(
+    `INSERT INTO wallet_delivery_attempts (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome)
+     VALUES (1, 1, 'w1', 'http', $1, 3, 'retry'), (1, 2, 'w2', 'http', $1, 3, 'delivered'), (2, 1, 'w3', 'http', $2, 3, 'retry')`,
+    [ago(500), ago(460)],
+  );
+  await c.query(
+    `INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, status, outcome, received_at, finished_at)
+     VALUES ('i-done', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C1}', '\\x7b7d', 'done', 'processed', $1, $1),
+            ('i-kept', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C2}', '\\x7b7d', 'done', 'conflict', $1, $1),
+            ('i-new', encode(sha256('\\x7b7d'::bytea), 'hex'), 1, '{C3}', '\\x7b7d', 'done', 'processed', $2, $2)`,
+    [ago(200), ago(3)],
+  );
+  await c.query(
+    `INSERT INTO quarantined_bodies (batch_id, reason, http_status, body, payload_hash, inbox_id, replayed_at, received_at)
+     SELECT 'i-kept', 'conflict', 409, '\\x7b7d', repeat('c', 64), id, now(), $1 FROM callback_inbox WHERE batch_id = 'i-kept'`,
+    [ago(200)],
+  );
+}
+
+/** Per class: rows removed (would be) per item, and the kept items with why (empty partitions left out). */
+function summary(report: RetentionReport): Record<string, { remove: string[]; keep: string[] }> {
+  return Object.fromEntries(
+    report.classes.map((c: ClassReport) => [
+      c.dataClass,
+      {
+        remove: c.remove.filter((i) => i.rows > 0).map((i) => `${i.action} ${i.target}: ${i.rows}`),
+        keep: c.keep.filter((i) => !i.estimated).map((i) => `${i.target}: ${i.rows} (${i.why})`),
+      },
+    ]),
+  );
+}
+
+describe('the retention policy (npm run retention)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await ensurePartitions(client, now, 3, ago(520));
+    await populate(client);
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  it('reports what it removes, removes exactly that, keeps protected rows, then finds nothing', async () => {
+    const engine = new RetentionEngine(client, loadRetentionConfig({}));
+    const report = await engine.report(now);
+    const expected = {
+      batch_ids: { remove: ['delete callback_batches: 1'], keep: [] },
+      raw_bodies: {
+        remove: [
+          'null body wallet_outbox.body: 1',
+          'null body callback_batches.payload: 3',
+          'delete callback_inbox: 1',
+        ],
+        keep: ['callback_inbox: 1 (protected: inbox rows a quarantined body refers to)'],
+      },
+      snapshots: {
+        remove: [`drop partition ${part('coupon_snapshots', 180)}: 2`],
+        keep: [
+          `${part('coupon_snapshots', 240)}: 1 (holds 1 protected rows: snapshots of coupons that need review, whose recalculation is open, or unregistered with decided operations)`,
+        ],
+      },
+      delivery_attempts: { remove: [`drop partition ${part('delivery_attempts', 500)}: 4`], keep: [] },
+      outbox: {
+        remove: [`drop partition ${part('wallet_delivery_attempts', 500)}: 2`, 'delete wallet_outbox: 1'],
+        keep: [
+          `${part('wallet_delivery_attempts', 460)}: 1 (holds 1 protected rows: attempts of pending or parked outbox rows)`,
+        ],
+      },
+    };
+    expect(summary(report)).toEqual(expected);
+    expect(formatRetentionReport(report)).toContain('would remove 4 rows');
+    expect(formatRetentionReport(report)).toContain(
+      '\nkept forever: financial_operations, ledger_entries, accounts',
+    );
+
+    const applied = await engine.apply(now);
+    expect(summary(applied)).toEqual(expected);
+    for (const [i, c] of report.classes.entries()) {
+      expect(applied.classes[i].removeRows).toBe(c.removeRows);
+      // Bytes of dropped partitions and emptied bodies as reported before.
+      expect(applied.classes[i].remove.map((r) => r.bytes)).toEqual(c.remove.map((r) => r.bytes));
+    }
+
+    const { rows } = await client.query(`
+      SELECT (SELECT array_agg(coupon_code ORDER BY coupon_code) FROM coupon_snapshots) AS snapshots,
+             (SELECT count(*)::int FROM delivery_attempts) AS attempts,
+             (SELECT array_agg(request_id ORDER BY request_id) FROM wallet_delivery_attempts) AS wallet_attempts,
+             (SELECT array_agg(id::int || ':' || status || ':' || (body IS NOT NULL)) FROM wallet_outbox) AS outbox,
+             (SELECT array_agg(batch_id || ':' || (payload IS NOT NULL) || ':' || (payload_expired_at IS NOT NULL) ORDER BY batch_id)
+                FROM callback_batches) AS batches,
+             (SELECT array_agg(batch_id ORDER BY batch_id) FROM callback_inbox) AS inbox,
+             (SELECT array_agg(data_class ORDER BY data_class) FROM retention_horizons) AS horizons`);
+    expect(rows[0]).toEqual({
+      snapshots: ['C3', 'CR'],
+      attempts: 5,
+      wallet_attempts: ['w3'],
+      outbox: ['2:pending:true'],
+      batches: ['b-b:false:true', 'b-c:false:true', 'b-d:true:false'],
+      inbox: ['i-kept', 'i-new'],
+      horizons: ['batch_ids', 'delivery_attempts', 'outbox', 'raw_bodies', 'snapshots'],
+    });
+
+    const again = await engine.apply(now);
+    expect(again.classes.map((c) => c.removeRows)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('wallet:reconcile counts a transaction whose outbox row expired as no difference', async () => {
+    // After the first test's apply: wallet_outbox row 1 (C1's credit, 500 days old) was deleted.
+    const tx = (id: string, amount: string) => ({
+      transactionId: id,
+      direction: 'credit',
+      type: 'final_credit',
+      accountId: 'p-ret',
+      amount,
+      currency: 'EUR',
+    });
+    const report = await reconcileWithDatabase(
+      client,
+      async () => [tx('C1:0:final_credit', '5.00'), tx('ZZ:0:final_credit', '1.00')],
+      (amount) => amount.toFixed(2),
+    );
+    expect(report.differences.map((d) => `${d.kind} ${d.subject}`)).toEqual([
+      'unknown_to_ledger ZZ:0:final_credit',
+    ]);
+  });
+
+  it('creates the partitions ahead once, filling any month missing up to now', async () => {
+    const created = await ensurePartitions(client, now, 5);
+    expect(created).toEqual(
+      [
+        'coupon_snapshots',
+        'delivery_attempts',
+        'wallet_delivery_attempts',
+        'event_delivery_attempts',
+      ].flatMap((t) => [4, 5].map((m) => partitionName(t, monthStart(now, m)))),
+    );
+    expect(await ensurePartitions(client, now, 5)).toEqual([]);
+  });
+});
+
+describe('archive before drop (RETENTION_ARCHIVE)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+  let dir: string;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    dir = mkdtempSync(join(tmpdir(), 'retention-archive-'));
+    await ensurePartitions(client, now, 3, ago(520));
+    await populate(client);
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('writes each expiring partition and batch of bodies, complete and verifiable, before they go', async () => {
+    // A raw body exactly as SportAPI signed it.
+    const secret = 'archive-secret';
+    const body = Buffer.from('{"batchId":"b-signed","coupons":[{"code":"C1","amount":"12.50"}]}\n');
+    const signature = createHmac('sha256', secret).update(body).digest('hex');
+    await client.query(
+      `INSERT INTO callback_batches (batch_id, payload_hash, coupon_count, payload, received_at) VALUES ('b-signed', $1, 1, $2, $3)`,
+      [createHash('sha256').update(body).digest('hex'), body, ago(300)],
+    );
+    const config = loadRetentionConfig({
+      RETENTION_ARCHIVE: 'snapshots,delivery_attempts,raw_bodies',
+      RETENTION_ARCHIVE_DIR: dir,
+    });
+    const applied = await new RetentionEngine(client, config, {
+      archiver: archiverOf(new DirectoryArchiveConnector(dir)),
+    }).apply(now);
+
+    const checks = await verifyArchives(dir);
+    expect(checks.filter((c) => !c.ok)).toEqual([]);
+    const rowsOf = (prefix: string) =>
+      checks.filter((c) => c.manifest.startsWith(prefix)).reduce((n, c) => n + c.rows, 0);
+    // Every row removed of an archived class is in an archive: snapshots 2, attempts 4, bodies 4.
+    expect(rowsOf(part('coupon_snapshots', 180))).toBe(2);
+    expect(rowsOf(part('delivery_attempts', 500))).toBe(4);
+    expect(rowsOf('callback_batches.payload-')).toBe(4);
+    expect(rowsOf('callback_inbox-')).toBe(1);
+    expect(rowsOf('wallet_outbox.body-')).toBe(1);
+    const raw = applied.classes.find((c) => c.dataClass === 'raw_bodies')!;
+    expect(raw.removeRows).toBe(6);
+    expect(checks.find((c) => c.manifest.startsWith('callback_batches.payload-'))?.bodiesVerified).toBe(4);
+    // The outbox class is not archived: its partition was dropped without a file.
+    expect(readdirSync(dir).some((n) => n.startsWith('wallet_delivery_attempts'))).toBe(false);
+
+    // The archived body is the signed bytes: it verifies against the webhook secret.
+    const { rows } = await client.query(
+      `SELECT payload IS NULL AS gone FROM callback_batches WHERE batch_id = 'b-signed'`,
+    );
+    expect(rows[0].gone).toBe(true);
+    const { createGunzip } = await import('node:zlib');
+    const { createReadStream } = await import('node:fs');
+    const { createInterface } = await import('node:readline');
+    const archive = checks.find((c) => c.manifest.startsWith('callback_batches.payload-'))!;
+    const file = join(dir, archive.manifest.replace('manifest.json', 'rows.jsonl.gz'));
+    let archived: Buffer | undefined;
+    for await (const line of createInterface({ input: createReadStream(file).pipe(createGunzip()) })) {
+      const row = JSON.parse(line) as { batch_id: string; payload: string };
+      if (row.batch_id === 'b-signed') archived = Buffer.from(row.payload.slice(2), 'hex');
+    }
+    expect(archived).toEqual(body);
+    expect(verifySignature(archived!, signature, [secret])).toBe(true);
+
+    // A damaged archive is found incomplete.
+    writeFileSync(file, Buffer.from('not gzip'));
+    const again = await verifyArchives(dir);
+    expect(again.filter((c) => !c.ok).map((c) => c.manifest)).toEqual([archive.manifest]);
+  });
+});
+
+describe('a detach interrupted half way', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await ensurePartitions(client, now, 3, ago(520));
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  it('is finished (FINALIZE) and dropped by the next apply', async () => {
+    const old = part('delivery_attempts', 500);
+    await client.query(
+      `INSERT INTO delivery_attempts (batch_id, received_at, outcome, http_status, duration_ms) VALUES ('x', $1, 'processed', 200, 1)`,
+      [ago(500)],
+    );
+    // A transaction with a snapshot that saw the table keeps DETACH … CONCURRENTLY waiting; cancelled
+    // there, the partition stays "detach pending".
+    const reader = new pg.Client({ connectionString: db.url });
+    const detacher = new pg.Client({ connectionString: db.url });
+    await reader.connect();
+    await detacher.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM delivery_attempts');
+      const pid = (await detacher.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      const detach = detacher
+        .query(`ALTER TABLE delivery_attempts DETACH PARTITION "${old}" CONCURRENTLY`)
+        .then(
+          () => 'done',
+          (err: { code?: string }) => err.code,
+        );
+      for (let n = 0; n < 100; n++) {
+        const { rows } = await client.query(`SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1`, [
+          pid,
+        ]);
+        if (rows[0]?.wait_event_type === 'Lock') break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await client.query('SELECT pg_cancel_backend($1)', [pid]);
+      expect(await detach).toBe('57014');
+      await reader.query('COMMIT');
+    } finally {
+      await reader.end();
+      await detacher.end();
+    }
+    const { rows: pending } = await client.query(
+      `SELECT inhdetachpending AS pending FROM pg_inherits WHERE inhrelid = $1::regclass`,
+      [old],
+    );
+    expect(pending).toEqual([{ pending: true }]);
+    const report = await new RetentionEngine(client, loadRetentionConfig({})).report(now);
+    expect(
+      report.classes.find((c) => c.dataClass === 'delivery_attempts')!.keep.find((i) => i.target === old)
+        ?.why,
+    ).toBe('detach pending: finished by the next apply');
+
+    await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+    const { rows } = await client.query(`SELECT to_regclass($1) AS still`, [old]);
+    expect(rows[0].still).toBeNull();
+  });
+});

@@ -1,0 +1,74 @@
+import { loadConfig } from '../../src/app.config.js';
+
+const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const DAY = 86_400_000;
+
+describe('the retention policy (RETENTION_*, docs/retention.md)', () => {
+  it('keeps each class for its default', () => {
+    expect(loadConfig(base).retention).toEqual({
+      keepMs: {
+        batch_ids: 400 * DAY,
+        raw_bodies: 90 * DAY,
+        snapshots: 90 * DAY,
+        delivery_attempts: 400 * DAY,
+        outbox: 400 * DAY,
+      },
+      intervalMs: 3_600_000,
+      partitionsAhead: 3,
+      archiveClasses: [],
+      archiveConnector: 'directory',
+      archiveDir: undefined,
+      batchRows: 1000,
+    });
+  });
+
+  it('reads durations in days and off (forever), at or above the floors', () => {
+    const r = loadConfig({
+      ...base,
+      RETENTION_BATCH_IDS: '120d',
+      RETENTION_RAW_BODIES: '30 days',
+      RETENTION_SNAPSHOTS: 'off',
+      RETENTION_DELIVERY_ATTEMPTS: '2000d',
+      RETENTION_OUTBOX: '30d',
+      RETENTION_INTERVAL: '10m',
+    }).retention;
+    expect(r.keepMs).toEqual({
+      batch_ids: 120 * DAY,
+      raw_bodies: 30 * DAY,
+      snapshots: null,
+      delivery_attempts: 2000 * DAY,
+      outbox: 30 * DAY,
+    });
+    expect(r.intervalMs).toBe(600_000);
+  });
+
+  it('refuses a setting below its floor with a start error naming the variable and the floor', () => {
+    expect(() => loadConfig({ ...base, RETENTION_BATCH_IDS: '119d' })).toThrow(
+      'Invalid configuration:\n  - RETENTION_BATCH_IDS: 119 days is below the floor of 120 days for batch_ids (docs/retention.md)',
+    );
+    expect(() => loadConfig({ ...base, RETENTION_RAW_BODIES: '7d', RETENTION_OUTBOX: '1h' })).toThrow(
+      'Invalid configuration:\n' +
+        '  - RETENTION_RAW_BODIES: 7 days is below the floor of 30 days for raw_bodies (docs/retention.md)\n' +
+        '  - RETENTION_OUTBOX: 0.04 days is below the floor of 30 days for outbox (docs/retention.md)',
+    );
+    for (const variable of ['RETENTION_SNAPSHOTS', 'RETENTION_DELIVERY_ATTEMPTS'])
+      expect(() => loadConfig({ ...base, [variable]: '29d' })).toThrow(
+        `${variable}: 29 days is below the floor of 30 days`,
+      );
+    expect(() => loadConfig({ ...base, RETENTION_SNAPSHOTS: 'soon' })).toThrow(/RETENTION_SNAPSHOTS/);
+  });
+
+  it('archives named classes, to a folder the directory connector needs', () => {
+    expect(() => loadConfig({ ...base, RETENTION_ARCHIVE: 'snapshots' })).toThrow(
+      'RETENTION_ARCHIVE_DIR: required to archive with the directory connector',
+    );
+    expect(() => loadConfig({ ...base, RETENTION_ARCHIVE: 'ledger' })).toThrow(/RETENTION_ARCHIVE/);
+    const r = loadConfig({
+      ...base,
+      RETENTION_ARCHIVE: 'snapshots,delivery_attempts',
+      RETENTION_ARCHIVE_DIR: '/a',
+    }).retention;
+    expect(r.archiveClasses).toEqual(['snapshots', 'delivery_attempts']);
+    expect(r.archiveDir).toBe('/a');
+  });
+});
