@@ -5,6 +5,7 @@ import {
   Logger,
   OnApplicationBootstrap,
 } from '@nestjs/common';
+import { IntervalRuns } from '../common/interval-runs.js';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -34,31 +35,27 @@ const INTERVAL_NAME = 'delivery-rollup';
 @Injectable()
 export class DeliveryRollupJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('DeliveryRollup');
-  private running: Promise<unknown> | undefined;
+  private readonly runs: IntervalRuns;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly overview: OverviewRepository,
-    private readonly scheduler: SchedulerRegistry,
-  ) {}
+    scheduler: SchedulerRegistry,
+  ) {
+    this.runs = new IntervalRuns(scheduler, INTERVAL_NAME, this.logger, 'delivery rollup', () =>
+      this.runOnce(),
+    );
+  }
 
   onApplicationBootstrap(): void {
     const every = this.config.console.rollupIntervalMs;
     if (every === 0) return;
-    const tick = () => {
-      if (this.running) return;
-      this.running = this.runOnce()
-        .catch((err: unknown) => this.logger.error(`delivery rollup failed: ${(err as Error).message}`))
-        .finally(() => (this.running = undefined));
-    };
-    this.scheduler.addInterval(INTERVAL_NAME, setInterval(tick, every));
-    tick();
+    this.runs.start(every);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
-    await this.running;
+    await this.runs.stop();
   }
 
   /**

@@ -9,6 +9,7 @@ import { SchedulerRegistry } from '@nestjs/schedule';
 import type pg from 'pg';
 import { Counter, Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
+import { IntervalRuns } from '../common/interval-runs.js';
 import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -56,7 +57,7 @@ export type RetentionRun = { skipped: true } | { skipped: false; created: string
 @Injectable()
 export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('Retention');
-  private running: Promise<unknown> | undefined;
+  private readonly runs: IntervalRuns;
   private readonly gate: WorkGate;
   private readonly stopping = new AbortController();
   private readonly bytes: Gauge<'class'>;
@@ -69,13 +70,16 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly dataSource: DataSource,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     private readonly archives: ArchiveConnectors,
     metrics: MetricsRegistry,
     governor: BackgroundGovernor,
   ) {
     // Pure catch-up work: floor 0, where it still takes one step a second (the trickle).
     this.gate = governor.register('retention', 1, 0);
+    this.runs = new IntervalRuns(scheduler, INTERVAL_NAME, this.logger, 'retention run', () =>
+      this.runOnce(),
+    );
     const registers = [metrics.registry];
     this.bytes = new Gauge({
       name: RETENTION_METRIC.bytes,
@@ -131,14 +135,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
       );
       return;
     }
-    const tick = () => {
-      if (this.running) return;
-      this.running = this.runOnce()
-        .catch((err: unknown) => this.logger.error(`retention run failed: ${(err as Error).message}`))
-        .finally(() => (this.running = undefined));
-    };
-    this.scheduler.addInterval(INTERVAL_NAME, setInterval(tick, every));
-    tick();
+    this.runs.start(every);
   }
 
   /**
@@ -147,17 +144,8 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
    * is not: what it did commits or not on its own, and the next run goes on).
    */
   async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
     this.stopping.abort();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.running,
-      new Promise((done) => {
-        timer = setTimeout(done, SHUTDOWN_WAIT_MS);
-        timer.unref();
-      }),
-    ]);
-    clearTimeout(timer);
+    await this.runs.stop(SHUTDOWN_WAIT_MS);
   }
 
   /** Creates the missing partitions up to `RETENTION_PARTITIONS_AHEAD` months ahead; a failure is logged. */
