@@ -9,6 +9,7 @@ import {
   OutboxEntryDetailView,
   OutboxListQueryDto,
   OutboxPageView,
+  OutboxStateView,
   PauseWalletDto,
   SkipOutboxEntryDto,
 } from '../outbox/dto/outbox.dto.js';
@@ -17,22 +18,8 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import { EventOutboxes } from './event-outboxes.js';
 
 /** Whether a publisher's delivery runs, and its backlog. */
-export class PublisherStatusView {
+export class PublisherStatusView extends OutboxStateView {
   @ApiProperty({ example: 'rabbitmq' }) publisher: string;
-  @ApiProperty({ example: false }) paused: boolean;
-  @ApiProperty({ example: null, type: String, nullable: true }) reason: string | null;
-  @ApiProperty({
-    example: null,
-    type: Date,
-    nullable: true,
-    description: 'when it was last paused or resumed; null: never',
-  })
-  changedAt: Date | null;
-  @ApiProperty({ example: null, type: String, nullable: true, description: 'key name; null: the receiver' })
-  changedBy: string | null;
-  @ApiProperty({ example: 3 }) pending: number;
-  @ApiProperty({ example: 0 }) parked: number;
-  @ApiProperty({ example: 1.25, description: 'seconds' }) oldestPendingAgeSeconds: number;
 }
 
 const NOT_FOUND = apiError(404, 'no such publisher or outbox row', 'not_found', 'outbox row 42 not found');

@@ -117,15 +117,8 @@ export class OutboxPageView {
   nextCursor: string | null;
 }
 
-/** Whether delivery runs, and the backlog. */
-export class WalletStatusView {
-  @ApiProperty({
-    example: 'http',
-    type: String,
-    nullable: true,
-    description: 'null: no connector configured',
-  })
-  connector: string | null;
+/** Whether an outbox's delivery runs, and its backlog: the wallet's, or a publisher's. */
+export class OutboxStateView {
   @ApiProperty({ example: false }) paused: boolean;
   @ApiProperty({ example: null, type: String, nullable: true }) reason: string | null;
   @ApiProperty({
@@ -140,4 +133,15 @@ export class WalletStatusView {
   @ApiProperty({ example: 3 }) pending: number;
   @ApiProperty({ example: 0 }) parked: number;
   @ApiProperty({ example: 1.25, description: 'seconds' }) oldestPendingAgeSeconds: number;
+}
+
+/** Whether delivery to the wallet runs, and the backlog. */
+export class WalletStatusView extends OutboxStateView {
+  @ApiProperty({
+    example: 'http',
+    type: String,
+    nullable: true,
+    description: 'null: no connector configured',
+  })
+  connector: string | null;
 }
