@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
@@ -6,7 +5,7 @@ import { CurrencyPrecision1764590000000 } from '../../migrations/1764590000000-C
 import { CurrencyTable } from '../../src/common/currency.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
-import { testServer, withClient, withDatabase } from '../support/database.js';
+import { createDatabaseMigratedTo, withClient } from '../support/database.js';
 
 // Issue 17: the migration to numeric(26,8) and varchar(8) keeps a database of 2-digit amounts
 // exactly (CONTRACT §7: money is decimal, never rounded), sums and ledger invariants included.
@@ -65,29 +64,14 @@ async function moneyColumns(c: pg.Client): Promise<Record<string, [string, strin
 
 describe('migration CurrencyPrecision (issue 17) on a database holding 2-digit data', () => {
   let url: string;
-  let adminUrl: string;
-  let name: string;
+  let drop: () => Promise<void>;
 
   beforeAll(async () => {
-    adminUrl = testServer().adminUrl;
-    name = `t_${randomBytes(6).toString('hex')}`;
-    await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE template0`));
-    url = withDatabase(adminUrl, name);
-    const old = await new DataSource({
-      ...buildDataSourceOptions(url, undefined, 2),
-      migrations: MIGRATIONS.slice(0, BEFORE),
-    } as ConstructorParameters<typeof DataSource>[0]).initialize();
-    try {
-      await old.runMigrations({ transaction: 'each' });
-    } finally {
-      await old.destroy();
-    }
+    ({ url, drop } = await createDatabaseMigratedTo(BEFORE));
     await withClient(url, (c) => c.query(TWO_DIGIT_DATA));
   });
 
-  afterAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  });
+  afterAll(() => drop());
 
   async function migrate(direction: 'up' | 'down'): Promise<void> {
     // This migration's up and down only: later migrations are not this test's subject.

@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { RetentionPartitions1796600000000 } from '../../migrations/1796600000000-RetentionPartitions.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import { testServer, withClient, withDatabase } from '../support/database.js';
+import { createDatabaseMigratedTo, withClient } from '../support/database.js';
 
 // Issue 32: the migration to monthly partitions keeps every row of a populated database: the
 // partitioned tables hold the same rows (counts, sums, a hash of every row's text) before and
@@ -67,29 +66,14 @@ async function fingerprint(c: pg.Client): Promise<Record<string, unknown>> {
 
 describe('migration RetentionPartitions (issue 32) on a populated database', () => {
   let url: string;
-  let adminUrl: string;
-  let name: string;
+  let drop: () => Promise<void>;
 
   beforeAll(async () => {
-    adminUrl = testServer().adminUrl;
-    name = `t_${randomBytes(6).toString('hex')}`;
-    await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE template0`));
-    url = withDatabase(adminUrl, name);
-    const old = await new DataSource({
-      ...buildDataSourceOptions(url, undefined, 2),
-      migrations: MIGRATIONS.slice(0, BEFORE),
-    } as ConstructorParameters<typeof DataSource>[0]).initialize();
-    try {
-      await old.runMigrations({ transaction: 'each' });
-    } finally {
-      await old.destroy();
-    }
+    ({ url, drop } = await createDatabaseMigratedTo(BEFORE));
     await withClient(url, (c) => c.query(POPULATED));
   });
 
-  afterAll(async () => {
-    await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  });
+  afterAll(() => drop());
 
   it('keeps every row (counts, sums, content), partitions monthly ahead, and takes new rows', async () => {
     const before = await withClient(url, fingerprint);

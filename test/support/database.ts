@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
 import { runMigrationsLocked } from '../../src/database/migrator.js';
 
@@ -38,6 +39,36 @@ export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A new empty database migrated with the first `count` of MIGRATIONS only, for a test of the next
+ * migration on a populated database of the schema before it.
+ * @returns its URL and a function that drops it.
+ */
+export async function createDatabaseMigratedTo(
+  count: number,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const { adminUrl } = testServer();
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name} TEMPLATE template0`));
+  const url = withDatabase(adminUrl, name);
+  const old = await new DataSource({
+    ...buildDataSourceOptions(url, undefined, 2),
+    migrations: MIGRATIONS.slice(0, count),
+  } as ConstructorParameters<typeof DataSource>[0]).initialize();
+  try {
+    await old.runMigrations({ transaction: 'each' });
+  } finally {
+    await old.destroy();
+  }
+  return {
+    url,
+    drop: () =>
+      withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(
+        () => undefined,
+      ),
+  };
 }
 
 /**
