@@ -88,7 +88,8 @@ async function insertMonth(
   batches: number,
   first: number,
 ): Promise<void> {
-  const span = `(${(to.getTime() - from.getTime()) / 1000} * (b - ${first}) / ${batches}) * interval '1 second'`;
+  // float8: a month's seconds times the batch number overflow int4 from about 800 batches a month.
+  const span = `(${(to.getTime() - from.getTime()) / 1000}::float8 * (b - ${first}) / ${batches}) * interval '1 second'`;
   const at = `'${from.toISOString()}'::timestamptz + ${span}`;
   const range = `generate_series(${first}, ${first + batches - 1}) b`;
   await c.query(`INSERT INTO coupons (coupon_code, status, real_win, generation_settled, settled_amount, last_batch_id, created_at, updated_at)

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from '../src/database/data-source-options.js';
 import { runMigrationsLocked } from '../src/database/migrator.js';
+import { ensurePartitions } from '../src/retention/retention-engine.js';
 import { PoolCoupon } from './load.js';
 
 /** Deposit of every pool player (enough for every stake of the pool). */
@@ -105,6 +106,8 @@ export async function preload(url: string, coupons = 1_000_000, betsPerCoupon = 
     await c.query("SET synchronous_commit = off; SET maintenance_work_mem = '512MB'; SET work_mem = '256MB'");
     await c.query('SET statement_timeout = 0; SET lock_timeout = 0');
     await c.query("SET session_replication_role = 'replica'").catch(() => undefined);
+    // Rows are back-dated up to 31 days: the time partitions of those months (issue 32) first.
+    await ensurePartitions(c, new Date(), 3, new Date(Date.now() - 31 * 86_400_000));
     const code = (i: string) => `lpad(${i}::text, 12, '0')`;
     const player = (i: string) => `'pre-p' || lpad((${i} % ${players})::text, 5, '0')`;
     const batch = (i: string) => `'pre-' || lpad((${i} / 100)::text, 7, '0')`;
