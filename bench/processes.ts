@@ -19,6 +19,30 @@ export function startScriptNodeFlags(script: string): string[] {
   return match[1].split(/\s+/).filter(Boolean);
 }
 
+/** Children started and not yet exited: killed when the benchmark's process exits without stopping them. */
+const running = new Set<ChildProcess>();
+let killsChildrenAtExit = false;
+
+/**
+ * Once per process: at `exit` (an error path that skipped its cleanup, or `process.exit` from a
+ * signal handler such as run.ts's) every child still running gets SIGKILL, so that no receiver is
+ * left holding its port and its database's connections.
+ */
+export function killChildrenAtExit(): void {
+  if (killsChildrenAtExit) return;
+  killsChildrenAtExit = true;
+  process.once('exit', () => {
+    for (const child of running) child.kill('SIGKILL');
+  });
+}
+
+/** Tracks `child` for {@link killChildrenAtExit} until it exits. */
+export function trackChild(child: ChildProcess): void {
+  killChildrenAtExit();
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+}
+
 /** How {@link startChild} starts a process. */
 export interface ChildOptions {
   cwd: string;
@@ -54,6 +78,7 @@ export async function startChild(
     stdio: ['ignore', log, log],
   });
   closeSync(log);
+  trackChild(child);
   let exited: number | null | undefined;
   child.once('exit', (code) => (exited = code));
   const until = Date.now() + 90_000;
