@@ -50,7 +50,7 @@ const { values: args } = parseArgs({
     players: { type: 'string', default: '200' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     database: { type: 'string', default: 'console_bench' },
-    port: { type: 'string', default: '4190' },
+    port: { type: 'string', default: '4290' },
     'keep-database': { type: 'boolean', default: false },
     reuse: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
@@ -72,7 +72,7 @@ if (args.help) {
   --database-url URL   a PostgreSQL server's admin URL (the local service)
   --database NAME      the database to create (console_bench); --reuse takes it as preloaded
   --keep-database      leave it for another run (--reuse)
-  --port N             the receiver's port (4190)`);
+  --port N             the receiver's port (4290; not 4190: fetch refuses that port, ManageSieve's)`);
   process.exit(0);
 }
 
