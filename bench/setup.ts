@@ -131,7 +131,9 @@ export async function preload(url: string, coupons = 1_000_000, betsPerCoupon = 
         real_win, settlement_generation, generation_settled, settled_amount, last_batch_id, created_at, updated_at)
       SELECT ${code('i')}, ${player('i')}, ${stake('i')}, '${CURRENCY}', md5(i::text) || md5('c' || i),
              now() - interval '30 days', ${status('i')}, ${win('i')}, 0, ${win('i')} IS NOT NULL, ${win('i')},
-             ${batch('i')}, now() - interval '30 days', now() - interval '29 days'
+             ${batch('i')}, now() - interval '30 days',
+             -- Updated batch by batch, as a settled coupon is: a batch's 100 share their time, no more.
+             now() - interval '29 days' + (i / 100) * interval '1 second'
       FROM generate_series(0, ${coupons - 1}) i`);
     await c.query(`
       INSERT INTO bets (coupon_code, uuid, status, payload, last_batch_id, created_at, updated_at)
