@@ -17,13 +17,13 @@
  *     [--concurrency 8] [--slices 3] [--slice-seconds 20] [--think-ms 0] [--pool-coupons 4000]
  *     [--players 200] [--database-url URL] [--keep-database] [--reuse]
  */
-import { spawn, ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Feed, LoadGenerator, PoolSpec, poolCoupons, poolPlayers } from './load.js';
-import { percentile, trackChild } from './processes.js';
+import { percentile, sleep, startChild, startScriptNodeFlags, stopChild } from './processes.js';
 import { LoadSide, measureConcurrency, runLoad, Slice, warmUp } from './run-load.js';
 import {
   createMigratedDatabase,
@@ -95,8 +95,6 @@ const SAMPLE_MS = 25;
 /** Pages the operator reads of one list before opening the next one. */
 const PAGES_PER_LIST = 10;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function get(path: string): Promise<{ status: number; body: Record<string, unknown>; ms: number }> {
   const started = performance.now();
   const res = await fetch(`${BASE}${path}`, { headers: { authorization: `Bearer ${OPS_KEY}` } });
@@ -108,15 +106,9 @@ async function get(path: string): Promise<{ status: number; body: Record<string,
 
 /** Starts `node dist/src/main.js` as `npm start` does, its output to `.data/bench/console-receiver.log`. */
 async function startReceiver(dbUrl: string): Promise<ChildProcess> {
-  mkdirSync(LOG_DIR, { recursive: true });
-  const logPath = resolve(LOG_DIR, 'console-receiver.log');
-  const log = openSync(logPath, 'w');
   const scripts = (
     JSON.parse(readFileSync(resolve(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }
   ).scripts;
-  const flags = (/\bnode((?:\s+--\S+)*)\s+dist\/src\/main\.js\b/.exec(scripts.start)?.[1] ?? '')
-    .split(/\s+/)
-    .filter(Boolean);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: dbUrl,
@@ -127,35 +119,13 @@ async function startReceiver(dbUrl: string): Promise<ChildProcess> {
     LOG_LEVEL: 'warn',
   };
   delete env.TEST_DATABASE_URL;
-  const child = spawn(process.execPath, [...flags, resolve(ROOT, 'dist/src/main.js')], {
-    cwd: ROOT,
+  return startChild(
+    'the receiver',
+    [...startScriptNodeFlags(scripts.start), resolve(ROOT, 'dist/src/main.js')],
     env,
-    stdio: ['ignore', log, log],
-  });
-  closeSync(log);
-  trackChild(child);
-  let exited: number | null | undefined;
-  child.once('exit', (code) => (exited = code));
-  const until = Date.now() + 120_000;
-  for (;;) {
-    if (exited !== undefined) throw new Error(`the receiver exited with ${exited} (log ${logPath})`);
-    try {
-      await get('/health/live');
-      return child;
-    } catch {
-      if (Date.now() > until) throw new Error(`the receiver did not answer within 120 s (log ${logPath})`);
-      await sleep(250);
-    }
-  }
-}
-
-async function stopChild(child: ChildProcess | undefined): Promise<void> {
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const done = new Promise<void>((r) => child.once('exit', () => r()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await done;
-  clearTimeout(timer);
+    `${BASE}/health/live`,
+    { cwd: ROOT, logPath: resolve(LOG_DIR, 'console-receiver.log') },
+  );
 }
 
 /** Ids of the database to search for and page through: some of each kind. */

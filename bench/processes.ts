@@ -28,7 +28,7 @@ let killsChildrenAtExit = false;
  * signal handler such as run.ts's) every child still running gets SIGKILL, so that no receiver is
  * left holding its port and its database's connections.
  */
-export function killChildrenAtExit(): void {
+function killChildrenAtExit(): void {
   if (killsChildrenAtExit) return;
   killsChildrenAtExit = true;
   process.once('exit', () => {
@@ -37,7 +37,7 @@ export function killChildrenAtExit(): void {
 }
 
 /** Tracks `child` for {@link killChildrenAtExit} until it exits. */
-export function trackChild(child: ChildProcess): void {
+function trackChild(child: ChildProcess): void {
   killChildrenAtExit();
   running.add(child);
   child.once('exit', () => running.delete(child));
