@@ -305,8 +305,10 @@ export function CouponScreen({ code }: { code: string }) {
       )}
       <section>
         <h2>Snapshots</h2>
-        <Loading loading={history.loading && !history.data} error={history.error} />
-        {history.data && (
+        {/* Amounts need the coupon's currency: the table waits for both answers, so it never shows
+            a bare amount first and the same amount with its currency a moment later. */}
+        <Loading loading={(history.loading && !history.data) || (!c && !coupon.error)} error={history.error} />
+        {history.data && c && (
           <>
             <table aria-label="snapshots">
               <thead>
@@ -333,7 +335,7 @@ export function CouponScreen({ code }: { code: string }) {
                     </td>
                     <td>{s.status}</td>
                     <td>
-                      <Amount value={s.realWin} currency={c?.currency} />
+                      <Amount value={s.realWin} currency={c.currency} />
                     </td>
                     <td>
                       <Badge
@@ -348,7 +350,7 @@ export function CouponScreen({ code }: { code: string }) {
                         ? 'none'
                         : s.operations.map((o) => (
                             <div key={o.key}>
-                              <code>{o.key}</code> <Amount value={o.amount} currency={c?.currency} />
+                              <code>{o.key}</code> <Amount value={o.amount} currency={c.currency} />
                             </div>
                           ))}
                     </td>
