@@ -307,7 +307,10 @@ export function CouponScreen({ code }: { code: string }) {
         <h2>Snapshots</h2>
         {/* Amounts need the coupon's currency: the table waits for both answers, so it never shows
             a bare amount first and the same amount with its currency a moment later. */}
-        <Loading loading={(history.loading && !history.data) || (!c && !coupon.error)} error={history.error} />
+        <Loading
+          loading={(history.loading && !history.data) || (!c && !coupon.error)}
+          error={history.error}
+        />
         {history.data && c && (
           <>
             <table aria-label="snapshots">
