@@ -33,6 +33,9 @@ export interface BulkItemRow {
   finishedAt: Date | null;
 }
 
+/** Whether the row being counted is a running action's last (SET reads the row before the update). */
+const LAST_ROW = `status = 'running' AND done_count + skipped_count + failed_count + 1 >= total`;
+
 const ACTION_COLUMNS = `id::text, kind, filter, reason, actor, request_id AS "requestId", cap, total, status,
   done_count AS "doneCount", skipped_count AS "skippedCount", failed_count AS "failedCount",
   created_at AS "createdAt", finished_at AS "finishedAt", cancelled_by AS "cancelledBy"`;
@@ -187,8 +190,9 @@ export class BulkActionsRepository {
   }
 
   /**
-   * Records a row's outcome (once: only while it has none) and counts it on the bulk action.
-   * @returns whether it was recorded.
+   * Records a row's outcome (once: only while it has none) and counts it on the bulk action; the
+   * last row's outcome also ends a running action as `done`, in the same statement, so no reader
+   * sees every row finished while the action still runs. @returns whether it was recorded.
    */
   async finishRow(
     tx: Tx,
@@ -208,7 +212,10 @@ export class BulkActionsRepository {
                 group_keys = coalesce($6::text[], group_keys), finished_at = now()
           WHERE bulk_action_id = $1 AND seq = $2 AND outcome IS NULL RETURNING seq
        )
-       UPDATE bulk_actions SET ${column} = ${column} + 1 WHERE id = $1 AND EXISTS (SELECT 1 FROM row)
+       UPDATE bulk_actions SET ${column} = ${column} + 1,
+              status = CASE WHEN ${LAST_ROW} THEN 'done' ELSE status END,
+              finished_at = CASE WHEN ${LAST_ROW} THEN now() ELSE finished_at END
+        WHERE id = $1 AND EXISTS (SELECT 1 FROM row)
        RETURNING true AS counted`,
       [id, seq, r.outcome, r.code, r.message, r.groupKeys],
     );

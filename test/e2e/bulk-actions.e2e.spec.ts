@@ -378,8 +378,22 @@ describe('a restart in the middle of a bulk action (issue 30)', () => {
     const first = await startApp(t.config);
     expect(await first.get(BulkActionWorker).runOnce(1)).toBe(1);
     await first.close();
+    const between = await ops(t.app, 'reader').get(`/bulk-actions/${run.body.id}`);
+    expect([between.body.status, between.body.done, between.body.pending, between.body.finishedAt]).toEqual([
+      'running',
+      1,
+      2,
+      null,
+    ]);
     // The next process takes over.
     expect(await t.app.get(BulkActionWorker).runOnce()).toBe(2);
+    // The last row's outcome ended the action in its own transaction: one now() for both.
+    const { rows: ended } = await t.db.query(
+      `SELECT b.status, b.finished_at = i.finished_at AS together FROM bulk_actions b
+         JOIN bulk_action_items i ON i.bulk_action_id = b.id AND i.seq = 3 WHERE b.id = $1`,
+      [run.body.id],
+    );
+    expect(ended).toEqual([{ status: 'done', together: true }]);
     const watched = await ops(t.app, 'reader').get(`/bulk-actions/${run.body.id}`);
     expect(
       watched.body.items.map((i: { outcome: string; code: string }) => `${i.outcome} ${i.code}`),
