@@ -109,6 +109,118 @@ async function shortLockDdl(db: RetentionDb, sql: string): Promise<void> {
   }
 }
 
+/** How long the detach or drop of a partition keeps trying to take its locks without queueing. */
+const NOWAIT_WINDOW_MS = 60_000;
+
+/**
+ * The longest the transaction holding those locks waits for anything else (`FINALIZE` waits for
+ * the snapshots older than its own to end), in ms: what a callback may wait behind it at worst.
+ */
+const NOWAIT_HOLD_MS = 20;
+
+const sqlState = (err: unknown) => (err as { code?: string }).code;
+
+/** The tables partition `name` (quoted) references by foreign key, as `LOCK TABLE` names them, sorted. */
+async function referencedTables(db: RetentionDb, name: string): Promise<string[]> {
+  const { rows } = await db.query<{ referenced: string }>(
+    `SELECT DISTINCT confrelid::regclass::text AS referenced FROM pg_constraint
+      WHERE conrelid = $1::regclass AND contype = 'f' ORDER BY 1`,
+    [name],
+  );
+  return rows.map((r) => r.referenced);
+}
+
+/**
+ * Runs `statements` in one transaction once `locks` (`LOCK TABLE … NOWAIT`, in the order given)
+ * are all held. NOWAIT never queues, so no callback ever waits behind a lock this only wants;
+ * the statements then wait at most {@link NOWAIT_HOLD_MS} for anything else. Tried again
+ * every 10-30 ms on 55P03 (and 40P01) for up to {@link NOWAIT_WINDOW_MS}, then the error.
+ */
+async function underNowaitLocks(db: RetentionDb, locks: string[], statements: string[]): Promise<void> {
+  const until = Date.now() + NOWAIT_WINDOW_MS;
+  for (;;) {
+    await db.query('BEGIN');
+    try {
+      await db.query(`SET LOCAL lock_timeout = ${NOWAIT_HOLD_MS}`);
+      for (const sql of [...locks, ...statements]) await db.query(sql);
+      await db.query('COMMIT');
+      return;
+    } catch (err) {
+      await db.query('ROLLBACK');
+      if (!['55P03', '40P01'].includes(sqlState(err) ?? '') || Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    }
+  }
+}
+
+/**
+ * Detaches partition `name` of `table` concurrently and drops it (docs/retention.md, "Time
+ * partitions"). A partition without foreign keys: each DDL under the short lock timeout. One that
+ * references tables the callback writes (`coupons`, `callback_batches`, an outbox) needs their
+ * SHARE ROW EXCLUSIVE lock to detach (its foreign key becomes its own) and to drop: a request
+ * queued for it would hold up every callback behind it. So the concurrent detach runs under a
+ * 1 ms lock timeout, which leaves it pending as soon as it would wait, and the detach is
+ * finished (`FINALIZE`) and the table dropped in one transaction under locks taken with NOWAIT.
+ */
+async function detachAndDrop(db: RetentionDb, table: string, name: string): Promise<void> {
+  const referenced = await referencedTables(db, ident(name));
+  const detach = `ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)}`;
+  if (!referenced.length) {
+    await shortLockDdl(db, `${detach} CONCURRENTLY`);
+    await shortLockDdl(db, `DROP TABLE ${ident(name)}`);
+    return;
+  }
+  const until = Date.now() + NOWAIT_WINDOW_MS;
+  for (;;) {
+    let detached = true;
+    await db.query('SET lock_timeout = 1');
+    try {
+      await db.query(`${detach} CONCURRENTLY`);
+    } catch (err) {
+      if (sqlState(err) !== '55P03') throw err;
+      detached = false;
+    } finally {
+      await db.query('RESET lock_timeout');
+    }
+    if (detached) return dropDetached(db, name);
+    const { rows } = await db.query<{ pending: boolean }>(
+      `SELECT inhdetachpending AS pending FROM pg_inherits WHERE inhrelid = $1::regclass`,
+      [ident(name)],
+    );
+    if (rows[0]?.pending) return finalizeAndDrop(db, table, name);
+    if (Date.now() >= until)
+      throw Object.assign(new Error(`could not detach ${name}: lock timeout`), { code: '55P03' });
+    await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+  }
+}
+
+/** Finishes the pending detach of `name` from `table` and drops it, under NOWAIT locks. */
+async function finalizeAndDrop(db: RetentionDb, table: string, name: string): Promise<void> {
+  const referenced = await referencedTables(db, ident(name));
+  await underNowaitLocks(
+    db,
+    [
+      `LOCK TABLE ${ident(table)} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`,
+      `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
+      ...referenced.map((r) => `LOCK TABLE ${r} IN SHARE ROW EXCLUSIVE MODE NOWAIT`),
+    ],
+    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`, `DROP TABLE ${ident(name)}`],
+  );
+}
+
+/** Drops `name`, a partition detached already, under NOWAIT locks of the tables it references. */
+async function dropDetached(db: RetentionDb, name: string): Promise<void> {
+  const referenced = await referencedTables(db, ident(name));
+  await underNowaitLocks(
+    db,
+    [
+      `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
+      ...referenced.map((r) => `LOCK TABLE ${r} IN SHARE ROW EXCLUSIVE MODE NOWAIT`),
+    ],
+    [`DROP TABLE ${ident(name)}`],
+  );
+}
+
 /** `<table>_pYYYYMM` of the month starting at `from` (UTC). */
 export function partitionName(table: string, from: Date): string {
   return `${table}_p${from.getUTCFullYear()}${String(from.getUTCMonth() + 1).padStart(2, '0')}`;
@@ -226,8 +338,24 @@ export class RetentionEngine {
 
   /** What the policy would remove at `now`, and what it keeps. */
   async report(now = new Date()): Promise<RetentionReport> {
-    const plans = await this.planPartitions(now);
-    return this.build(now, plans, false, new Map());
+    return this.yielding(async () => {
+      const plans = await this.planPartitions(now);
+      return this.build(now, plans, false, new Map());
+    });
+  }
+
+  /**
+   * Runs `work` with the session's scans on one core: no parallel workers, so counting an expiring
+   * partition of millions of rows leaves the other cores to the callbacks (docs/retention.md,
+   * "The scheduled job").
+   */
+  private async yielding<T>(work: () => Promise<T>): Promise<T> {
+    await this.db.query('SET max_parallel_workers_per_gather = 0');
+    try {
+      return await work();
+    } finally {
+      await this.db.query('RESET max_parallel_workers_per_gather');
+    }
   }
 
   /**
@@ -237,7 +365,11 @@ export class RetentionEngine {
    * @returns the report of what was removed (counted as it was removed).
    */
   async apply(now = new Date()): Promise<RetentionReport> {
-    await this.finishPendingDetaches();
+    return this.yielding(() => this.applyNow(now));
+  }
+
+  private async applyNow(now: Date): Promise<RetentionReport> {
+    await this.finishPendingDetaches(now);
     const plans = await this.planPartitions(now);
     const dropping = plans.filter((p) => p.expiring && p.protectedRows === 0).map((p) => p.partition.name);
     const removed = new Map<string, { rows: number; bytes: number }>();
@@ -550,34 +682,47 @@ export class RetentionEngine {
   }
 
   /**
-   * Archives (when the class asks), detaches concurrently and drops one partition; each DDL
-   * waits at most {@link DDL_LOCK_TIMEOUT_MS} for its lock and is tried again, so the callback
-   * never queues behind it for longer.
+   * Archives (when the class asks), detaches concurrently and drops one partition
+   * ({@link detachAndDrop}: a callback waits behind its locks {@link NOWAIT_HOLD_MS} at most).
    */
   private async dropPartition(plan: PartitionPlan, dataClass: RetentionClass): Promise<void> {
     const { partition } = plan;
     if (this.options.archiver && this.config.archiveClasses.includes(dataClass))
       await this.options.archiver.partition(this.db, partition, dataClass);
-    await this.ddl(
-      `ALTER TABLE ${ident(partition.table)} DETACH PARTITION ${ident(partition.name)} CONCURRENTLY`,
-    );
-    await this.ddl(`DROP TABLE ${ident(partition.name)}`);
+    await detachAndDrop(this.db, partition.table, partition.name);
     this.options.log?.(`dropped partition ${partition.name} (${plan.rows} rows, ${partition.bytes} bytes)`);
   }
 
-  /** Finishes a DETACH … CONCURRENTLY that an earlier run left pending (it was interrupted). */
-  private async finishPendingDetaches(): Promise<void> {
-    for (const table of new Set(RETENTION_TARGETS.filter(isPartitioned).map((t) => t.table)))
+  /**
+   * Finishes what an earlier run left when it was interrupted: a DETACH … CONCURRENTLY still
+   * pending (FINALIZE, then drop), or a partition detached but not dropped (a table named
+   * `<table>_pYYYYMM` that is no longer a partition, whose month is past its class's cutoff).
+   */
+  private async finishPendingDetaches(now: Date): Promise<void> {
+    for (const target of RETENTION_TARGETS.filter(isPartitioned)) {
+      const { table } = target;
       for (const p of await listPartitions(this.db, table))
-        if (p.detachPending) {
-          await this.ddl(`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(p.name)} FINALIZE`);
-          await this.ddl(`DROP TABLE ${ident(p.name)}`);
-        }
-  }
-
-  /** One DDL statement under a short lock timeout, tried again while it times out on its lock (55P03). */
-  private async ddl(sql: string): Promise<void> {
-    await shortLockDdl(this.db, sql);
+        if (p.detachPending) await finalizeAndDrop(this.db, table, p.name);
+      const cutoff = cutoffOf(this.config, target.dataClass, now);
+      if (!cutoff) continue;
+      const { rows } = await this.db.query<{ name: string }>(
+        `SELECT c.relname AS name FROM pg_class c
+          WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $1::regclass)
+            AND c.relkind = 'r' AND NOT c.relispartition AND c.relname ~ ('^' || $2 || '_p[0-9]{6}$')
+          ORDER BY 1`,
+        [table, table],
+      );
+      for (const { name } of rows) {
+        const month = name.slice(-6);
+        const to = monthStart(
+          new Date(Date.UTC(Number(month.slice(0, 4)), Number(month.slice(4)) - 1, 1)),
+          1,
+        );
+        if (to > cutoff) continue;
+        await dropDetached(this.db, name);
+        this.options.log?.(`dropped ${name}, detached by an interrupted run`);
+      }
+    }
   }
 
   /** Records that `dataClass` may have lost data older than `before`. */

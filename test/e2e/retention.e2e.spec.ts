@@ -14,7 +14,7 @@ import {
   partitionName,
   RetentionEngine,
 } from '../../src/retention/retention-engine.js';
-import type { ClassReport, RetentionReport } from '../../src/retention/retention-engine.js';
+import type { ClassReport, RetentionDb, RetentionReport } from '../../src/retention/retention-engine.js';
 import { createTestDatabase } from '../support/database.js';
 
 // Issue 32 (docs/retention.md): the policy's report says exactly what an apply removes (rows per
@@ -121,6 +121,26 @@ describe('the retention policy (npm run retention)', () => {
   afterAll(async () => {
     await client.end();
     await db.drop();
+  });
+
+  it('counts expiring partitions without parallel workers, then gives the session its setting back', async () => {
+    const seen: string[] = [];
+    const watched: RetentionDb = {
+      query: async (text: string, values?: unknown[]) => {
+        if (text.startsWith('SELECT count(*) FROM'))
+          seen.push(
+            (await client.query('SHOW max_parallel_workers_per_gather')).rows[0]
+              .max_parallel_workers_per_gather,
+          );
+        return client.query(text, values);
+      },
+    } as RetentionDb;
+    const before = (await client.query('SHOW max_parallel_workers_per_gather')).rows[0];
+    await new RetentionEngine(watched, loadRetentionConfig({})).report(now);
+    // Every expiring partition is counted (how many depends on today's date: months since 520 days ago).
+    expect(seen.length).toBeGreaterThanOrEqual(5);
+    expect(seen.filter((setting) => setting !== '0')).toEqual([]);
+    expect((await client.query('SHOW max_parallel_workers_per_gather')).rows[0]).toEqual(before);
   });
 
   it('reports what it removes, removes exactly that, keeps protected rows, then finds nothing', async () => {
@@ -365,5 +385,77 @@ describe('a detach interrupted half way', () => {
     await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
     const { rows } = await client.query(`SELECT to_regclass($1) AS still`, [old]);
     expect(rows[0].still).toBeNull();
+  });
+});
+
+describe('dropping a partition that references tables the callback writes', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    await ensurePartitions(client, now, 1, ago(200));
+  });
+
+  afterAll(async () => {
+    await client.end();
+    await db.drop();
+  });
+
+  it('never queues for the referenced tables: a callback taking them is never held up', async () => {
+    const old = part('coupon_snapshots', 180); // references coupons and callback_batches
+    const inFlight = new pg.Client({ connectionString: db.url }); // a callback's open transaction
+    const next = new pg.Client({ connectionString: db.url }); // the callbacks that come after it
+    await inFlight.connect();
+    await next.connect();
+    try {
+      await inFlight.query('BEGIN');
+      await inFlight.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE');
+      const applied = new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+      // The retention session starts detaching the oldest expired partition: the detach needs a
+      // lock on coupons, which the callback holds, so it is left pending and finished under NOWAIT.
+      let pending = 0;
+      for (let n = 0; n < 500 && !pending; n++) {
+        const { rows } = await next.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
+        );
+        pending = rows[0].n;
+        if (!pending) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(pending).toBe(1);
+      // A lock request queued for coupons would make the next callbacks wait behind it (here: fail
+      // on their 50 ms lock timeout); NOWAIT never queues, so they are never held up.
+      await next.query(`SET lock_timeout = '50ms'`);
+      for (let n = 0; n < 20; n++) {
+        await next.query('BEGIN');
+        await next.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE');
+        await next.query('COMMIT');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await inFlight.query('COMMIT');
+      await applied;
+    } finally {
+      await inFlight.end();
+      await next.end();
+    }
+    const { rows } = await client.query(`SELECT to_regclass($1) AS still`, [old]);
+    expect(rows[0].still).toBeNull();
+  });
+
+  it('drops a partition an interrupted run detached but did not drop; keeps one still in its window', async () => {
+    const expired = part('coupon_snapshots', 200);
+    const recent = part('coupon_snapshots', 0);
+    await ensurePartitions(client, now, 1, ago(200));
+    await client.query(`ALTER TABLE coupon_snapshots DETACH PARTITION "${expired}"`);
+    await client.query(`ALTER TABLE coupon_snapshots DETACH PARTITION "${recent}"`);
+    await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+    const { rows } = await client.query(`SELECT to_regclass($1) AS expired, to_regclass($2) AS recent`, [
+      expired,
+      recent,
+    ]);
+    expect(rows[0]).toEqual({ expired: null, recent: recent });
+    await client.query(`DROP TABLE "${recent}"`);
   });
 });
