@@ -85,7 +85,8 @@ function result(
 /**
  * Sends `deliveries` (at least `rate × seconds` of them) at `rate` per second on a fixed schedule,
  * each whatever the earlier ones are doing, and waits for every answer (however long it takes).
- * Latency: from the delivery's scheduled send time to its answer.
+ * Latency: from the delivery's scheduled send time to its answer. `onAnswer` gets each answer's
+ * scheduled send time (`performance.now()` clock) and latency, both in ms.
  */
 export async function openLoop(
   pool: Pool,
@@ -93,6 +94,7 @@ export async function openLoop(
   deliveries: Delivery[],
   rate: number,
   seconds: number,
+  onAnswer?: (scheduledAt: number, latencyMs: number) => void,
 ): Promise<LoadResult> {
   const n = Math.round(rate * seconds);
   if (deliveries.length < n) throw new Error(`openLoop: ${deliveries.length} deliveries for ${n} sends`);
@@ -113,6 +115,7 @@ export async function openLoop(
         answers[status] = (answers[status] ?? 0) + 1;
         const latency = performance.now() - at;
         latencies.push(latency);
+        onAnswer?.(at, latency);
         const second = Math.floor((i * interval) / 1000);
         worst[second] = Math.max(worst[second] ?? 0, latency);
       }),

@@ -9,11 +9,14 @@
  *    class holds, the policy's bytes per settled bet of a month (flat once the window is full,
  *    where without a policy they keep growing), the ledger's and coupons' bytes kept forever, and
  *    whether the report's rows equal what was removed (exit code 1 when not).
- * 2. Expiry under load: a receiver (`node dist/src/main.js`) takes callbacks at `--connections`
- *    for `--seconds`, without, while the policy detaches and drops a
- *    `delivery_attempts` partition of `--expiry-rows` rows (15 months old, past the 400 days), and
- *    without again. Prints the callback's p50/p99 of each, the ratio, the expiry's duration and
- *    the longest lock wait of a receiver session in `pg_stat_activity` (sampled every 20 ms).
+ * 2. Expiry under load: a receiver (`node dist/src/main.js`) is measured closed-loop at
+ *    `--connections` (its capacity in this run), then takes callbacks open-loop at `--fraction` of
+ *    that capacity (the sender's own schedule, docs/benchmark.md) for `--seconds`: without, while
+ *    the policy detaches and drops a `delivery_attempts` partition of `--expiry-rows` rows (15
+ *    months old, past the 400 days), and without again. Prints the callback's p50/p99 of each,
+ *    the p99 of the sends scheduled while the expiry ran, the slowest answer per second, the
+ *    ratios, the expiry's duration and the longest lock wait of a receiver session in
+ *    `pg_stat_activity` (sampled every 20 ms).
  *
  * Run the built code: `npm run bench:retention -- --help`.
  */
@@ -24,11 +27,11 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { loadRetentionConfig } from '../src/retention/retention.config.js';
 import { ensurePartitions, monthStart, RetentionEngine } from '../src/retention/retention-engine.js';
-import type { RetentionReport } from '../src/retention/retention-engine.js';
-import { closedLoop, receiverPool } from './open-loop-sender.js';
+import type { RetentionDb, RetentionReport } from '../src/retention/retention-engine.js';
+import { closedLoop, openLoop, receiverPool } from './open-loop-sender.js';
 import type { LoadResult } from './open-loop-sender.js';
 import type { Delivery } from './load.js';
-import { sleep, startChild, startScriptNodeFlags, stopChild } from './processes.js';
+import { percentile, sleep, startChild, startScriptNodeFlags, stopChild } from './processes.js';
 import { createMigratedDatabase, databaseUrl, dropDatabases, withClient } from './setup.js';
 
 const { values: args } = parseArgs({
@@ -38,6 +41,7 @@ const { values: args } = parseArgs({
     policy: { type: 'string', default: 'defaults' },
     'expiry-rows': { type: 'string', default: '200000' },
     connections: { type: 'string', default: '8' },
+    fraction: { type: 'string', default: '0.5' },
     seconds: { type: 'string', default: '20' },
     'database-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432/postgres' },
     port: { type: 'string', default: '4690' },
@@ -52,7 +56,8 @@ if (args.help) {
   --batches N         batches of 100 coupons a month (default 100; a bookmaker's month: 30000+)
   --policy P          defaults | floors (every class at its floor: 120 d batch ids, 30 d the rest)
   --expiry-rows N     rows of the partition expired under load (default 200000; the figure: 5000000)
-  --connections N     callbacks in flight during the load (default 8)
+  --connections N     callbacks in flight when measuring the capacity (default 8)
+  --fraction F        the loads' rate as a fraction of that capacity (default 0.5)
   --seconds N         seconds of each load (default 20)
   --part P            both | soak | expiry (default both)
   --database-url URL  PostgreSQL server (databases are created and dropped; default the local service)
@@ -277,6 +282,7 @@ async function expiryUnderLoad(): Promise<void> {
     await withClient(url, (c) => c.query('ANALYZE'));
     let maxLockWaitMs = 0;
     let maxOwnWaitMs = 0;
+    let longestWait = '';
     let retentionPid = 0;
     let sampling = true;
     /** Samples the longest lock wait of the database's sessions every 20 ms until `sampling` is false. */
@@ -285,53 +291,128 @@ async function expiryUnderLoad(): Promise<void> {
         while (sampling) {
           // The receiver's sessions only: the retention session's own waits (a concurrent detach
           // waits for older snapshots to end) block no callback.
-          const { rows: w } = await c.query<{ ms: number | null; own: number | null }>(
-            `SELECT max(extract(epoch FROM clock_timestamp() - state_change) * 1000) FILTER (WHERE pid <> $1)::float8 AS ms,
-                    max(extract(epoch FROM clock_timestamp() - state_change) * 1000) FILTER (WHERE pid = $1)::float8 AS own
-               FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
-            [retentionPid],
+          const { rows: w } = await c.query<{ pid: number; ms: number; what: string }>(
+            `SELECT a.pid, (extract(epoch FROM clock_timestamp() - a.state_change) * 1000)::float8 AS ms,
+                    a.wait_event || ' in ' || left(regexp_replace(a.query, '\\s+', ' ', 'g'), 70) || ', behind ' ||
+                    coalesce((SELECT string_agg(left(regexp_replace(b.query, '\\s+', ' ', 'g'), 70), ' | ')
+                                FROM pg_stat_activity b WHERE b.pid = ANY (pg_blocking_pids(a.pid))), '?') AS what
+               FROM pg_stat_activity a WHERE a.wait_event_type = 'Lock' AND a.datname = current_database()`,
           );
-          maxLockWaitMs = Math.max(maxLockWaitMs, w[0].ms ?? 0);
-          maxOwnWaitMs = Math.max(maxOwnWaitMs, w[0].own ?? 0);
+          for (const r of w) {
+            if (r.pid === retentionPid) maxOwnWaitMs = Math.max(maxOwnWaitMs, r.ms);
+            else if (r.ms > maxLockWaitMs) {
+              maxLockWaitMs = r.ms;
+              longestWait = r.what;
+            }
+          }
           await sleep(20);
         }
       });
+    // The capacity in this run, then the loads at a fraction of it: at capacity, p99 measures the
+    // queue any extra work adds, not the expiry's effect on a receiver with room to spare.
+    const capacity = await closedLoop(
+      pool,
+      '/sportapi/callback',
+      next,
+      connections,
+      Math.max(10, seconds / 3),
+    );
+    const rate = Math.max(1, Math.round(capacity.okPerSecond * Number(args.fraction)));
+    const load = (onAnswer?: (at: number, ms: number) => void) =>
+      openLoop(
+        pool,
+        '/sportapi/callback',
+        Array.from({ length: Math.ceil(rate * seconds) + 1 }, next),
+        rate,
+        seconds,
+        onAnswer,
+      );
     let sampler = sample();
-    const without = await closedLoop(pool, '/sportapi/callback', next, connections, seconds);
+    const without = await load();
     sampling = false;
     await sampler;
     const lockWaitWithout = maxLockWaitMs;
     // The same load while the policy expires the old partition (after 2 s), lock waits sampled.
     maxLockWaitMs = 0;
+    longestWait = '';
     sampling = true;
     sampler = sample();
+    let expiryFrom = Number.POSITIVE_INFINITY;
+    let expiryTo = Number.POSITIVE_INFINITY;
+    const answers: [number, number][] = [];
+    const slowStatements: string[] = [];
+    let loadFrom = Number.NaN;
+    const sinceLoad = (at: number) => ((at - loadFrom) / 1000).toFixed(1);
     const expiry = (async () => {
       await sleep(2000);
       return withClient(url, async (c) => {
         await c.query('SET statement_timeout = 0');
         retentionPid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-        const t0 = performance.now();
-        const report = await new RetentionEngine(c, loadRetentionConfig({})).apply();
+        expiryFrom = performance.now();
+        // Each statement of the retention session over 100 ms (or failed), to see where its time goes.
+        const timed: RetentionDb = {
+          query: async (text: string, values?: unknown[]) => {
+            const t = performance.now();
+            const end = (what: string) => {
+              const ms = performance.now() - t;
+              if (ms > 100 || what !== 'ok')
+                slowStatements.push(
+                  `${sinceLoad(t)} s +${ms.toFixed(0)} ms ${what}: ${text.replace(/\s+/g, ' ').slice(0, 90)}`,
+                );
+            };
+            try {
+              const r = await c.query(text, values);
+              end('ok');
+              return r;
+            } catch (err) {
+              end(`error ${(err as { code?: string }).code}`);
+              throw err;
+            }
+          },
+        } as RetentionDb;
+        const report = await new RetentionEngine(timed, loadRetentionConfig({})).apply();
+        expiryTo = performance.now();
         const dropped = report.classes.find((x) => x.dataClass === 'delivery_attempts')!;
-        return { ms: performance.now() - t0, rows: dropped.removeRows, bytes: dropped.removeBytes };
+        return { ms: expiryTo - expiryFrom, rows: dropped.removeRows, bytes: dropped.removeBytes };
       });
     })();
-    const during = await closedLoop(pool, '/sportapi/callback', next, connections, seconds);
+    loadFrom = performance.now();
+    const during = await load((at, ms) => answers.push([at, ms]));
     const done = await expiry;
     sampling = false;
     await sampler;
     // Without again, after: the load's own drift (caches, autovacuum) shows between the two.
-    const after = await closedLoop(pool, '/sportapi/callback', next, connections, seconds);
+    const after = await load();
     await pool.close();
+    // The sends scheduled while the expiry ran (it may outlast the load: then up to its end).
+    const inExpiry = answers
+      .filter(([at]) => at >= expiryFrom && at < expiryTo)
+      .map(([, ms]) => ms)
+      .sort((a, b) => a - b);
     const line = (label: string, r: LoadResult) =>
-      `${label}: ${r.sent} callbacks (${JSON.stringify(r.answers)}), ${r.okPerSecond.toFixed(1)}/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms\n`;
-    process.stdout.write(line(`without expiry (c=${connections}, ${seconds} s)`, without));
-    process.stdout.write(line(`during expiry  (c=${connections}, ${seconds} s)`, during));
-    process.stdout.write(line(`after, without (c=${connections}, ${seconds} s)`, after));
+      `${label}: ${r.sent} callbacks (${JSON.stringify(r.answers)}), ${r.okPerSecond.toFixed(1)}/s, p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms, max ${r.max.toFixed(1)} ms` +
+      (r.lateSends ? `, ${r.lateSends} sends over 10 ms late (the bench was busy)` : '') +
+      '\n';
+    process.stdout.write(
+      `capacity (closed loop, c=${connections}, ${capacity.seconds} s): ${capacity.okPerSecond.toFixed(1)}/s; loads open-loop at ${rate}/s (${args.fraction} of it), ${seconds} s each\n`,
+    );
+    process.stdout.write(line('without expiry', without));
+    process.stdout.write(line('during expiry ', during));
+    process.stdout.write(line('after, without', after));
+    process.stdout.write(
+      `while the expiry ran (${sinceLoad(expiryFrom)}-${sinceLoad(expiryTo)} s of the load): ${inExpiry.length} sends, p50 ${percentile(inExpiry, 50).toFixed(1)} ms, p99 ${percentile(inExpiry, 99).toFixed(1)} ms; ` +
+        `slowest answer per second of the load: ${during.worstBySecond.map((ms) => ms.toFixed(0)).join(' ')} ms\n`,
+    );
+    if (longestWait)
+      process.stdout.write(`longest lock wait of a receiver session during the expiry: ${longestWait}\n`);
+    process.stdout.write(
+      `statements of the retention session over 100 ms or failed:\n  ${slowStatements.join('\n  ')}\n`,
+    );
     process.stdout.write(
       `expiry: ${done.rows} rows, ${MB(done.bytes)} MB detached concurrently and dropped in ${(done.ms / 1000).toFixed(2)} s; ` +
         `longest lock wait of a receiver session ${maxLockWaitMs.toFixed(0)} ms (without expiry ${lockWaitWithout.toFixed(0)} ms), ` +
-        `of the retention session itself ${maxOwnWaitMs.toFixed(0)} ms; callback p99 during / without ${(during.p99 / without.p99).toFixed(2)}×, during / after ${(during.p99 / after.p99).toFixed(2)}×\n`,
+        `of the retention session itself ${maxOwnWaitMs.toFixed(0)} ms; callback p99 during / without ${(during.p99 / without.p99).toFixed(2)}×, ` +
+        `while the expiry ran / without ${(percentile(inExpiry, 99) / without.p99).toFixed(2)}×, during / after ${(during.p99 / after.p99).toFixed(2)}×\n`,
     );
   } finally {
     await stopChild(receiver);
