@@ -130,15 +130,34 @@ async function referencedTables(db: RetentionDb, name: string): Promise<string[]
   return rows.map((r) => r.referenced);
 }
 
+const pause = () => new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+
+/** The error when {@link NOWAIT_WINDOW_MS} ran out: a lock timeout (55P03), kept for the next run. */
+const windowRanOut = (what: string) =>
+  Object.assign(new Error(`${what}: no moment without conflicting locks or old snapshots in its window`), {
+    code: '55P03',
+  });
+
 /**
  * Runs `statements` in one transaction once `locks` (`LOCK TABLE … NOWAIT`, in the order given)
  * are all held. NOWAIT never queues, so no callback ever waits behind a lock this only wants;
- * the statements then wait at most {@link NOWAIT_HOLD_MS} for anything else. Tried again
- * every 10-30 ms on 55P03 (and 40P01) for up to {@link NOWAIT_WINDOW_MS}, then the error.
+ * the statements then wait at most {@link NOWAIT_HOLD_MS} for anything else. Before each try,
+ * `ready` (holding no lock) may say to wait. Tried again every 10-30 ms on 55P03 (and 40P01)
+ * until `until` (epoch ms), then 55P03.
  */
-async function underNowaitLocks(db: RetentionDb, locks: string[], statements: string[]): Promise<void> {
-  const until = Date.now() + NOWAIT_WINDOW_MS;
+async function underNowaitLocks(
+  db: RetentionDb,
+  locks: string[],
+  statements: string[],
+  until: number,
+  ready: () => Promise<boolean> = async () => true,
+): Promise<void> {
   for (;;) {
+    if (Date.now() >= until) throw windowRanOut(statements.join('; '));
+    if (!(await ready())) {
+      await pause();
+      continue;
+    }
     await db.query('BEGIN');
     try {
       await db.query(`SET LOCAL lock_timeout = ${NOWAIT_HOLD_MS}`);
@@ -147,22 +166,46 @@ async function underNowaitLocks(db: RetentionDb, locks: string[], statements: st
       return;
     } catch (err) {
       await db.query('ROLLBACK');
-      if (!['55P03', '40P01'].includes(sqlState(err) ?? '') || Date.now() >= until) throw err;
-      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+      if (!['55P03', '40P01'].includes(sqlState(err) ?? '')) throw err;
+      await pause();
     }
   }
 }
 
 /**
+ * Whether no other transaction of this database has held a snapshot for longer than
+ * {@link NOWAIT_HOLD_MS}: `FINALIZE` waits for every snapshot older than its own, while holding
+ * locks callbacks need, so it only starts when those it would wait for are young (an idle
+ * transaction of an operator's session would otherwise make every try hold them its full time).
+ */
+async function snapshotsYoung(db: RetentionDb): Promise<boolean> {
+  const { rows } = await db.query<{ old: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL
+          AND backend_type <> 'autovacuum worker'
+          AND xact_start < clock_timestamp() - make_interval(secs => $1::float8 / 1000)) AS old`,
+    [NOWAIT_HOLD_MS],
+  );
+  return !rows[0].old;
+}
+
+/**
  * Detaches partition `name` of `table` concurrently and drops it (docs/retention.md, "Time
  * partitions"). A partition without foreign keys: each DDL under the short lock timeout. One that
- * references tables the callback writes (`coupons`, `callback_batches`, an outbox) needs their
- * SHARE ROW EXCLUSIVE lock to detach (its foreign key becomes its own) and to drop: a request
- * queued for it would hold up every callback behind it. So the concurrent detach runs under a
- * 1 ms lock timeout, which leaves it pending as soon as it would wait, and the detach is
- * finished (`FINALIZE`) and the table dropped in one transaction under locks taken with NOWAIT.
+ * references tables the callback writes (`coupons`, `callback_batches`, an outbox) locks them to
+ * detach (SHARE ROW EXCLUSIVE: its foreign key becomes its own) and to drop (ACCESS EXCLUSIVE): a
+ * request queued for them would hold up every callback behind it. So the concurrent detach runs
+ * under a 1 ms lock timeout, which leaves it pending as soon as it would wait; it is finished
+ * (`FINALIZE`) under locks taken with NOWAIT once old snapshots are gone, emptied (`TRUNCATE`,
+ * which frees its files and locks only itself), and the empty table dropped under NOWAIT locks.
+ * @throws 55P03 when no moment came in {@link NOWAIT_WINDOW_MS} (the next run finishes it).
  */
-async function detachAndDrop(db: RetentionDb, table: string, name: string): Promise<void> {
+async function detachAndDrop(
+  db: RetentionDb,
+  table: string,
+  name: string,
+  until = Date.now() + NOWAIT_WINDOW_MS,
+): Promise<void> {
   const referenced = await referencedTables(db, ident(name));
   const detach = `ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)}`;
   if (!referenced.length) {
@@ -170,7 +213,6 @@ async function detachAndDrop(db: RetentionDb, table: string, name: string): Prom
     await shortLockDdl(db, `DROP TABLE ${ident(name)}`);
     return;
   }
-  const until = Date.now() + NOWAIT_WINDOW_MS;
   for (;;) {
     let detached = true;
     await db.query('SET lock_timeout = 1');
@@ -182,42 +224,59 @@ async function detachAndDrop(db: RetentionDb, table: string, name: string): Prom
     } finally {
       await db.query('RESET lock_timeout');
     }
-    if (detached) return dropDetached(db, name);
+    if (detached) return dropDetached(db, name, until);
     const { rows } = await db.query<{ pending: boolean }>(
       `SELECT inhdetachpending AS pending FROM pg_inherits WHERE inhrelid = $1::regclass`,
       [ident(name)],
     );
-    if (rows[0]?.pending) return finalizeAndDrop(db, table, name);
-    if (Date.now() >= until)
-      throw Object.assign(new Error(`could not detach ${name}: lock timeout`), { code: '55P03' });
-    await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    if (rows[0]?.pending) return finalizeAndDrop(db, table, name, until);
+    if (Date.now() >= until) throw windowRanOut(`${detach} CONCURRENTLY`);
+    await pause();
   }
 }
 
-/** Finishes the pending detach of `name` from `table` and drops it, under NOWAIT locks. */
-async function finalizeAndDrop(db: RetentionDb, table: string, name: string): Promise<void> {
+/** Finishes the pending detach of `name` from `table` and drops it ({@link detachAndDrop}). */
+async function finalizeAndDrop(
+  db: RetentionDb,
+  table: string,
+  name: string,
+  until = Date.now() + NOWAIT_WINDOW_MS,
+): Promise<void> {
   const referenced = await referencedTables(db, ident(name));
   await underNowaitLocks(
     db,
     [
-      `LOCK TABLE ${ident(table)} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`,
+      `LOCK TABLE ONLY ${ident(table)} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`,
       `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
       ...referenced.map((r) => `LOCK TABLE ${r} IN SHARE ROW EXCLUSIVE MODE NOWAIT`),
     ],
-    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`, `DROP TABLE ${ident(name)}`],
+    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`],
+    until,
+    () => snapshotsYoung(db),
   );
+  await dropDetached(db, name, until);
 }
 
-/** Drops `name`, a partition detached already, under NOWAIT locks of the tables it references. */
-async function dropDetached(db: RetentionDb, name: string): Promise<void> {
+/**
+ * Drops `name`, a partition detached already: emptied first under the short lock timeout (its
+ * own lock only), then dropped under NOWAIT locks of itself and the tables it references (a
+ * foreign key's drop takes ACCESS EXCLUSIVE on its referenced table: held only for a catalog change).
+ */
+async function dropDetached(
+  db: RetentionDb,
+  name: string,
+  until = Date.now() + NOWAIT_WINDOW_MS,
+): Promise<void> {
+  await shortLockDdl(db, `TRUNCATE ${ident(name)}`);
   const referenced = await referencedTables(db, ident(name));
   await underNowaitLocks(
     db,
     [
       `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
-      ...referenced.map((r) => `LOCK TABLE ${r} IN SHARE ROW EXCLUSIVE MODE NOWAIT`),
+      ...referenced.map((r) => `LOCK TABLE ${r} IN ACCESS EXCLUSIVE MODE NOWAIT`),
     ],
     [`DROP TABLE ${ident(name)}`],
+    until,
   );
 }
 
@@ -333,6 +392,8 @@ export class RetentionEngine {
       archiver?: RetentionArchiver;
       gate?: StepGate;
       log?: (line: string) => void;
+      /** How long one partition's detach and drop may wait for a moment without conflicts (ms; default 60 000). */
+      lockWindowMs?: number;
     } = {},
   ) {}
 
@@ -369,7 +430,8 @@ export class RetentionEngine {
   }
 
   private async applyNow(now: Date): Promise<RetentionReport> {
-    await this.finishPendingDetaches(now);
+    const stuck: string[] = [];
+    await this.finishPendingDetaches(now, stuck);
     const plans = await this.planPartitions(now);
     const dropping = plans.filter((p) => p.expiring && p.protectedRows === 0).map((p) => p.partition.name);
     const removed = new Map<string, { rows: number; bytes: number }>();
@@ -378,16 +440,34 @@ export class RetentionEngine {
       if (!cutoff) continue;
       if (target.kind === 'partitions') {
         for (const plan of plans.filter((p) => p.target === target && p.expiring && p.protectedRows === 0)) {
-          await this.step(() => this.dropPartition(plan, target.dataClass));
+          // A table has one pending detach at most (55000 for a second): its later months wait too.
+          if (stuck.some((name) => name.startsWith(`${target.table}_`))) {
+            stuck.push(plan.partition.name);
+            continue;
+          }
+          if (
+            !(await this.unlessStuck(stuck, plan.partition.name, () =>
+              this.step(() => this.dropPartition(plan, target.dataClass)),
+            ))
+          )
+            continue;
           removed.set(plan.partition.name, { rows: plan.rows, bytes: plan.partition.bytes });
           await this.raiseHorizon(target.dataClass, plan.partition.to);
         }
-      } else {
+      } else if (!stuck.length) {
+        // Rows go only after every partition the run meant to drop is gone (an outbox row waits for its attempts).
         const done = await this.applyRows(target, cutoff, dropping);
         removed.set(target.name, done);
         if (done.rows) await this.raiseHorizon(target.dataClass, cutoff);
       }
     }
+    if (stuck.length)
+      throw Object.assign(
+        new Error(
+          `retention: ${stuck.join(', ')} kept for the next run (no moment without conflicting locks or old snapshots); the other partitions were dropped, no rows were removed`,
+        ),
+        { code: '55P03' },
+      );
     const after = await this.planPartitions(now);
     return this.build(now, after, true, removed, plans);
   }
@@ -689,43 +769,91 @@ export class RetentionEngine {
     const { partition } = plan;
     if (this.options.archiver && this.config.archiveClasses.includes(dataClass))
       await this.options.archiver.partition(this.db, partition, dataClass);
-    await detachAndDrop(this.db, partition.table, partition.name);
+    await detachAndDrop(this.db, partition.table, partition.name, this.until());
     this.options.log?.(`dropped partition ${partition.name} (${plan.rows} rows, ${partition.bytes} bytes)`);
   }
 
   /**
-   * Finishes what an earlier run left when it was interrupted: a DETACH … CONCURRENTLY still
-   * pending (FINALIZE, then drop), or a partition detached but not dropped (a table named
-   * `<table>_pYYYYMM` that is no longer a partition, whose month is past its class's cutoff).
+   * Runs `work` on partition `name`; a lock timeout (55P03: no moment without conflicting locks
+   * in the window) adds `name` to `stuck` instead of ending the run. @returns whether it ran.
    */
-  private async finishPendingDetaches(now: Date): Promise<void> {
+  private async unlessStuck(stuck: string[], name: string, work: () => Promise<void>): Promise<boolean> {
+    try {
+      await work();
+      return true;
+    } catch (err) {
+      if (sqlState(err) !== '55P03') throw err;
+      this.options.log?.(`kept ${name} for the next run: ${(err as Error).message}`);
+      stuck.push(name);
+      return false;
+    }
+  }
+
+  /** When a partition's detach and drop starting now stops waiting for its moment (epoch ms). */
+  private until(): number {
+    return Date.now() + (this.options.lockWindowMs ?? NOWAIT_WINDOW_MS);
+  }
+
+  /** Whether table `name` holds rows of `target` that must not go yet. */
+  private async holdsProtected(target: PartitionedTarget, name: string): Promise<boolean> {
+    return !!target.protectedSql && (await this.count(target.protectedSql.replace('$P', ident(name)))) > 0;
+  }
+
+  /**
+   * Finishes what an earlier run left when it was interrupted, unless it holds protected rows by
+   * now: a DETACH … CONCURRENTLY still pending (FINALIZE, then drop), or a partition detached but
+   * not dropped (a table `<table>_pYYYYMM` or `<table>_legacy` no longer a partition, whose month
+   * is past its class's cutoff and whose newest row is older than the cutoff, or empty). Raises
+   * the class's horizon as a planned drop does.
+   */
+  private async finishPendingDetaches(now: Date, stuck: string[]): Promise<void> {
     for (const target of RETENTION_TARGETS.filter(isPartitioned)) {
       const { table } = target;
-      for (const p of await listPartitions(this.db, table))
-        if (p.detachPending) await finalizeAndDrop(this.db, table, p.name);
       const cutoff = cutoffOf(this.config, target.dataClass, now);
+      for (const p of await listPartitions(this.db, table)) {
+        if (!p.detachPending) continue;
+        if (await this.holdsProtected(target, p.name)) {
+          this.options.log?.(`kept ${p.name} (detach pending): it holds protected rows`);
+          continue;
+        }
+        if (
+          !(await this.unlessStuck(stuck, p.name, () =>
+            finalizeAndDrop(this.db, table, p.name, this.until()),
+          ))
+        )
+          continue;
+        await this.raiseHorizon(target.dataClass, p.to);
+        this.options.log?.(`dropped ${p.name}, whose detach an interrupted run left pending`);
+      }
       if (!cutoff) continue;
       const { rows } = await this.db.query<{ name: string }>(
         `SELECT c.relname AS name FROM pg_class c
           WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $1::regclass)
-            AND c.relkind = 'r' AND NOT c.relispartition AND c.relname ~ ('^' || $2 || '_p[0-9]{6}$')
+            AND c.relkind = 'r' AND NOT c.relispartition
+            AND (c.relname = $2 || '_legacy' OR (left(c.relname, length($2) + 2) = $2 || '_p'
+                 AND substr(c.relname, length($2) + 3) ~ '^[0-9]{4}(0[1-9]|1[0-2])$'))
           ORDER BY 1`,
         [table, table],
       );
       for (const { name } of rows) {
-        const month = name.slice(-6);
-        const to = monthStart(
-          new Date(Date.UTC(Number(month.slice(0, 4)), Number(month.slice(4)) - 1, 1)),
-          1,
+        const month = /_p(\d{4})(\d{2})$/.exec(name);
+        const to = month
+          ? monthStart(new Date(Date.UTC(Number(month[1]), Number(month[2]) - 1, 1)), 1)
+          : null;
+        if (to && to > cutoff) continue;
+        const { rows: newest } = await this.db.query<{ at: Date | null }>(
+          `SELECT max(${ident(target.column)}) AS at FROM ${ident(name)}`,
         );
-        if (to > cutoff) continue;
-        await dropDetached(this.db, name);
+        const at = newest[0].at;
+        if ((at && at >= cutoff) || (await this.holdsProtected(target, name))) continue;
+        if (!(await this.unlessStuck(stuck, name, () => dropDetached(this.db, name, this.until())))) continue;
+        const before = to ?? at;
+        if (before) await this.raiseHorizon(target.dataClass, before);
         this.options.log?.(`dropped ${name}, detached by an interrupted run`);
       }
     }
   }
 
-  /** Records that `dataClass` may have lost data older than `before`. */
   private async raiseHorizon(dataClass: RetentionClass, before: Date): Promise<void> {
     await this.db.query(
       `INSERT INTO retention_horizons (data_class, expired_before) VALUES ($1, $2)

@@ -444,18 +444,114 @@ describe('dropping a partition that references tables the callback writes', () =
     expect(rows[0].still).toBeNull();
   });
 
+  it('waits for an old snapshot holding no lock the callback needs, then finishes', async () => {
+    await ensurePartitions(client, now, 1, ago(200));
+    const old = part('coupon_snapshots', 200);
+    const inFlight = new pg.Client({ connectionString: db.url }); // leaves the detach pending
+    const reader = new pg.Client({ connectionString: db.url }); // an operator's long report
+    const next = new pg.Client({ connectionString: db.url });
+    await Promise.all([inFlight.connect(), reader.connect(), next.connect()]);
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM accounts');
+      await inFlight.query('BEGIN');
+      await inFlight.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE');
+      const applied = new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+      let pending = 0;
+      for (let n = 0; n < 500 && !pending; n++) {
+        const { rows } = await next.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
+        );
+        pending = rows[0].n;
+        if (!pending) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(pending).toBe(1);
+      await inFlight.query('COMMIT');
+      // FINALIZE would wait for the reader's snapshot while holding coupons and callback_batches:
+      // it does not start while that snapshot is old, so the callbacks' locks never wait at all.
+      await next.query(`SET lock_timeout = '5ms'`);
+      for (let n = 0; n < 20; n++) {
+        await next.query('BEGIN');
+        await next.query('LOCK TABLE coupons, callback_batches IN ROW EXCLUSIVE MODE');
+        await next.query('COMMIT');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const { rows: still } = await next.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
+      );
+      expect(still[0].n).toBe(1);
+      await reader.query('COMMIT');
+      await applied;
+    } finally {
+      await Promise.all([inFlight.end(), reader.end(), next.end()]);
+    }
+    const { rows } = await client.query(`SELECT to_regclass($1) AS still`, [old]);
+    expect(rows[0].still).toBeNull();
+  });
+
+  it('keeps the partitions it finds no moment for, removes no rows, fails at the end; the next run drops them', async () => {
+    await ensurePartitions(client, now, 1, ago(200));
+    const first = part('coupon_snapshots', 200);
+    const inFlight = new pg.Client({ connectionString: db.url });
+    await inFlight.connect();
+    const logged: string[] = [];
+    try {
+      await inFlight.query('BEGIN');
+      await inFlight.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE'); // for the whole run
+      const err = await new RetentionEngine(client, loadRetentionConfig({}), {
+        lockWindowMs: 300,
+        log: (line) => logged.push(line),
+      })
+        .apply(now)
+        .catch((e: unknown) => e as { code?: string; message: string });
+      expect((err as { code?: string }).code).toBe('55P03');
+      // The first expired month stays pending; a table has one pending detach at most, so its
+      // later months wait for the next run too (not tried: named in the error, not logged).
+      expect((err as Error).message).toMatch(
+        new RegExp(`^retention: ${first}(, coupon_snapshots_p\\d{6})* kept for the next run`),
+      );
+    } finally {
+      await inFlight.query('COMMIT');
+      await inFlight.end();
+    }
+    const { rows: pending } = await client.query<{ name: string }>(
+      `SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
+    );
+    expect(pending).toEqual([{ name: first }]);
+    expect(logged.filter((l) => l.startsWith('kept '))).toEqual([
+      expect.stringMatching(new RegExp(`^kept ${first} for the next run: `)),
+    ]);
+    await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
+    const { rows } = await client.query(
+      `SELECT to_regclass($1) AS first,
+              (SELECT count(*)::int FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending) AS pending,
+              (SELECT expired_before >= $2::timestamptz FROM retention_horizons WHERE data_class = 'snapshots') AS horizon`,
+      [first, monthStart(ago(200), 1)],
+    );
+    expect(rows[0]).toEqual({ first: null, pending: 0, horizon: true });
+  });
+
   it('drops a partition an interrupted run detached but did not drop; keeps one still in its window', async () => {
     const expired = part('coupon_snapshots', 200);
     const recent = part('coupon_snapshots', 0);
     await ensurePartitions(client, now, 1, ago(200));
     await client.query(`ALTER TABLE coupon_snapshots DETACH PARTITION "${expired}"`);
     await client.query(`ALTER TABLE coupon_snapshots DETACH PARTITION "${recent}"`);
-    await new RetentionEngine(client, loadRetentionConfig({})).apply(now);
-    const { rows } = await client.query(`SELECT to_regclass($1) AS expired, to_regclass($2) AS recent`, [
-      expired,
-      recent,
-    ]);
-    expect(rows[0]).toEqual({ expired: null, recent: recent });
+    // The migration's partition of the rows before it, detached (empty here: a fresh database has none).
+    await client.query(`CREATE TABLE coupon_snapshots_legacy (LIKE coupon_snapshots)`);
+    await client.query(`DELETE FROM retention_horizons`);
+    const logged: string[] = [];
+    await new RetentionEngine(client, loadRetentionConfig({}), { log: (line) => logged.push(line) }).apply(
+      now,
+    );
+    const { rows } = await client.query(
+      `SELECT to_regclass($1) AS expired, to_regclass($2) AS recent, to_regclass('coupon_snapshots_legacy') AS legacy,
+              (SELECT expired_before >= $3::timestamptz FROM retention_horizons WHERE data_class = 'snapshots') AS horizon`,
+      [expired, recent, monthStart(ago(200), 1)],
+    );
+    expect(rows[0]).toEqual({ expired: null, recent: recent, legacy: null, horizon: true });
+    expect(logged).toContain(`dropped ${expired}, detached by an interrupted run`);
+    expect(logged).toContain('dropped coupon_snapshots_legacy, detached by an interrupted run');
     await client.query(`DROP TABLE "${recent}"`);
   });
 });
