@@ -195,9 +195,9 @@ async function snapshotsYoung(db: RetentionDb): Promise<boolean> {
  * references tables the callback writes (`coupons`, `callback_batches`, an outbox) locks them to
  * detach (SHARE ROW EXCLUSIVE: its foreign key becomes its own) and to drop (ACCESS EXCLUSIVE): a
  * request queued for them would hold up every callback behind it. So the concurrent detach runs
- * under a 1 ms lock timeout, which leaves it pending as soon as it would wait; it is finished
- * (`FINALIZE`) under locks taken with NOWAIT once old snapshots are gone, emptied (`TRUNCATE`,
- * which frees its files and locks only itself), and the empty table dropped under NOWAIT locks.
+ * under a 1 ms lock timeout, which leaves it pending as soon as it would wait; it is emptied
+ * (`TRUNCATE`, which frees its files and locks only itself), then finished (`FINALIZE`) and
+ * dropped in one transaction under locks taken with NOWAIT, once old snapshots are gone.
  * @throws 55P03 when no moment came in {@link NOWAIT_WINDOW_MS} (the next run finishes it).
  */
 async function detachAndDrop(
@@ -235,26 +235,37 @@ async function detachAndDrop(
   }
 }
 
-/** Finishes the pending detach of `name` from `table` and drops it ({@link detachAndDrop}). */
+/** `TRUNCATE` of table `name` when it has rows (an empty month needs no transaction of its own). */
+async function emptyFirst(db: RetentionDb, name: string): Promise<void> {
+  const { rows } = await db.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${ident(name)}) AS any`);
+  if (rows[0].any) await shortLockDdl(db, `TRUNCATE ${ident(name)}`);
+}
+
+/**
+ * Finishes the pending detach of `name` from `table` and drops it ({@link detachAndDrop}): emptied
+ * first (`TRUNCATE` of the pending partition locks only itself and frees its files), then
+ * `FINALIZE` and `DROP` in one transaction, under NOWAIT locks (the referenced tables' ACCESS
+ * EXCLUSIVE, which the drop needs and which covers the finalize's), once old snapshots are gone.
+ */
 async function finalizeAndDrop(
   db: RetentionDb,
   table: string,
   name: string,
   until = Date.now() + NOWAIT_WINDOW_MS,
 ): Promise<void> {
+  await emptyFirst(db, name);
   const referenced = await referencedTables(db, ident(name));
   await underNowaitLocks(
     db,
     [
       `LOCK TABLE ONLY ${ident(table)} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`,
       `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
-      ...referenced.map((r) => `LOCK TABLE ${r} IN SHARE ROW EXCLUSIVE MODE NOWAIT`),
+      ...referenced.map((r) => `LOCK TABLE ${r} IN ACCESS EXCLUSIVE MODE NOWAIT`),
     ],
-    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`],
+    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`, `DROP TABLE ${ident(name)}`],
     until,
     () => snapshotsYoung(db),
   );
-  await dropDetached(db, name, until);
 }
 
 /**
@@ -267,7 +278,7 @@ async function dropDetached(
   name: string,
   until = Date.now() + NOWAIT_WINDOW_MS,
 ): Promise<void> {
-  await shortLockDdl(db, `TRUNCATE ${ident(name)}`);
+  await emptyFirst(db, name);
   const referenced = await referencedTables(db, ident(name));
   await underNowaitLocks(
     db,
