@@ -200,12 +200,7 @@ async function snapshotsYoung(db: RetentionDb): Promise<boolean> {
  * dropped in one transaction under locks taken with NOWAIT, once old snapshots are gone.
  * @throws 55P03 when no moment came in {@link NOWAIT_WINDOW_MS} (the next run finishes it).
  */
-async function detachAndDrop(
-  db: RetentionDb,
-  table: string,
-  name: string,
-  until = Date.now() + NOWAIT_WINDOW_MS,
-): Promise<void> {
+async function detachAndDrop(db: RetentionDb, table: string, name: string, until: number): Promise<void> {
   const referenced = await referencedTables(db, ident(name));
   const detach = `ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)}`;
   if (!referenced.length) {
@@ -224,70 +219,48 @@ async function detachAndDrop(
     } finally {
       await db.query('RESET lock_timeout');
     }
-    if (detached) return dropDetached(db, name, until);
+    if (detached) return emptyAndDrop(db, name, until);
     const { rows } = await db.query<{ pending: boolean }>(
       `SELECT inhdetachpending AS pending FROM pg_inherits WHERE inhrelid = $1::regclass`,
       [ident(name)],
     );
-    if (rows[0]?.pending) return finalizeAndDrop(db, table, name, until);
+    if (rows[0]?.pending) return emptyAndDrop(db, name, until, table);
     if (Date.now() >= until) throw windowRanOut(`${detach} CONCURRENTLY`);
     await pause();
   }
 }
 
-/** `TRUNCATE` of table `name` when it has rows (an empty month needs no transaction of its own). */
-async function emptyFirst(db: RetentionDb, name: string): Promise<void> {
+/**
+ * Drops `name`, a partition detached already or, with `pendingFrom`, one whose detach from that
+ * table is pending ({@link detachAndDrop}). It is emptied first when it has rows (`TRUNCATE`
+ * locks only itself and frees its files); then `FINALIZE` (when pending) and `DROP` run in one
+ * transaction under NOWAIT locks: `ONLY` the parent's SHARE UPDATE EXCLUSIVE (when pending), its
+ * own and the referenced tables' ACCESS EXCLUSIVE (a foreign key's drop needs it; it covers the
+ * finalize's), held for catalog changes only; a pending one once old snapshots are gone.
+ */
+async function emptyAndDrop(
+  db: RetentionDb,
+  name: string,
+  until: number,
+  pendingFrom?: string,
+): Promise<void> {
   const { rows } = await db.query<{ any: boolean }>(`SELECT EXISTS (SELECT 1 FROM ${ident(name)}) AS any`);
   if (rows[0].any) await shortLockDdl(db, `TRUNCATE ${ident(name)}`);
-}
-
-/**
- * Finishes the pending detach of `name` from `table` and drops it ({@link detachAndDrop}): emptied
- * first (`TRUNCATE` of the pending partition locks only itself and frees its files), then
- * `FINALIZE` and `DROP` in one transaction, under NOWAIT locks (the referenced tables' ACCESS
- * EXCLUSIVE, which the drop needs and which covers the finalize's), once old snapshots are gone.
- */
-async function finalizeAndDrop(
-  db: RetentionDb,
-  table: string,
-  name: string,
-  until = Date.now() + NOWAIT_WINDOW_MS,
-): Promise<void> {
-  await emptyFirst(db, name);
   const referenced = await referencedTables(db, ident(name));
+  const pending = pendingFrom === undefined ? [] : [ident(pendingFrom)];
   await underNowaitLocks(
     db,
     [
-      `LOCK TABLE ONLY ${ident(table)} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`,
+      ...pending.map((parent) => `LOCK TABLE ONLY ${parent} IN SHARE UPDATE EXCLUSIVE MODE NOWAIT`),
       `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
       ...referenced.map((r) => `LOCK TABLE ${r} IN ACCESS EXCLUSIVE MODE NOWAIT`),
     ],
-    [`ALTER TABLE ${ident(table)} DETACH PARTITION ${ident(name)} FINALIZE`, `DROP TABLE ${ident(name)}`],
-    until,
-    () => snapshotsYoung(db),
-  );
-}
-
-/**
- * Drops `name`, a partition detached already: emptied first under the short lock timeout (its
- * own lock only), then dropped under NOWAIT locks of itself and the tables it references (a
- * foreign key's drop takes ACCESS EXCLUSIVE on its referenced table: held only for a catalog change).
- */
-async function dropDetached(
-  db: RetentionDb,
-  name: string,
-  until = Date.now() + NOWAIT_WINDOW_MS,
-): Promise<void> {
-  await emptyFirst(db, name);
-  const referenced = await referencedTables(db, ident(name));
-  await underNowaitLocks(
-    db,
     [
-      `LOCK TABLE ${ident(name)} IN ACCESS EXCLUSIVE MODE NOWAIT`,
-      ...referenced.map((r) => `LOCK TABLE ${r} IN ACCESS EXCLUSIVE MODE NOWAIT`),
+      ...pending.map((parent) => `ALTER TABLE ${parent} DETACH PARTITION ${ident(name)} FINALIZE`),
+      `DROP TABLE ${ident(name)}`,
     ],
-    [`DROP TABLE ${ident(name)}`],
     until,
+    pending.length ? () => snapshotsYoung(db) : undefined,
   );
 }
 
@@ -828,9 +801,7 @@ export class RetentionEngine {
           continue;
         }
         if (
-          !(await this.unlessStuck(stuck, p.name, () =>
-            finalizeAndDrop(this.db, table, p.name, this.until()),
-          ))
+          !(await this.unlessStuck(stuck, p.name, () => emptyAndDrop(this.db, p.name, this.until(), table)))
         )
           continue;
         await this.raiseHorizon(target.dataClass, p.to);
@@ -857,7 +828,7 @@ export class RetentionEngine {
         );
         const at = newest[0].at;
         if ((at && at >= cutoff) || (await this.holdsProtected(target, name))) continue;
-        if (!(await this.unlessStuck(stuck, name, () => dropDetached(this.db, name, this.until())))) continue;
+        if (!(await this.unlessStuck(stuck, name, () => emptyAndDrop(this.db, name, this.until())))) continue;
         const before = to ?? at;
         if (before) await this.raiseHorizon(target.dataClass, before);
         this.options.log?.(`dropped ${name}, detached by an interrupted run`);

@@ -106,6 +106,25 @@ function summary(report: RetentionReport): Record<string, { remove: string[]; ke
   );
 }
 
+/**
+ * A migrated test database for the describe block, with the partitions from `from`'s month to
+ * `ahead` months after now, and a client on it (read `t.db` and `t.client` inside the tests).
+ */
+function usePartitionedDatabase(ahead: number, from: Date) {
+  const t = {} as { db: { url: string; drop: () => Promise<void> }; client: pg.Client };
+  beforeAll(async () => {
+    t.db = await createTestDatabase();
+    t.client = new pg.Client({ connectionString: t.db.url });
+    await t.client.connect();
+    await ensurePartitions(t.client, now, ahead, from);
+  });
+  afterAll(async () => {
+    await t.client.end();
+    await t.db.drop();
+  });
+  return t;
+}
+
 describe('the retention policy (npm run retention)', () => {
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
@@ -320,22 +339,10 @@ describe('archive before drop (RETENTION_ARCHIVE)', () => {
 });
 
 describe('a detach interrupted half way', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let client: pg.Client;
-
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await ensurePartitions(client, now, 3, ago(520));
-  });
-
-  afterAll(async () => {
-    await client.end();
-    await db.drop();
-  });
+  const t = usePartitionedDatabase(3, ago(520));
 
   it('is finished (FINALIZE) and dropped by the next apply', async () => {
+    const { db, client } = t;
     const old = part('delivery_attempts', 500);
     await client.query(
       `INSERT INTO delivery_attempts (batch_id, received_at, outcome, http_status, duration_ms) VALUES ('x', $1, 'processed', 200, 1)`,
@@ -389,22 +396,39 @@ describe('a detach interrupted half way', () => {
 });
 
 describe('dropping a partition that references tables the callback writes', () => {
-  let db: { url: string; drop: () => Promise<void> };
-  let client: pg.Client;
+  const t = usePartitionedDatabase(1, ago(200));
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    client = new pg.Client({ connectionString: db.url });
-    await client.connect();
-    await ensurePartitions(client, now, 1, ago(200));
-  });
+  /** The partitions of coupon_snapshots whose detach is pending. */
+  const pendingDetaches = async (c: pg.Client) =>
+    (
+      await c.query<{ name: string }>(
+        `SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
+      )
+    ).rows.map((r) => r.name);
 
-  afterAll(async () => {
-    await client.end();
-    await db.drop();
-  });
+  /** Polls until a detach is pending (at most 10 s); @returns how many are. */
+  async function pendingSoon(c: pg.Client): Promise<number> {
+    for (let n = 0; n < 500; n++) {
+      const pending = (await pendingDetaches(c)).length;
+      if (pending) return pending;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return 0;
+  }
+
+  /** Takes `tables` in ROW EXCLUSIVE mode 20 times, as callbacks do, each under `lockTimeout`. */
+  async function lockAsCallbacks(c: pg.Client, tables: string, lockTimeout: string): Promise<void> {
+    await c.query(`SET lock_timeout = '${lockTimeout}'`);
+    for (let n = 0; n < 20; n++) {
+      await c.query('BEGIN');
+      await c.query(`LOCK TABLE ${tables} IN ROW EXCLUSIVE MODE`);
+      await c.query('COMMIT');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
 
   it('never queues for the referenced tables: a callback taking them is never held up', async () => {
+    const { db, client } = t;
     const old = part('coupon_snapshots', 180); // references coupons and callback_batches
     const inFlight = new pg.Client({ connectionString: db.url }); // a callback's open transaction
     const next = new pg.Client({ connectionString: db.url }); // the callbacks that come after it
@@ -416,24 +440,10 @@ describe('dropping a partition that references tables the callback writes', () =
       const applied = new RetentionEngine(client, loadRetentionConfig({})).apply(now);
       // The retention session starts detaching the oldest expired partition: the detach needs a
       // lock on coupons, which the callback holds, so it is left pending and finished under NOWAIT.
-      let pending = 0;
-      for (let n = 0; n < 500 && !pending; n++) {
-        const { rows } = await next.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
-        );
-        pending = rows[0].n;
-        if (!pending) await new Promise((r) => setTimeout(r, 20));
-      }
-      expect(pending).toBe(1);
+      expect(await pendingSoon(next)).toBe(1);
       // A lock request queued for coupons would make the next callbacks wait behind it (here: fail
       // on their 50 ms lock timeout); NOWAIT never queues, so they are never held up.
-      await next.query(`SET lock_timeout = '50ms'`);
-      for (let n = 0; n < 20; n++) {
-        await next.query('BEGIN');
-        await next.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE');
-        await next.query('COMMIT');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await lockAsCallbacks(next, 'coupons', '50ms');
       await inFlight.query('COMMIT');
       await applied;
     } finally {
@@ -445,6 +455,7 @@ describe('dropping a partition that references tables the callback writes', () =
   });
 
   it('waits for an old snapshot holding no lock the callback needs, then finishes', async () => {
+    const { db, client } = t;
     await ensurePartitions(client, now, 1, ago(200));
     const old = part('coupon_snapshots', 200);
     const inFlight = new pg.Client({ connectionString: db.url }); // leaves the detach pending
@@ -457,29 +468,12 @@ describe('dropping a partition that references tables the callback writes', () =
       await inFlight.query('BEGIN');
       await inFlight.query('LOCK TABLE coupons IN ROW EXCLUSIVE MODE');
       const applied = new RetentionEngine(client, loadRetentionConfig({})).apply(now);
-      let pending = 0;
-      for (let n = 0; n < 500 && !pending; n++) {
-        const { rows } = await next.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
-        );
-        pending = rows[0].n;
-        if (!pending) await new Promise((r) => setTimeout(r, 20));
-      }
-      expect(pending).toBe(1);
+      expect(await pendingSoon(next)).toBe(1);
       await inFlight.query('COMMIT');
       // FINALIZE would wait for the reader's snapshot while holding coupons and callback_batches:
       // it does not start while that snapshot is old, so the callbacks' locks never wait at all.
-      await next.query(`SET lock_timeout = '5ms'`);
-      for (let n = 0; n < 20; n++) {
-        await next.query('BEGIN');
-        await next.query('LOCK TABLE coupons, callback_batches IN ROW EXCLUSIVE MODE');
-        await next.query('COMMIT');
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      const { rows: still } = await next.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
-      );
-      expect(still[0].n).toBe(1);
+      await lockAsCallbacks(next, 'coupons, callback_batches', '5ms');
+      expect((await pendingDetaches(next)).length).toBe(1);
       await reader.query('COMMIT');
       await applied;
     } finally {
@@ -490,6 +484,7 @@ describe('dropping a partition that references tables the callback writes', () =
   });
 
   it('keeps the partitions it finds no moment for, removes no rows, fails at the end; the next run drops them', async () => {
+    const { db, client } = t;
     await ensurePartitions(client, now, 1, ago(200));
     const first = part('coupon_snapshots', 200);
     const inFlight = new pg.Client({ connectionString: db.url });
@@ -514,10 +509,7 @@ describe('dropping a partition that references tables the callback writes', () =
       await inFlight.query('COMMIT');
       await inFlight.end();
     }
-    const { rows: pending } = await client.query<{ name: string }>(
-      `SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'coupon_snapshots'::regclass AND inhdetachpending`,
-    );
-    expect(pending).toEqual([{ name: first }]);
+    expect(await pendingDetaches(client)).toEqual([first]);
     expect(logged.filter((l) => l.startsWith('kept '))).toEqual([
       expect.stringMatching(new RegExp(`^kept ${first} for the next run: `)),
     ]);
@@ -532,6 +524,7 @@ describe('dropping a partition that references tables the callback writes', () =
   });
 
   it('drops a partition an interrupted run detached but did not drop; keeps one still in its window', async () => {
+    const { client } = t;
     const expired = part('coupon_snapshots', 200);
     const recent = part('coupon_snapshots', 0);
     await ensurePartitions(client, now, 1, ago(200));
