@@ -97,7 +97,10 @@ describe('scripts/run-built.js', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('a missing file: one line naming npm run build, exit code 2', () => {
-    const missing = run(['dist/src/no-such-cli.js']);
+    // A checkout with a dist/ of its own (a fresh clone has none until npm run build).
+    const built = join(dir, 'built');
+    mkdirSync(join(built, 'dist'), { recursive: true });
+    const missing = run(['dist/src/no-such-cli.js'], built);
     expect({ status: missing.status, stdout: missing.stdout, stderr: missing.stderr }).toEqual({
       status: 2,
       stdout: '',
