@@ -93,8 +93,10 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
     logger.log(`${signal}: stopped`);
     process.exit(0);
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // `on`, not `once`: a second signal (npm forwards the one its process group already got, as
+  // `docker stop` or a terminal's Ctrl-C send it) must not kill the process mid-drain.
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
   await app.listen(config.port, config.host);
   logger.log(
     `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
