@@ -99,3 +99,22 @@ describe('failed-authentication limit per client address', () => {
     expect(clientAddressKey(address)).toBe(key);
   });
 });
+
+describe('TRUSTED_PROXIES', () => {
+  const required = { SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' };
+
+  it('lists addresses, CIDR blocks and proxy-addr’s names; unset trusts none', () => {
+    expect(loadConfig({ ...required }).trustedProxies).toEqual([]);
+    expect(
+      loadConfig({ ...required, TRUSTED_PROXIES: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8,loopback' })
+        .trustedProxies,
+    ).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8', 'loopback']);
+  });
+
+  it('stops the start on an entry Express could not use, naming the variable and the entry', () => {
+    expect(() => loadConfig({ ...required, TRUSTED_PROXIES: '10.0.0.0/33,127.0.0.1,balancer' })).toThrow(
+      'Invalid configuration:\n  - TRUSTED_PROXIES: TRUSTED_PROXIES: not an IP address, CIDR block or ' +
+        'loopback/linklocal/uniquelocal: 10.0.0.0/33, balancer',
+    );
+  });
+});
