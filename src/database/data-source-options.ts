@@ -23,6 +23,9 @@ export interface SessionTimeouts {
   connectionWaitMs?: number;
 }
 
+/** The `application_name` of the receiver's sessions (its `pg_stat_activity` rows). */
+export const APPLICATION_NAME = 'settlement-receiver';
+
 /**
  * TypeORM options for the app, the migration CLI (`ormconfig.ts`) and the tests: PostgreSQL at
  * `url`, the entities and migrations of this repository, never `synchronize`. Statement, lock
@@ -47,7 +50,7 @@ export function buildDataSourceOptions(
     migrationsRun: false,
     // Failures are logged by the exception filter, without parameters (they hold whole payloads).
     logging: false,
-    applicationName: 'settlement-receiver',
+    applicationName: APPLICATION_NAME,
     poolSize,
     extra: {
       max: poolSize,

@@ -5,6 +5,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { buildDataSourceOptions, SessionTimeouts } from './data-source-options.js';
 import { runMigrationsLocked } from './migrator.js';
+import { DatabaseMetrics } from './database-metrics.js';
 import { TransactionRunner } from './transaction.js';
 
 /**
@@ -57,7 +58,7 @@ async function migrate(options: DataSourceOptions): Promise<void> {
       },
     }),
   ],
-  providers: [TransactionRunner],
+  providers: [TransactionRunner, DatabaseMetrics],
   exports: [TransactionRunner],
 })
 export class DatabaseModule {}

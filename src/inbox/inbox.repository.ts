@@ -53,6 +53,12 @@ export interface InboxEntryState {
 /** How an inbox row was finished: applied now, or found applied before (same body). */
 export type InboxOutcome = 'processed' | 'duplicate' | 'conflict' | 'failed';
 
+/** What the inbox gauges read at scrape time. */
+export interface InboxBacklog {
+  pending: number;
+  oldestPendingAgeSeconds: number;
+}
+
 /** SQL of `callback_inbox` (inbox mode, CONTRACT §4, §5) and the quarantine of inbox rows (§8). */
 @Injectable()
 export class InboxRepository {
@@ -270,6 +276,16 @@ export class InboxRepository {
       [couponCodes],
     );
     return rows[0].n;
+  }
+
+  /** The inbox gauges' figures: pending rows and the oldest one's age in seconds (0 when none). */
+  async backlog(tx: Tx): Promise<InboxBacklog> {
+    const { rows } = await tx.query<InboxBacklog>(
+      `SELECT count(*)::int AS pending,
+              coalesce(extract(epoch FROM now() - min(received_at))::float8, 0) AS "oldestPendingAgeSeconds"
+         FROM callback_inbox WHERE status = 'pending'`,
+    );
+    return rows[0];
   }
 
   /** Rows not yet applied nor quarantined. */

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { InlineDelivery } from '../settlement/settlement.service.js';
 import { toStorable, toStorableText } from '../common/validation.js';
@@ -7,6 +7,7 @@ import type { AppConfig } from '../config/configuration.js';
 import { dataExceptionRefusal, sqlStateOf } from '../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { RecentMap } from '../common/recent-set.js';
+import { MetricsRegistry } from '../observability/metrics-registry.js';
 import type { ParsedBatch } from '../settlement/parsed-batch.js';
 import type { InboxStatus } from './inbox.types.js';
 import { ClaimedInboxRow, InboxEntryView, InboxRepository } from './inbox.repository.js';
@@ -31,6 +32,12 @@ export interface InboxPage {
  */
 const PARSED_BATCHES = 500;
 
+/** Metric names of the inbox's backlog (`ops/alerts.yml`, docs/operating.md#metrics). */
+export const INBOX_METRIC = {
+  pending: 'settlement_inbox_pending',
+  oldestPendingAge: 'settlement_inbox_oldest_pending_age_seconds',
+} as const;
+
 /** Reason stored on the quarantine row of an inbox batch that failed `INBOX_MAX_ATTEMPTS` times. */
 export const APPLY_FAILED = 'apply_failed';
 
@@ -51,7 +58,7 @@ function describe(err: unknown): string {
  * docs/inbox-mode.md has the whole design.
  */
 @Injectable()
-export class InboxService {
+export class InboxService implements OnModuleInit {
   private readonly logger = new Logger('Inbox');
   private readonly acceptedListeners = new Set<() => void>();
   /** Batches this process accepted, parsed, by inbox row id (see {@link takeParsed}). */
@@ -61,7 +68,29 @@ export class InboxService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
     private readonly inbox: InboxRepository,
+    private readonly metrics: MetricsRegistry,
   ) {}
+
+  /** The inbox gauges of `/metrics` (0 in inline mode), counted at scrape time over the pending index. */
+  onModuleInit(): void {
+    this.metrics.scrapedGauges(
+      'inbox gauges',
+      () =>
+        this.transactions.run((tx) => this.inbox.backlog(tx), { deadline: Date.now() + 1000, retries: 0 }),
+      [
+        {
+          name: INBOX_METRIC.pending,
+          help: 'Inbox rows accepted (answered 200) and not applied nor quarantined yet, counted at scrape time',
+          value: (b) => b.pending,
+        },
+        {
+          name: INBOX_METRIC.oldestPendingAge,
+          help: 'Seconds since the oldest pending inbox row was received (0 when none)',
+          value: (b) => b.oldestPendingAgeSeconds,
+        },
+      ],
+    );
+  }
 
   /**
    * Commits `batch` to the inbox. A batch id already in the inbox (pending, applied or

@@ -8,7 +8,10 @@ export interface OutboxMetricNames {
   deliveries: string;
   pending: string;
   oldestPendingAge: string;
+  pastDue: string;
+  oldestPastDue: string;
   parked: string;
+  oldestParkedAge: string;
   paused: string;
 }
 
@@ -17,7 +20,10 @@ export const WALLET_METRIC = {
   deliveries: 'settlement_wallet_deliveries_total',
   pending: 'settlement_wallet_outbox_pending',
   oldestPendingAge: 'settlement_wallet_outbox_oldest_pending_age_seconds',
+  pastDue: 'settlement_wallet_outbox_past_due',
+  oldestPastDue: 'settlement_wallet_outbox_oldest_past_due_seconds',
   parked: 'settlement_wallet_outbox_parked',
+  oldestParkedAge: 'settlement_wallet_outbox_oldest_parked_age_seconds',
   paused: 'settlement_wallet_outbox_paused',
 } as const;
 
@@ -26,7 +32,10 @@ export const EVENT_METRIC = {
   deliveries: 'settlement_event_deliveries_total',
   pending: 'settlement_event_outbox_pending',
   oldestPendingAge: 'settlement_event_outbox_oldest_pending_age_seconds',
+  pastDue: 'settlement_event_outbox_past_due',
+  oldestPastDue: 'settlement_event_outbox_oldest_past_due_seconds',
   parked: 'settlement_event_outbox_parked',
+  oldestParkedAge: 'settlement_event_outbox_oldest_parked_age_seconds',
   paused: 'settlement_event_outbox_paused',
 } as const;
 
@@ -34,7 +43,8 @@ const OUTCOMES: AttemptOutcome[] = ['delivered', 'retry', 'refused', 'conflict',
 
 /**
  * The metrics of one outbox family in the receiver's registry: delivery attempts by outcome, and
- * the backlog gauges (pending rows, the oldest one's age, parked rows, paused) counted at scrape
+ * the backlog gauges (pending rows, the oldest one's age, rows past due and by how long, parked
+ * rows and the oldest one's age, paused) counted at scrape
  * time from each destination's source. With a `label` (the events' `publisher`) every series is
  * per destination; without (the wallet) there is one destination.
  */
@@ -78,7 +88,22 @@ export class OutboxMetrics {
       'Seconds since the oldest pending outbox row was written (0 when none)',
       (c) => c.oldestPendingAgeSeconds,
     );
+    gauge(
+      names.pastDue,
+      'Pending outbox rows due now (next_attempt_at passed, not leased): work no worker has claimed yet',
+      (c) => c.pastDue,
+    );
+    gauge(
+      names.oldestPastDue,
+      'Seconds since the most overdue pending outbox row became due (0 when none is due)',
+      (c) => c.oldestPastDueSeconds,
+    );
     gauge(names.parked, 'Outbox rows parked for an operator', (c) => c.parked);
+    gauge(
+      names.oldestParkedAge,
+      'Seconds since the oldest parked outbox row was parked (0 when none)',
+      (c) => c.oldestParkedAgeSeconds,
+    );
     gauge(
       names.paused,
       `1 while delivery to ${target} is paused (by an operator, or after an unauthorized answer)`,

@@ -85,6 +85,12 @@ export interface OutboxCounts {
   pending: number;
   parked: number;
   oldestPendingAgeSeconds: number;
+  /** Pending rows due now (`next_attempt_at` passed, not leased): work a worker should have claimed. */
+  pastDue: number;
+  /** Seconds since the most overdue of them became due (0 when none). */
+  oldestPastDueSeconds: number;
+  /** Seconds since the oldest parked row was parked (0 when none). */
+  oldestParkedAgeSeconds: number;
   paused: boolean;
 }
 
@@ -449,15 +455,25 @@ export class OutboxRepository {
     };
   }
 
-  /** The gauges' figures in one query over the partial indexes. */
+  /**
+   * The gauges' figures in one query over the partial indexes: the pending rows are read once (the
+   * past-due figures use the claim's notion of due), the parked ones once.
+   */
   async counts(tx: Tx): Promise<OutboxCounts> {
     const { outbox, state } = this.t;
+    const due = `next_attempt_at <= now() AND (leased_until IS NULL OR leased_until <= now())`;
     const { rows } = await tx.query<OutboxCounts>(
-      `SELECT (SELECT count(*)::int FROM ${outbox} o WHERE ${this.mine('o')} AND status = 'pending') AS pending,
-              (SELECT count(*)::int FROM ${outbox} o WHERE ${this.mine('o')} AND status = 'parked') AS parked,
-              coalesce((SELECT extract(epoch FROM now() - min(created_at))::float8
-                          FROM ${outbox} o WHERE ${this.mine('o')} AND status = 'pending'), 0) AS "oldestPendingAgeSeconds",
-              coalesce((SELECT paused FROM ${state} WHERE ${this.stateRow}), false) AS paused`,
+      `SELECT p.pending, p."pastDue", p."oldestPendingAgeSeconds", p."oldestPastDueSeconds",
+              k.parked, k."oldestParkedAgeSeconds",
+              coalesce((SELECT paused FROM ${state} WHERE ${this.stateRow}), false) AS paused
+         FROM (SELECT count(*)::int AS pending, (count(*) FILTER (WHERE ${due}))::int AS "pastDue",
+                      coalesce(extract(epoch FROM now() - min(created_at))::float8, 0) AS "oldestPendingAgeSeconds",
+                      coalesce(extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE ${due}))::float8, 0)
+                        AS "oldestPastDueSeconds"
+                 FROM ${outbox} o WHERE ${this.mine('o')} AND status = 'pending') p,
+              (SELECT count(*)::int AS parked,
+                      coalesce(extract(epoch FROM now() - min(parked_at))::float8, 0) AS "oldestParkedAgeSeconds"
+                 FROM ${outbox} o WHERE ${this.mine('o')} AND status = 'parked') k`,
     );
     return rows[0];
   }

@@ -99,6 +99,16 @@ export class QuarantineRepository {
     };
   }
 
+  /** The quarantine gauges' figures: rows not replayed and the oldest one's age, over the unreplayed index. */
+  async notReplayed(tx: Tx): Promise<{ count: number; oldestAgeSeconds: number }> {
+    const { rows } = await tx.query<{ count: number; oldestAgeSeconds: number }>(
+      `SELECT count(*)::int AS count,
+              coalesce(extract(epoch FROM now() - min(received_at))::float8, 0) AS "oldestAgeSeconds"
+         FROM quarantined_bodies WHERE replayed_at IS NULL`,
+    );
+    return rows[0];
+  }
+
   /** Newest first: at most `limit` rows with an id below `before` (keyset pagination). */
   async list(tx: Tx, limit: number, before: string | undefined): Promise<QuarantineSummary[]> {
     const { rows } = await tx.query<SummaryRow>(

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { dataExceptionRefusal } from '../database/pg-errors.js';
@@ -13,6 +13,7 @@ import { SettlementService } from '../settlement/settlement.service.js';
 import { DeliveryAttemptRepository } from '../deliveries/delivery-attempt.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { InboxRepository } from '../inbox/inbox.repository.js';
+import { MetricsRegistry } from '../observability/metrics-registry.js';
 import { QuarantineRepository, QuarantineSummary } from './quarantine.repository.js';
 
 /** A page of the quarantine, newest first; `nextCursor` is null on the last page. */
@@ -27,6 +28,12 @@ export interface ReplayResult {
   entry: QuarantineSummary;
 }
 
+/** Metric names of the quarantine (`ops/alerts.yml`, docs/operating.md#metrics). */
+export const QUARANTINE_METRIC = {
+  notReplayed: 'settlement_quarantine_not_replayed',
+  oldestNotReplayedAge: 'settlement_quarantine_oldest_not_replayed_age_seconds',
+} as const;
+
 const notFound = (id: string) => new DomainException(ErrorCode.NOT_FOUND, `quarantine entry ${id} not found`);
 
 /**
@@ -34,7 +41,7 @@ const notFound = (id: string) => new DomainException(ErrorCode.NOT_FOUND, `quara
  * (CONTRACT §8): a paginated list without bodies, one entry with its bytes, and the replay.
  */
 @Injectable()
-export class QuarantineService {
+export class QuarantineService implements OnModuleInit {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly transactions: TransactionRunner,
@@ -43,7 +50,32 @@ export class QuarantineService {
     private readonly settlement: SettlementService,
     private readonly attempts: DeliveryAttemptRepository,
     private readonly actions: OperatorActionLog,
+    private readonly metrics: MetricsRegistry,
   ) {}
+
+  /** The quarantine gauges of `/metrics`, counted at scrape time over the unreplayed index. */
+  onModuleInit(): void {
+    this.metrics.scrapedGauges(
+      'quarantine gauges',
+      () =>
+        this.transactions.run((tx) => this.quarantine.notReplayed(tx), {
+          deadline: Date.now() + 1000,
+          retries: 0,
+        }),
+      [
+        {
+          name: QUARANTINE_METRIC.notReplayed,
+          help: 'Quarantined bodies not replayed yet (CONTRACT §8), counted at scrape time',
+          value: (q) => q.count,
+        },
+        {
+          name: QUARANTINE_METRIC.oldestNotReplayedAge,
+          help: 'Seconds since the oldest quarantined body not replayed yet was received (0 when none)',
+          value: (q) => q.oldestAgeSeconds,
+        },
+      ],
+    );
+  }
 
   /** Newest first, `limit` rows with an id below `cursor`. */
   async list(limit: number, cursor?: string): Promise<QuarantinePage> {

@@ -24,3 +24,32 @@ export function sample(text: string, series: string): number | undefined {
 export function increase(before: string, after: string, series: string, absent = 0): number {
   return (sample(after, series) ?? absent) - (sample(before, series) ?? absent);
 }
+
+/** What a scrape exports of one metric: its label names and each label's values. */
+export interface ExportedMetric {
+  labels: Set<string>;
+  values: Map<string, Set<string>>;
+  series: number;
+}
+
+/**
+ * Every sample name of a scrape (a histogram's `_bucket`, `_sum`, `_count` each) with its label
+ * names and values, from the text exposition format (label values unescaped).
+ */
+export function exportedSeries(text: string): Map<string, ExportedMetric> {
+  const out = new Map<string, ExportedMetric>();
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? \S+$/.exec(line);
+    if (!m) continue;
+    const metric = out.get(m[1]) ?? { labels: new Set(), values: new Map(), series: 0 };
+    out.set(m[1], metric);
+    metric.series++;
+    for (const [, name, raw] of (m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
+      metric.labels.add(name);
+      const values = metric.values.get(name) ?? new Set<string>();
+      metric.values.set(name, values);
+      values.add(JSON.parse(`"${raw}"`) as string);
+    }
+  }
+  return out;
+}

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { headingAnchors } from '../support/markdown.js';
 
 // A clone of this repository carries its own specification, docs/contract.md (the contract the
 // code and tests cite by §): nothing in the README or docs/ may point at the shared folder beside
@@ -21,16 +22,7 @@ function filesUnder(dir: string, extensions: string[]): string[] {
 const DOCS = ['README.md', ...filesUnder('docs', ['.md'])];
 const CONTRACT = read('docs/contract.md');
 
-/** GitHub's anchor of a markdown heading: lower case, punctuation (§ too) dropped, spaces to '-'. */
-function anchor(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\p{M} _-]/gu, '')
-    .replace(/ /g, '-');
-}
-
-const CONTRACT_ANCHORS = new Set([...CONTRACT.matchAll(/^#{1,6} (.+)$/gm)].map((m) => anchor(m[1])));
+const CONTRACT_ANCHORS = headingAnchors(CONTRACT);
 
 describe('the repository documents its own contract', () => {
   it.each(DOCS)('%s links nothing in the shared folder beside the repository', (path) => {
