@@ -96,20 +96,21 @@ export class WorkGate {
     if (signal?.aborted) return Promise.resolve(undefined);
     if (this.mayGrant()) return Promise.resolve(this.grant());
     return new Promise((resolve) => {
+      // A loop waits on its one signal over and over: a granted wait takes its listener off.
+      const abort = () => {
+        const at = this.waiters.indexOf(waiter);
+        if (at >= 0) this.waiters.splice(at, 1);
+        resolve(undefined);
+      };
       const waiter = {
         signal,
-        grant: () => resolve(this.grant()),
+        grant: () => {
+          signal?.removeEventListener('abort', abort);
+          resolve(this.grant());
+        },
       };
       this.waiters.push(waiter);
-      signal?.addEventListener(
-        'abort',
-        () => {
-          const at = this.waiters.indexOf(waiter);
-          if (at >= 0) this.waiters.splice(at, 1);
-          resolve(undefined);
-        },
-        { once: true },
-      );
+      signal?.addEventListener('abort', abort, { once: true });
     });
   }
 

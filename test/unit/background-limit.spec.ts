@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { WorkGate, TRICKLE_MS } from '../../src/background/background-governor.js';
 import {
   IntakeSignals,
@@ -155,6 +156,24 @@ describe('WorkGate', () => {
     g.pump();
     expect((await Promise.all(waits)).every((r) => typeof r === 'function')).toBe(true);
     expect(g.inFlight).toBe(3);
+  });
+
+  it("a granted wait leaves no listener on the loop's signal (none piles up over a loop's life)", async () => {
+    const { g } = gate(1);
+    const stop = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const held = await g.acquire(stop.signal);
+      const waiting = g.acquire(stop.signal); // waits: the limit is held
+      held?.();
+      (await waiting)?.();
+    }
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0);
+    const held = await g.acquire(stop.signal);
+    const aborted = g.acquire(stop.signal);
+    stop.abort();
+    expect(await aborted).toBeUndefined();
+    held?.();
+    expect(g.inFlight).toBe(0);
   });
 
   it(`at a limit of 0: one permit every ${TRICKLE_MS} ms while none is held (the minimum trickle)`, async () => {
