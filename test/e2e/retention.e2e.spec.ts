@@ -204,7 +204,9 @@ describe('the retention policy (npm run retention)', () => {
     // (PostgreSQL's estimate would say 0).
     const attempts = applied.classes.find((c) => c.dataClass === 'delivery_attempts')!;
     expect(attempts.oldest).toBe(ago(200).toISOString());
-    expect(attempts.keep.map((i) => [i.target, i.rows, i.estimated])).toEqual([['delivery_attempts', 5, false]]);
+    expect(attempts.keep.map((i) => [i.target, i.rows, i.estimated])).toEqual([
+      ['delivery_attempts', 5, false],
+    ]);
     expect(formatRetentionReport(applied)).toContain('\n  = keep delivery_attempts: 5 rows, ');
     for (const [i, c] of report.classes.entries()) {
       expect(applied.classes[i].removeRows).toBe(c.removeRows);
