@@ -248,10 +248,10 @@ export function CouponScreen({ code }: { code: string }) {
                 onDone={reload}
               />
             ) : (
-              <p className="muted" aria-label="reconcile">
+              <p className="muted" role="note" aria-label="reconcile">
                 No <strong>Reconcile now</strong>: SportAPI polling is off on this receiver (
-                <code>SPORTAPI_BASE_URL</code> is not set), so it cannot read coupons from SportAPI. Resolve a
-                flagged coupon by hand below.
+                <code>SPORTAPI_BASE_URL</code> is not set), so it cannot read coupons from SportAPI. A flagged
+                coupon is resolved by hand (<strong>Resolve</strong>).
               </p>
             )}
           </div>
