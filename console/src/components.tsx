@@ -3,7 +3,7 @@ import type { ReactNode } from 'react';
 import { Link } from 'wouter';
 import { ApiError, asApiError } from './api';
 import type { Answer, Scope } from './api';
-import { json, local, money, utc } from './format';
+import { ISO_TIME, json, local, money, statusText, utc } from './format';
 import { useSession } from './session';
 
 /** A time in UTC, with the local time on hover. */
@@ -13,6 +13,36 @@ export function Time({ at }: { at: string | null | undefined }) {
     <time dateTime={at} title={local(at)}>
       {utc(at)}
     </time>
+  );
+}
+
+/** Text with its ISO 8601 times shown as {@link Time} (UTC, local on hover): a search hit's label. */
+export function WithTimes({ text }: { text: string }) {
+  const parts: ReactNode[] = [];
+  let last = 0;
+  for (const m of text.matchAll(ISO_TIME)) {
+    parts.push(text.slice(last, m.index), <Time key={m.index} at={m[0]} />);
+    last = m.index + m[0].length;
+  }
+  parts.push(text.slice(last));
+  return <>{parts}</>;
+}
+
+/**
+ * A coupon status code with its kind (CONTRACT §6, the receiver's `STATUS_MAP`): `2 WIN`,
+ * `99 UNKNOWN`; `none` when null.
+ */
+export function CouponStatus({ status, none = '—' }: { status: number | null | undefined; none?: string }) {
+  const { who } = useSession();
+  if (status === null || status === undefined) return <span className="muted">{none}</span>;
+  const known = who.receiver.statusKinds[String(status)] !== undefined;
+  return (
+    <span
+      className="status-code"
+      title={known ? undefined : 'not in STATUS_MAP: stored, flagged for review, no money moves'}
+    >
+      {statusText(status, who.receiver.statusKinds)}
+    </span>
   );
 }
 
@@ -67,11 +97,11 @@ export function Facts({ rows }: { rows: [string, ReactNode][] }) {
   );
 }
 
-/** A value as JSON text. */
-export function Json({ value, label }: { value: unknown; label?: string }) {
+/** A value as JSON text: indented, or (`oneLine`) on one line that wraps, for a table cell. */
+export function Json({ value, label, oneLine }: { value: unknown; label?: string; oneLine?: boolean }) {
   return (
-    <pre className="json" aria-label={label} tabIndex={0}>
-      {json(value)}
+    <pre className={oneLine ? 'json one-line' : 'json'} aria-label={label} tabIndex={0}>
+      {json(value, oneLine)}
     </pre>
   );
 }

@@ -12,6 +12,18 @@ export function utc(iso: string | null | undefined): string {
   return `${d.toISOString().replace('T', ' ').replace('Z', '')} UTC`;
 }
 
+/** ISO 8601 times inside a text (a search hit's label), as the console shows times ({@link utc}). */
+export const ISO_TIME = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})/g;
+
+/**
+ * A coupon status code with its kind (CONTRACT §6, the receiver's `STATUS_MAP` in `kinds`):
+ * `2 WIN`, `99 UNKNOWN`; '' for none.
+ */
+export function statusText(status: number | null | undefined, kinds: Record<string, string>): string {
+  if (status === null || status === undefined) return '';
+  return `${status} ${kinds[String(status)] ?? 'UNKNOWN'}`;
+}
+
 /** The same time in the browser's time zone, for the title attribute. */
 export function local(iso: string | null | undefined): string {
   if (!iso) return '';
@@ -48,8 +60,9 @@ export function hexDump(base64: string): string {
   return lines.join('\n');
 }
 
-/** JSON of a value for display (as text, never markup). */
-export const json = (value: unknown): string => JSON.stringify(value, null, 2);
+/** JSON of a value for display (as text, never markup): indented, or on one line with `oneLine`. */
+export const json = (value: unknown, oneLine = false): string =>
+  oneLine ? JSON.stringify(value) : JSON.stringify(value, null, 2);
 
 /** `<input type="datetime-local">` value (UTC, as the console shows times) to ISO 8601, or undefined. */
 export function isoFromInput(value: string): string | undefined {

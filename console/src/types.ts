@@ -9,6 +9,18 @@ export interface Page<T> {
 export interface WhoAmI {
   name: string;
   scopes: string[];
+  /** What the receiver is set up to do (docs/api.md, `GET /auth/whoami`). */
+  receiver: ReceiverSettings;
+}
+
+export interface ReceiverSettings {
+  /** SportAPI polling on: Reconcile now works (off: it answers 501). */
+  polling: boolean;
+  scheduledReconciliation: boolean;
+  /** null: no wallet connector, the wallet outbox delivers nothing. */
+  walletConnector: string | null;
+  /** The kind of each coupon status code (`STATUS_MAP`); any other code is UNKNOWN. */
+  statusKinds: Record<string, string>;
 }
 
 export interface DeliverySeries {
@@ -171,6 +183,8 @@ export interface BatchAudit {
 
 export interface OutboxRow {
   id: string;
+  /** A pending row waiting behind its account's parked row: that row's id. */
+  heldBy: string | null;
   operationKey: string;
   type: string;
   accountId: string;

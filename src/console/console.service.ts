@@ -110,7 +110,10 @@ export class ConsoleService {
           kind: h.kind,
           id,
           label: `coupon ${id}: ${v.accountId === null ? 'unallocated' : `${String(v.accountId)}, ${String(v.currency)}`}, status ${
-            v.status ?? 'none yet'
+            v.status === null || v.status === undefined
+              ? 'none yet'
+              : // With its kind (CONTRACT §6, STATUS_MAP), as the console shows it: `2 WIN`.
+                `${String(v.status)} ${this.config.statusMap[Number(v.status)] ?? 'UNKNOWN'}`
           }${v.needsReview ? `, needs review (${String(v.reviewReason)})` : ''}`,
           link: `/coupons/${enc(id)}`,
         };

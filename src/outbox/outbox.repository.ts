@@ -57,6 +57,8 @@ export interface OutboxRowView extends OutboxOperation {
   skipReason: string | null;
   retriedAt: Date | null;
   retriedBy: string | null;
+  /** A pending row behind its account's parked row: that row's id (a parked row holds back the rest). */
+  heldBy: string | null;
 }
 
 /** One recorded attempt of a row, oldest first. */
@@ -356,6 +358,16 @@ export class OutboxRepository {
     return rows[0] ?? { paused: false, reason: null, changedAt: null, changedBy: null };
   }
 
+  /**
+   * {@link ROW_VIEW} and `heldBy`: for a pending row, the oldest parked row of its account before
+   * it, which holds it back until an operator retries or skips it (docs/wallet.md); one probe of
+   * the open-rows index per pending row shown.
+   */
+  private get rowView(): string {
+    return `${ROW_VIEW}, CASE WHEN o.status = 'pending' THEN (SELECT min(h.id)::text FROM ${this.t.outbox} h
+      WHERE ${this.mine('h')} AND h.account_id = o.account_id AND h.status = 'parked' AND h.id < o.id) END AS "heldBy"`;
+  }
+
   /** One page of rows of `status` (all when undefined), newest first, with ids below `before`. */
   async list(
     tx: Tx,
@@ -364,7 +376,7 @@ export class OutboxRepository {
     before: string | undefined,
   ): Promise<OutboxRowView[]> {
     const { rows } = await tx.query<OutboxRowView>(
-      `SELECT ${ROW_VIEW} FROM ${this.t.outbox} o JOIN financial_operations f ON f.id = o.operation_id
+      `SELECT ${this.rowView} FROM ${this.t.outbox} o JOIN financial_operations f ON f.id = o.operation_id
         WHERE ${this.mine('o')} AND ($1::text IS NULL OR o.status = $1) AND ($2::bigint IS NULL OR o.id < $2::bigint)
         ORDER BY o.id DESC LIMIT $3`,
       [status ?? null, before ?? null, limit],
@@ -375,7 +387,7 @@ export class OutboxRepository {
   /** One row with its operation, or undefined. */
   async find(tx: Tx, id: string): Promise<OutboxRowView | undefined> {
     const { rows } = await tx.query<OutboxRowView>(
-      `SELECT ${ROW_VIEW} FROM ${this.t.outbox} o JOIN financial_operations f ON f.id = o.operation_id
+      `SELECT ${this.rowView} FROM ${this.t.outbox} o JOIN financial_operations f ON f.id = o.operation_id
         WHERE o.id = $1 AND ${this.mine('o')}`,
       [id],
     );

@@ -223,6 +223,7 @@ export class OutboxService {
       skipReason: row.skipReason,
       retriedAt: row.retriedAt,
       retriedBy: row.retriedBy,
+      heldBy: row.heldBy,
     };
   }
 }

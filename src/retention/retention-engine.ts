@@ -519,6 +519,7 @@ export class RetentionEngine {
           let keptRows = 0;
           let keptBytes = 0;
           let keptParts = 0;
+          let keptEstimated = false;
           for (const p of mine) {
             report.totalBytes += p.partition.bytes;
             if (!applied && p.expiring && p.protectedRows === 0) {
@@ -535,7 +536,8 @@ export class RetentionEngine {
               });
             } else {
               keptParts++;
-              keptRows += Math.max(0, p.partition.estimatedRows);
+              keptRows += await this.keptRows(p);
+              keptEstimated ||= p.partition.estimatedRows > 0;
               keptBytes += p.partition.bytes;
             }
           }
@@ -545,7 +547,7 @@ export class RetentionEngine {
               action: 'keep',
               rows: keptRows,
               bytes: keptBytes,
-              estimated: true,
+              estimated: keptEstimated,
               why:
                 cutoff === null
                   ? `${keptParts} partitions: kept forever (${RETENTION_CLASS_VARIABLE(dataClass)}=off)`
@@ -588,19 +590,26 @@ export class RetentionEngine {
   }
 
   /**
-   * The oldest time of the oldest non-empty partition: its lower bound, or for the legacy
-   * partition (no lower bound) the time of its first row by id.
+   * Rows of a kept partition: PostgreSQL's estimate (`reltuples`) once it has one; counted when
+   * it has none, or an estimate of 0 (never analysed, or analysed empty and filled since: a new
+   * partition before autovacuum's ANALYZE), so the report never says "~0 rows" of rows it holds.
+   */
+  private async keptRows(p: PartitionPlan): Promise<number> {
+    if (p.partition.estimatedRows > 0) return p.partition.estimatedRows;
+    return this.count(`SELECT count(*) FROM ${ident(p.partition.name)}`);
+  }
+
+  /**
+   * The oldest time of the oldest non-empty partition: the time of its first row by id (the
+   * primary key's index; ids grow with time), not the partition's lower bound, which may be
+   * hours or days before any row it holds.
    */
   private async oldestOfPartitions(plans: PartitionPlan[]): Promise<string | null> {
     for (const p of plans) {
-      const { rows } = await this.db.query<{ oldest: Date | null }>(
-        p.partition.from === null
-          ? // The legacy partition: its first row by id (the primary key's index; ids grow with time), not a scan.
-            `SELECT ${ident(p.target.column)} AS oldest FROM ${ident(p.partition.name)} ORDER BY id LIMIT 1`
-          : `SELECT (SELECT $1::timestamptz FROM ${ident(p.partition.name)} LIMIT 1) AS oldest`,
-        p.partition.from === null ? [] : [p.partition.from],
+      const { rows } = await this.db.query<{ oldest: Date }>(
+        `SELECT ${ident(p.target.column)} AS oldest FROM ${ident(p.partition.name)} ORDER BY id LIMIT 1`,
       );
-      if (rows[0].oldest) return new Date(rows[0].oldest).toISOString();
+      if (rows.length) return new Date(rows[0].oldest).toISOString();
     }
     return null;
   }

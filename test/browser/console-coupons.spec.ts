@@ -41,14 +41,14 @@ describe('operator console: find a flagged coupon and resolve it', () => {
     await b.page.getByRole('heading', { name: 'Search: CPN-7001' }).waitFor();
     await b.page.getByRole('table', { name: 'search results' }).waitFor();
     expect(await rows(b.page, 'search results')).toEqual([
-      ['coupon', 'coupon CPN-7001: player-7, EUR, status 2, needs review (conflicting_result)'],
+      ['coupon', 'coupon CPN-7001: player-7, EUR, status 2 WIN, needs review (conflicting_result)'],
     ]);
     await b.page.getByRole('link', { name: /^coupon CPN-7001/ }).click();
     await b.page.getByRole('heading', { name: 'Coupon CPN-7001' }).waitFor();
     await b.page.getByRole('table', { name: 'snapshots' }).waitFor();
     expect((await rows(b.page, 'snapshots')).map((r) => r.slice(1))).toEqual([
-      ['b-7001-2', '2', '45.50 EUR', 'conflicting_result', '0', 'history only', 'none'],
-      ['b-7001-1', '2', '40.00 EUR', 'settled', '0', 'yes', 'CPN-7001:0:final_credit 40.00 EUR'],
+      ['b-7001-2', '2 WIN', '45.50 EUR', 'conflicting_result', '0', 'history only', 'none'],
+      ['b-7001-1', '2 WIN', '40.00 EUR', 'settled', '0', 'yes', 'CPN-7001:0:final_credit 40.00 EUR'],
     ]);
 
     const form = b.page.getByRole('form', { name: 'resolve' });

@@ -70,9 +70,18 @@ describe('operator console: settlement events', () => {
     const pendingId = (await rowOf('EC1:0:final_credit')).id;
     await b.page.getByRole('button', { name: 'pending', exact: true }).click();
     await b.page.getByRole('link', { name: pendingId, exact: true }).waitFor();
+    // It says why it does not go (issue 38): the parked row holds its account back.
     expect((await rows(b.page, 'outbox rows')).map((r) => r.slice(0, 6))).toEqual([
-      [pendingId, 'EC1:0:final_credit', 'ev-c', '20.00 EUR', 'pending', '0'],
+      [
+        pendingId,
+        'EC1:0:final_credit',
+        'ev-c',
+        '20.00 EUR',
+        `pending held behind parked row ${parkedId} of its account: retry or skip that one first`,
+        '0',
+      ],
     ]);
+    await b.page.getByRole('table', { name: 'outbox rows' }).getByRole('link', { name: parkedId }).waitFor();
     await b.page.getByRole('button', { name: 'parked', exact: true }).click();
     await b.page.getByRole('link', { name: parkedId, exact: true }).waitFor();
     expect((await rows(b.page, 'outbox rows')).map((r) => r.slice(0, 6))).toEqual([

@@ -58,6 +58,25 @@ describe('operator console: wallet outbox', () => {
     expect((await rows(b.page, 'outbox rows')).map((r) => r.slice(0, 6))).toEqual([
       [parkedId, 'WD1:1:recalculation_debit', 'w-d', '40.00 EUR', 'parked refused', '1'],
     ]);
+    // A later credit of the same player waits behind the parked row, and says so (issue 38).
+    await register(t.app, 'WD2', 'w-d', '1.00');
+    await deliver(t.app, batchOf('wd-3', { code: 'WD2', status: 2, realWin: '3.00' }));
+    const { rows: held } = await t.db.query<{ id: string }>(
+      `SELECT id::text FROM wallet_outbox WHERE operation_key = 'WD2:0:final_credit' AND status = 'pending'`,
+    );
+    expect((await ops(t.app).get(`/wallet/outbox/${held[0].id}`)).body.heldBy).toBe(parkedId);
+    await b.page
+      .getByRole('group', { name: 'outbox state' })
+      .getByRole('button', { name: 'pending' })
+      .click();
+    await b.page.getByRole('table', { name: 'outbox rows' }).getByText('WD2:0:final_credit').waitFor();
+    expect((await rows(b.page, 'outbox rows')).map((r) => [r[1], r[4]])).toEqual([
+      [
+        'WD2:0:final_credit',
+        `pending held behind parked row ${parkedId} of its account: retry or skip that one first`,
+      ],
+    ]);
+    await b.page.getByRole('group', { name: 'outbox state' }).getByRole('button', { name: 'parked' }).click();
     await b.page.getByRole('link', { name: parkedId, exact: true }).click();
     await b.page.getByRole('heading', { name: `Outbox row ${parkedId}` }).waitFor();
     await b.page
@@ -90,6 +109,10 @@ describe('operator console: wallet outbox', () => {
       async () => (await ops(t.app).get(`/wallet/outbox/${parkedId}`)).body.status === 'delivered',
       'the retried row delivered',
     );
+    await eventually(
+      async () => (await ops(t.app).get(`/wallet/outbox/${held[0].id}`)).body.status === 'delivered',
+      'the held row delivered after it',
+    );
     await b.page.reload();
     await b.page
       .getByRole('table', { name: 'wallet delivery attempts' })
@@ -106,7 +129,11 @@ describe('operator console: wallet outbox', () => {
         .transactions()
         .filter((x) => x.accountId === 'w-d')
         .map((x) => `${x.transactionId} ${x.direction} ${x.amount}`),
-    ).toEqual(['WD1:0:final_credit credit 40.00', 'WD1:1:recalculation_debit debit 40.00']);
+    ).toEqual([
+      'WD1:0:final_credit credit 40.00',
+      'WD1:1:recalculation_debit debit 40.00',
+      'WD2:0:final_credit credit 3.00',
+    ]);
   });
 
   it('pause and resume, each confirmed and answered', async () => {

@@ -12,7 +12,8 @@ const CSP =
   "font-src 'self';connect-src 'self';object-src 'none';base-uri 'self';form-action 'self';frame-ancestors 'none'";
 
 describe('operator console (/ops)', () => {
-  const t = useTestApp();
+  // Polling on (nothing listens there; no scheduled runs), so Reconcile now is offered.
+  const t = useTestApp({ SPORTAPI_BASE_URL: 'http://127.0.0.1:9', RECONCILE_INTERVAL: 'off' });
   const b = useBrowser();
   const trouble = useCleanPages(b);
 

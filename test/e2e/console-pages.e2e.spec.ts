@@ -77,12 +77,24 @@ describe('the operator console at /ops', () => {
 
   it('GET /auth/whoami: the key’s name and scopes, never its secret; scope read', async () => {
     const operator = await ops(t.app, 'operator').get('/auth/whoami');
+    // With what the receiver is set up to do: here no SportAPI polling, no wallet connector,
+    // the default STATUS_MAP (CONTRACT §6).
+    const receiver = {
+      polling: false,
+      scheduledReconciliation: false,
+      walletConnector: null,
+      statusKinds: { '1': 'PENDING', '2': 'WIN', '3': 'REFUND', '4': 'LOSS', '15': 'RECALCULATION' },
+    };
     expect([operator.status, operator.body]).toEqual([
       200,
-      { name: 'operator', scopes: ['read', 'operate'] },
+      { name: 'operator', scopes: ['read', 'operate'], receiver },
     ]);
     const legacy = await ops(t.app).get('/auth/whoami');
-    expect(legacy.body).toEqual({ name: 'key-1', scopes: ['read', 'register', 'money', 'operate'] });
+    expect(legacy.body).toEqual({
+      name: 'key-1',
+      scopes: ['read', 'register', 'money', 'operate'],
+      receiver,
+    });
     const placement = await ops(t.app, 'placement').get('/auth/whoami');
     expectError(placement, 403, 'insufficient_scope');
     expect(placement.body.error.message).toBe('this route needs scope read; key placement has register');
@@ -93,10 +105,34 @@ describe('the operator console at /ops', () => {
 describe('the operator console without a build', () => {
   let t: TestContext;
   beforeAll(async () => {
-    t = await createTestApp({ CONSOLE_DIR: join(tmpdir(), 'no-such-console-build') });
+    t = await createTestApp({
+      CONSOLE_DIR: join(tmpdir(), 'no-such-console-build'),
+      // Nothing listens on port 9: the app is only asked what it is set up to do.
+      SPORTAPI_BASE_URL: 'http://127.0.0.1:9',
+      WALLET_URL: 'http://127.0.0.1:9',
+      WALLET_SECRET: 'test-wallet-secret',
+      STATUS_MAP: '1:PENDING,2:WIN,4:LOSS,7:WIN',
+    });
   });
   afterAll(async () => {
     await t?.close();
+  });
+
+  it('GET /auth/whoami says SportAPI polling is on, the wallet connector and STATUS_MAP', async () => {
+    const res = await ops(t.app, 'reader').get('/auth/whoami');
+    expect([res.status, res.body]).toEqual([
+      200,
+      {
+        name: 'reader',
+        scopes: ['read'],
+        receiver: {
+          polling: true,
+          scheduledReconciliation: true,
+          walletConnector: 'http',
+          statusKinds: { '1': 'PENDING', '2': 'WIN', '4': 'LOSS', '7': 'WIN' },
+        },
+      },
+    ]);
   });
 
   it('/ops says how to build it', async () => {

@@ -81,7 +81,7 @@ describe('GET /search (issue 30)', () => {
     expect(await find('se-b2')).toEqual([
       'batch se-b2 /callbacks/batches/se-b2 | batch se-b2: not committed, 1 delivery attempt(s), 1 quarantined',
     ]);
-    expect(await find('SE-1')).toEqual(['coupon SE-1 /coupons/SE-1 | coupon SE-1: se-p1, EUR, status 2']);
+    expect(await find('SE-1')).toEqual(['coupon SE-1 /coupons/SE-1 | coupon SE-1: se-p1, EUR, status 2 WIN']);
     expect(await find('se-bet-uuid-1')).toEqual([
       'bet se-bet-uuid-1 /coupons/SE-1 | bet se-bet-uuid-1 of coupon SE-1: status 2',
     ]);

@@ -188,11 +188,18 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     // The later credit of the same account waits behind the parked row.
     const later = (await outbox('w-d')).find((r) => r.operation_key === 'WD2:0:final_credit');
     expect(later).toMatchObject({ status: 'pending', attempts: 0 });
+    // And says which row it waits for, in the list and on its own (issue 38); the parked row waits for none.
+    const pending = await ops(t.app).get('/wallet/outbox?status=pending');
+    expect(pending.body.items.map((r: { id: string; heldBy: string | null }) => [r.id, r.heldBy])).toEqual([
+      [later!.id, parked.id],
+    ]);
+    expect((await ops(t.app).get(`/wallet/outbox/${later!.id}`)).body.heldBy).toBe(parked.id);
 
     const detail = await ops(t.app).get(`/wallet/outbox/${parked.id}`);
     expect(detail.status).toBe(200);
     expect(detail.body).toMatchObject({
       status: 'parked',
+      heldBy: null,
       parkedReason: 'refused',
       lastStatus: 402,
       amount: '40.00',

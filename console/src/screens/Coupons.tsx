@@ -6,6 +6,7 @@ import {
   Amount,
   idempotencyKey,
   Badge,
+  CouponStatus,
   Facts,
   Field,
   Json,
@@ -91,7 +92,9 @@ export function CouponsScreen() {
                   <td>
                     <Amount value={c.stake} currency={c.currency} />
                   </td>
-                  <td>{c.status ?? '—'}</td>
+                  <td>
+                    <CouponStatus status={c.status} />
+                  </td>
                   <td>
                     <Amount value={c.realWin} currency={c.currency} />
                   </td>
@@ -200,6 +203,7 @@ export function CouponScreen({ code }: { code: string }) {
     history.reload();
   };
   const c = coupon.data;
+  const { who } = useSession();
   // The form stays once shown, so its answer stays on screen after the flag is gone.
   const [resolving, setResolving] = useState(false);
   if (c?.needsReview && !resolving) setResolving(true);
@@ -219,7 +223,7 @@ export function CouponScreen({ code }: { code: string }) {
                 ),
               ],
               ['stake', <Amount value={c.stake} currency={c.currency} />],
-              ['status', c.status ?? 'no callback yet'],
+              ['status', <CouponStatus status={c.status} none="no callback yet" />],
               ['realWin', <Amount value={c.realWin} currency={c.currency} />],
               ['settlement generation', c.settlementGeneration],
               ['settled', c.settled ? 'yes' : 'no'],
@@ -229,19 +233,27 @@ export function CouponScreen({ code }: { code: string }) {
             ]}
           />
           <div className="actions-row">
-            <Action
-              label="Reconcile now"
-              scope="operate"
-              what={
-                <p>
-                  The receiver reads coupon <strong>{c.coupon_code}</strong> from SportAPI now and applies it
-                  like a callback (a synthetic batch <code>poll:…</code>). SportAPI's answer is authoritative:
-                  it may settle the coupon again as a new generation.
-                </p>
-              }
-              send={() => api<Coupon>(`/coupons/${seg(c.coupon_code)}/reconcile`, { method: 'POST' })}
-              onDone={reload}
-            />
+            {who.receiver.polling ? (
+              <Action
+                label="Reconcile now"
+                scope="operate"
+                what={
+                  <p>
+                    The receiver reads coupon <strong>{c.coupon_code}</strong> from SportAPI now and applies
+                    it like a callback (a synthetic batch <code>poll:…</code>). SportAPI's answer is
+                    authoritative: it may settle the coupon again as a new generation.
+                  </p>
+                }
+                send={() => api<Coupon>(`/coupons/${seg(c.coupon_code)}/reconcile`, { method: 'POST' })}
+                onDone={reload}
+              />
+            ) : (
+              <p className="muted" role="note" aria-label="reconcile">
+                No <strong>Reconcile now</strong>: SportAPI polling is off on this receiver (
+                <code>SPORTAPI_BASE_URL</code> is not set), so it cannot read coupons from SportAPI. A flagged
+                coupon is resolved by hand (<strong>Resolve</strong>).
+              </p>
+            )}
           </div>
           {resolving && (
             <section>
@@ -336,7 +348,9 @@ export function CouponScreen({ code }: { code: string }) {
                       <Link href={`/batches/${seg(s.batchId)}`}>{s.batchId}</Link>
                       {s.actor && <span className="muted"> by {s.actor}</span>}
                     </td>
-                    <td>{s.status}</td>
+                    <td>
+                      <CouponStatus status={s.status} />
+                    </td>
                     <td>
                       <Amount value={s.realWin} currency={c.currency} />
                     </td>

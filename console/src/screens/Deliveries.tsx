@@ -1,11 +1,31 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
 import { query, seg } from '../api';
-import { Amount, Badge, Facts, Field, Loading, Pager, Screen, Time, toneOf, usePager } from '../components';
+import {
+  Amount,
+  Badge,
+  CouponStatus,
+  Facts,
+  Field,
+  Loading,
+  Pager,
+  Screen,
+  Time,
+  toneOf,
+  usePager,
+} from '../components';
 import { useGet } from '../session';
 import type { BatchAudit, DeliveryAttempt, Page } from '../types';
 
 const OUTCOMES = ['processed', 'accepted', 'duplicate', 'conflict', 'rejected', 'unauthorized', 'failed'];
+
+/**
+ * Why an attempt has no batch id: its signature was not verified (`unauthorized`: missing, wrong
+ * or stale), or its body held no valid batch id (say, signed but malformed JSON; see its error).
+ */
+function noBatch(a: Pick<DeliveryAttempt, 'outcome'>): string {
+  return a.outcome === 'unauthorized' ? '— (signature not verified)' : '— (no valid batch id in the body)';
+}
 
 /** Delivery attempts as a table (the list and a batch's page). */
 function AttemptsTable({ attempts, withBatch }: { attempts: DeliveryAttempt[]; withBatch: boolean }) {
@@ -32,9 +52,7 @@ function AttemptsTable({ attempts, withBatch }: { attempts: DeliveryAttempt[]; w
               <Time at={a.receivedAt} />
             </td>
             {withBatch && (
-              <td>
-                {a.batchId ? <Link href={`/batches/${seg(a.batchId)}`}>{a.batchId}</Link> : '— (unsigned)'}
-              </td>
+              <td>{a.batchId ? <Link href={`/batches/${seg(a.batchId)}`}>{a.batchId}</Link> : noBatch(a)}</td>
             )}
             <td>
               <Badge text={a.outcome} tone={toneOf(a.outcome)} />
@@ -207,7 +225,9 @@ export function BatchScreen({ batchId }: { batchId: string }) {
                   <td>
                     <Link href={`/coupons/${seg(c.coupon_code)}`}>{c.coupon_code}</Link>
                   </td>
-                  <td>{c.status}</td>
+                  <td>
+                    <CouponStatus status={c.status} />
+                  </td>
                   <td>
                     <Amount value={c.realWin} />
                   </td>

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { useLocation, useSearch } from 'wouter';
+import { Link, useLocation, useSearch } from 'wouter';
 import { query } from '../api';
 import { Badge, Field, Json, Loading, Pager, Screen, Time, usePager, UtcField } from '../components';
 import { isoFromInput } from '../format';
@@ -94,10 +94,15 @@ export function OperatorActionsScreen() {
                     <Badge text={a.outcome} tone={a.outcome === 'ok' ? 'ok' : 'bad'} />
                   </td>
                   <td>
-                    <code>{a.requestId ?? ''}</code>
+                    {a.requestId && (
+                      // Its first 8 characters (the whole id on hover), linking to what else has it.
+                      <Link href={`/search${query({ q: a.requestId })}`} title={a.requestId}>
+                        <code>{a.requestId.slice(0, 8)}…</code>
+                      </Link>
+                    )}
                   </td>
-                  <td>
-                    <Json value={a.details} />
+                  <td className="details">
+                    <Json value={a.details} label={`details of action ${a.id}`} oneLine />
                   </td>
                 </tr>
               ))}

@@ -89,6 +89,22 @@ function useOutboxStatus(dest: Destination) {
   return { ...got, data, missing };
 }
 
+/**
+ * Whether an outbox delivers: paused, running, or (the wallet without `WALLET_CONNECTOR`) no
+ * connector, when nothing is delivered whatever the pause state.
+ */
+export function DeliveryState(props: { paused: boolean; noConnector?: boolean; brief?: boolean }) {
+  const { paused, noConnector } = props;
+  if (noConnector)
+    return (
+      <>
+        <Badge text="no connector" tone="warn" />
+        {!props.brief && <span className="muted"> nothing is delivered: WALLET_CONNECTOR is none</span>}
+      </>
+    );
+  return paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />;
+}
+
 /** Pause or resume delivery to the destination, with the state it is in. */
 function PauseResume({
   dest,
@@ -171,10 +187,7 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
               dest.publisher
                 ? ['publisher', dest.publisher]
                 : ['connector', s.connector ?? 'none configured'],
-              [
-                'delivery',
-                s.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />,
-              ],
+              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !s.connector} />],
               ['since', <Time at={s.changedAt} />],
               [
                 'changed by',
@@ -245,6 +258,7 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
                   </td>
                   <td>
                     <Badge text={r.status} tone={toneOf(r.status)} /> {r.parkedReason ?? ''}
+                    {r.heldBy && <HeldBy dest={dest} id={r.heldBy} />}
                   </td>
                   <td>{r.attempts}</td>
                   <td>
@@ -263,6 +277,17 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
       )}
       {children}
     </Screen>
+  );
+}
+
+/** Why a pending row does not go: its account's earlier row `id` is parked (docs/wallet.md). */
+function HeldBy({ dest, id }: { dest: Destination; id: string }) {
+  return (
+    <span className="held">
+      {' '}
+      held behind parked row <Link href={`${dest.path}/outbox/${id}`}>{id}</Link> of its account: retry or
+      skip that one first
+    </span>
   );
 }
 
@@ -350,7 +375,9 @@ export function EventsScreen() {
                 <td>
                   <Link href={publisherDestination(p.publisher as string).path}>{p.publisher}</Link>
                 </td>
-                <td>{p.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />}</td>
+                <td>
+                  <DeliveryState paused={p.paused} />
+                </td>
                 <td>{p.pending}</td>
                 <td>{p.parked}</td>
                 <td>{duration(p.oldestPendingAgeSeconds)}</td>
@@ -387,7 +414,13 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
                   '—'
                 ),
               ],
-              ['state', <Badge text={data.status} tone={toneOf(data.status)} />],
+              [
+                'state',
+                <>
+                  <Badge text={data.status} tone={toneOf(data.status)} />
+                  {data.heldBy && <HeldBy dest={dest} id={data.heldBy} />}
+                </>,
+              ],
               ['parked because', data.parkedReason ?? '—'],
               ['attempts', data.attempts],
               ['next attempt', <Time at={data.nextAttemptAt} />],

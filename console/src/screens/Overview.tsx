@@ -1,11 +1,11 @@
 import { useEffect, useRef } from 'react';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import { Link } from 'wouter';
-import { Badge, Facts, Loading, Screen, Time } from '../components';
+import { Facts, Loading, Screen, Time } from '../components';
 import { duration, utc } from '../format';
-import { useGet } from '../session';
+import { useGet, useSession } from '../session';
 import type { DeliverySeries, OutboxFigures, Overview } from '../types';
-import { publisherDestination } from './Outbox';
+import { DeliveryState, publisherDestination } from './Outbox';
 
 Chart.register(BarController, BarElement, CategoryScale, LinearScale, Legend, Tooltip);
 
@@ -20,30 +20,50 @@ const OUTCOME_COLOURS: Record<string, string> = {
   failed: '#424242',
 };
 
-/** `HH:MM` (UTC) of each minute of a series. */
-function minuteLabels(series: DeliverySeries): string[] {
+/** Bars a chart draws at most: a day's 1440 minutes would be bars under a pixel wide, invisible. */
+const MAX_BARS = 144;
+
+/**
+ * A series as bars of `step` minutes (1 for the hour; 10 for the day: 144 bars), each bar the
+ * sum of its minutes, labelled `HH:MM` (UTC) of its first minute.
+ */
+export function bars(series: DeliverySeries): {
+  step: number;
+  labels: string[];
+  counts: Record<string, number[]>;
+} {
+  const step = Math.max(1, Math.ceil(series.minutes / MAX_BARS));
   const start = Date.parse(series.from);
-  return Array.from({ length: series.minutes }, (_, i) =>
-    utc(new Date(start + i * 60_000).toISOString()).slice(11, 16),
+  const n = Math.ceil(series.minutes / step);
+  const labels = Array.from({ length: n }, (_, i) =>
+    utc(new Date(start + i * step * 60_000).toISOString()).slice(11, 16),
   );
+  const counts = Object.fromEntries(
+    Object.entries(series.series).map(([outcome, perMinute]) => {
+      const sums = new Array<number>(n).fill(0);
+      perMinute.forEach((count, minute) => (sums[Math.floor(minute / step)] += count));
+      return [outcome, sums];
+    }),
+  );
+  return { step, labels, counts };
 }
 
-/** Deliveries per minute, stacked by outcome (Chart.js on a canvas). */
+/** Deliveries per minute (or per `step` minutes, {@link bars}), stacked by outcome (Chart.js on a canvas). */
 function DeliveryChart({ title, series }: { title: string; series: DeliverySeries }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const chart = useRef<Chart | null>(null);
   useEffect(() => {
     if (!canvas.current) return;
-    const datasets = Object.entries(series.series).map(([outcome, counts]) => ({
+    const { step, labels, counts } = bars(series);
+    const datasets = Object.entries(counts).map(([outcome, data]) => ({
       label: outcome,
-      data: counts,
+      data,
       backgroundColor: OUTCOME_COLOURS[outcome] ?? '#888',
       borderWidth: 0,
-      // A day is 1440 bars: no gaps between them.
-      barPercentage: series.minutes > 120 ? 1 : 0.9,
-      categoryPercentage: series.minutes > 120 ? 1 : 0.8,
+      barPercentage: 0.9,
+      categoryPercentage: 0.9,
     }));
-    const data = { labels: minuteLabels(series), datasets };
+    const data = { labels, datasets };
     if (chart.current) {
       chart.current.data = data;
       chart.current.update('none');
@@ -57,7 +77,11 @@ function DeliveryChart({ title, series }: { title: string; series: DeliverySerie
         maintainAspectRatio: false,
         interaction: { mode: 'index', intersect: false },
         scales: {
-          x: { stacked: true, ticks: { maxTicksLimit: 12, maxRotation: 0 } },
+          x: {
+            stacked: true,
+            ticks: { maxTicksLimit: 12, maxRotation: 0 },
+            title: { display: true, text: `UTC, one bar per ${step === 1 ? 'minute' : `${step} minutes`}` },
+          },
           y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } },
         },
         plugins: { legend: { position: 'bottom' } },
@@ -72,6 +96,8 @@ function DeliveryChart({ title, series }: { title: string; series: DeliverySerie
     [],
   );
   const total = Object.values(series.totals).reduce((a, b) => a + b, 0);
+  const { step } = bars(series);
+  const per = step === 1 ? 'minute' : `${step} minutes`;
   return (
     <figure className="chart">
       <figcaption>
@@ -83,14 +109,15 @@ function DeliveryChart({ title, series }: { title: string; series: DeliverySerie
         )
       </figcaption>
       <div className="chart-box">
-        <canvas ref={canvas} role="img" aria-label={`${title}: deliveries per minute by outcome`} />
+        <canvas ref={canvas} role="img" aria-label={`${title}: deliveries per ${per} by outcome`} />
       </div>
     </figure>
   );
 }
 
 /** An outbox's card: what is not delivered, and whether delivery runs. */
-function OutboxCard({ title, href, figures }: { title: string; href: string; figures: OutboxFigures }) {
+function OutboxCard(props: { title: string; href: string; figures: OutboxFigures; noConnector?: boolean }) {
+  const { title, href, figures } = props;
   return (
     <article className="card" aria-label={title}>
       <h2>
@@ -99,10 +126,7 @@ function OutboxCard({ title, href, figures }: { title: string; href: string; fig
       <p className="big">{figures.pending + figures.parked}</p>
       <Facts
         rows={[
-          [
-            'delivery',
-            figures.paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />,
-          ],
+          ['delivery', <DeliveryState paused={figures.paused} noConnector={props.noConnector} brief />],
           ['pending', figures.pending],
           ['parked', figures.parked],
           ['skipped', figures.skipped],
@@ -116,6 +140,7 @@ function OutboxCard({ title, href, figures }: { title: string; href: string; fig
 /** The first screen: deliveries per minute, and what waits for a person. */
 export function OverviewScreen() {
   const { data, error, loading, reload } = useGet<Overview>('/overview', 15_000);
+  const { who } = useSession();
   return (
     <Screen
       title="Overview"
@@ -169,7 +194,12 @@ export function OverviewScreen() {
               <p className="big">{data.inbox.pending}</p>
               <p className="muted">oldest: {duration(data.inbox.oldestPendingAgeSeconds)}</p>
             </article>
-            <OutboxCard title="Wallet outbox" href="/wallet" figures={data.walletOutbox} />
+            <OutboxCard
+              title="Wallet outbox"
+              href="/wallet"
+              figures={data.walletOutbox}
+              noConnector={who.receiver.walletConnector === null}
+            />
             {data.events.map((e) => (
               <OutboxCard
                 key={e.publisher}

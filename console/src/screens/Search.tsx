@@ -1,6 +1,6 @@
 import { Link, useSearch } from 'wouter';
 import { query } from '../api';
-import { Badge, Loading, Screen } from '../components';
+import { Badge, Loading, Screen, WithTimes } from '../components';
 import { useGet } from '../session';
 import type { SearchHit } from '../types';
 
@@ -52,7 +52,15 @@ export function SearchScreen() {
                   <td>
                     <Badge text={hit.kind} />
                   </td>
-                  <td>{href ? <Link href={href}>{hit.label}</Link> : hit.label}</td>
+                  <td>
+                    {href ? (
+                      <Link href={href}>
+                        <WithTimes text={hit.label} />
+                      </Link>
+                    ) : (
+                      <WithTimes text={hit.label} />
+                    )}
+                  </td>
                 </tr>
               );
             })}

@@ -77,6 +77,14 @@ export class OutboxEntryView {
   @ApiProperty({ example: null, type: Date, nullable: true, description: "last operator's retry" })
   retriedAt: Date | null;
   @ApiProperty({ example: null, type: String, nullable: true }) retriedBy: string | null;
+  @ApiProperty({
+    example: null,
+    type: String,
+    nullable: true,
+    description:
+      "a pending row behind its account's parked row: that row's id; it goes once that one is retried and delivered, or skipped",
+  })
+  heldBy: string | null;
 }
 
 /** One delivery attempt of an outbox row. */
