@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/app.config.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
-const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const base = REQUIRED_ENV;
 const DAY = 86_400_000;
 
 describe('the retention policy (RETENTION_*, docs/retention.md)', () => {
