@@ -51,8 +51,10 @@ const PACKAGE = {
  */
 function documentedTsconfig(page = readFileSync(join(ROOT, 'docs/extending.md'), 'utf8')): string {
   const section = page.slice(page.indexOf('## Your own module, outside this repository'));
-  const step = section.slice(section.indexOf('`tsconfig.json`'));
-  const block = /```json\n([\s\S]*?)```/.exec(step);
+  // Its json blocks: the package.json of step 2, the tsconfig.json of step 4.
+  const block = [...section.matchAll(/```json\n([\s\S]*?)```/g)].find((b) =>
+    b[1].includes('"compilerOptions"'),
+  );
   if (!block) throw new Error('docs/extending.md shows no tsconfig.json for an outside package');
   return block[1].replace(/^ {3}/gm, '');
 }
