@@ -53,7 +53,7 @@ if (args.help) {
 const ROOT = process.cwd();
 const RUN = `${process.pid}`;
 const SECRET = 'bench-webhook-secret';
-const OPS_KEY = 'bench-ops-key';
+const OPS_KEY = 'bench-ops-key-0a4f91c2';
 const PORT = Number(args['port-base']) + 1;
 const EXCHANGE = `bench-events-${RUN}`;
 const STREAM = `BENCH_EVENTS_${RUN}`;

@@ -124,7 +124,7 @@ const DRAIN_TIMEOUT_MS = Number(args['drain-timeout'] ?? (COMMAND === 'burst' ? 
 const PORT_BASE = Number(args['port-base']);
 const PREFIX = args['db-prefix'] as string;
 const SECRET = 'bench-webhook-secret';
-const OPS_KEY = 'bench-ops-key';
+const OPS_KEY = 'bench-ops-key-0a4f91c2';
 const WALLET_SECRET = 'bench-wallet-secret-0123456789';
 const CALLBACK_PATH = '/sportapi/callback';
 const ROOT = process.cwd();

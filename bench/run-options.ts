@@ -88,7 +88,7 @@ export const CONCURRENCY = ((args.concurrency as string | undefined) ?? '1,8,32'
 export const PORT_BASE = Number(args['port-base']);
 export const RATIO_CONCURRENCY = CONCURRENCY.includes(8) ? 8 : CONCURRENCY[0];
 export const SECRET = 'bench-webhook-secret';
-export const OPS_KEY = 'bench-ops-key';
+export const OPS_KEY = 'bench-ops-key-0a4f91c2';
 export const ROOT = process.cwd();
 /** The checkout whose receiver runs: this one, or `--receiver-build`'s. */
 export const RECEIVER_BUILD = args['receiver-build'] ? resolve(args['receiver-build']) : undefined;

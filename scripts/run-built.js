@@ -1,7 +1,7 @@
 // `node scripts/run-built.js dist/<file>.js [arguments…]`: runs a built command from dist/ as if
 // `node dist/<file>.js [arguments…]` had been run, without building it. The operator's npm
 // scripts (start:prod, migration:run, ledger:verify, wallet:reconcile, sportapi) use it: a build
-// (`nest build` deletes dist/ first) would break every process that starts from dist/ meanwhile
+// (scripts/build.js replaces dist/'s files) would hand a process starting meanwhile a mixed build
 // (docs/operating.md, "Operator commands"). When the file is missing: one line naming
 // `npm run build` on stderr, exit code 2. It runs the file in its own process, and the npm scripts
 // `exec` it, so a signal to `npm run …` reaches the command (test/unit/npm-scripts.spec.ts).

@@ -13,6 +13,7 @@ import { AppConfig } from './config/configuration.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { logContextMiddleware } from './observability/log-context.js';
+import { frameworkDetailAtDebug } from './observability/logging.js';
 
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run
@@ -27,7 +28,9 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
     'trust proxy',
     config.trustedProxies.length ? config.trustedProxies : false,
   );
-  app.useLogger(app.get(PinoNestLogger));
+  // Nest's own start-up lines (one per module, controller and route: some 90) at debug: the info
+  // lines of a start are the receiver's, the `listening on` line among a handful.
+  app.useLogger(frameworkDetailAtDebug(app.get(PinoNestLogger)));
   app.use(app.get(ShutdownState).middleware());
   app.use(logContextMiddleware);
   // Security headers (helmet defaults: CSP, HSTS, nosniff, frame and referrer policies, no

@@ -14,7 +14,10 @@ import { loadConfig } from './app.config.js';
  * `openapi.e2e.spec.ts` fails when the served document and the file differ.
  */
 async function main(): Promise<void> {
-  const config = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 'unused', OPS_API_KEYS: 'unused' });
+  const config = loadConfig({
+    SPORTAPI_WEBHOOK_SECRETS: 'unused-webhook-secret',
+    OPS_API_KEYS: 'unused-ops-api-key',
+  });
   const app = await NestFactory.create(AppModule.forRoot(config), {
     preview: true,
     logger: false,

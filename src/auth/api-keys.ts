@@ -23,12 +23,14 @@ export interface ApiKey {
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 /** A plain secret travels as `Bearer <secret>`: visible ASCII without spaces, at least 16 of them. */
 const PLAIN_SECRET = /^[\x21-\x7e]{16,}$/;
+const SHORT_SECRET = 'the secret must be at least 16 visible ASCII characters, no spaces';
 const HASHED_SECRET = /^sha256:([0-9a-fA-F]{64})$/;
 
 /**
  * Parses `OPS_API_KEYS`: comma-separated entries `name:scopes:secret` (`scopes` `+`-joined, the
  * secret plain or `sha256:<64 hex>` of it), or a bare key (every scope, name `key-<n>`, n its
- * position from 1). Problems name the entry by its position, never a secret.
+ * position from 1); every plain secret, a bare key's too, is 16+ visible ASCII characters.
+ * Problems name the entry by its position, never a secret.
  * @throws Error listing every problem (duplicate names or secrets, unknown scopes, bad hashes).
  */
 export function parseApiKeys(text: string): ApiKey[] {
@@ -60,7 +62,11 @@ export function parseApiKeys(text: string): ApiKey[] {
 
 function parseEntry(entry: string, position: number, problems: string[]): ApiKey | undefined {
   if (!entry.includes(':')) {
-    return { name: `key-${position}`, scopes: [...SCOPES], digest: sha256(entry), legacy: true };
+    // A bare key holds every scope: the same minimum as a named key's secret.
+    if (PLAIN_SECRET.test(entry))
+      return { name: `key-${position}`, scopes: [...SCOPES], digest: sha256(entry), legacy: true };
+    problems.push(`entry ${position}: ${SHORT_SECRET}`);
+    return undefined;
   }
   const parts = /^([^:]*):([^:]*):(.*)$/s.exec(entry);
   if (!parts) {
@@ -81,7 +87,7 @@ function parseEntry(entry: string, position: number, problems: string[]): ApiKey
   } else if (PLAIN_SECRET.test(secret)) {
     digest = sha256(secret);
   } else {
-    problems.push(`entry ${position}: the secret must be at least 16 visible ASCII characters, no spaces`);
+    problems.push(`entry ${position}: ${SHORT_SECRET}`);
   }
   if (problems.length > before || !digest) return undefined;
   return { name, scopes: scopes as Scope[], digest, legacy: false };

@@ -120,6 +120,9 @@ export interface ReconciliationConfig {
   batchSize: number;
 }
 
+/** Characters each of `SPORTAPI_WEBHOOK_SECRETS` has at least (as a plain key of `OPS_API_KEYS`). */
+export const MIN_SECRET_LENGTH = 16;
+
 /** Joi schema of every environment variable the receiver reads (see `.env.example`). */
 export const envSchema = Joi.object({
   PORT: Joi.number().port().default(3000),
@@ -134,9 +137,17 @@ export const envSchema = Joi.object({
     .default('X-Signature'),
   SPORTAPI_WEBHOOK_SECRETS: Joi.string()
     .required()
-    .custom((v: string, helpers) =>
-      csv(v).length > 0 ? v : helpers.message({ custom: 'SPORTAPI_WEBHOOK_SECRETS lists no secret' }),
-    ),
+    .custom((v: string, helpers) => {
+      const secrets = csv(v);
+      if (!secrets.length) return helpers.message({ custom: 'lists no secret' });
+      // Named by position, never by value: a short HMAC secret is guessable from one signed body.
+      const short = secrets.flatMap((s, i) => (s.length < MIN_SECRET_LENGTH ? [i + 1] : []));
+      return short.length
+        ? helpers.message({
+            custom: `secret ${short.join(', ')} of ${secrets.length} is shorter than ${MIN_SECRET_LENGTH} characters (e.g. openssl rand -hex 32)`,
+          })
+        : v;
+    }),
   CALLBACK_BODY_LIMIT_BYTES: Joi.number()
     .integer()
     .min(1024)

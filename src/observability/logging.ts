@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { LoggerService } from '@nestjs/common';
 import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
@@ -91,4 +92,36 @@ export function loggerParams(logging: LoggingOptions, destination?: DestinationS
     },
   };
   return { pinoHttp: destination ? [options, destination] : options };
+}
+
+/**
+ * Contexts of Nest's own start-up lines: a module's dependencies initialised, a controller's and
+ * each route's mapping, "Starting Nest application", "successfully started" (the receiver's
+ * `listening on` line says it).
+ */
+const FRAMEWORK_DETAIL = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'NestFactory',
+  'NestApplication',
+]);
+
+/**
+ * `logger` with the info lines of {@link FRAMEWORK_DETAIL} written at debug (`LOG_LEVEL=debug`
+ * shows them); everything else as it was (docs/operating.md#logs).
+ */
+export function frameworkDetailAtDebug(logger: LoggerService): LoggerService {
+  const debug = logger.debug?.bind(logger) ?? (() => undefined);
+  return {
+    log: (message: unknown, ...params: unknown[]) =>
+      FRAMEWORK_DETAIL.has(params.at(-1) as string)
+        ? debug(message, ...params)
+        : logger.log(message, ...params),
+    error: (message: unknown, ...params: unknown[]) => logger.error(message, ...params),
+    warn: (message: unknown, ...params: unknown[]) => logger.warn(message, ...params),
+    debug: (message: unknown, ...params: unknown[]) => debug(message, ...params),
+    verbose: (message: unknown, ...params: unknown[]) => logger.verbose?.(message, ...params),
+    fatal: (message: unknown, ...params: unknown[]) => logger.fatal?.(message, ...params),
+  };
 }

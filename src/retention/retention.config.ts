@@ -1,4 +1,5 @@
 import Joi from 'joi';
+import ms from 'ms';
 import { configFragment, csv, duration, namesOf, refuse } from '../config/config-fragment.js';
 
 /**
@@ -63,27 +64,57 @@ const schema: Joi.PartialSchemaMap = {
   RETENTION_ARCHIVE_DIR: Joi.string().optional(),
   RETENTION_BATCH_ROWS: Joi.number().integer().min(1).max(100_000).default(1000),
 };
-for (const c of Object.values(RETENTION_CLASSES)) schema[c.variable] = duration(true).optional();
+/** The longest bare number of days taken (100 years): a larger one is a millisecond count misread. */
+const MAX_BARE_DAYS = 36_500;
+
+for (const [name, c] of Object.entries(RETENTION_CLASSES))
+  schema[c.variable] = retentionPeriod(name, c.floorDays).optional();
 
 /**
- * `RETENTION_*` (docs/retention.md, "Changing the policy"): each class's duration (`400d`, `90
+ * A class's retention period (docs/retention.md): a bare number is days (`400`, `0.5`), a number
+ * with a unit the `ms` package reads is that (`400d`, `90 days`, `2160h`, `34560000000ms`), and
+ * `off`/`false`/`0` is forever (0). Refused, quoting what was read and naming the units: an
+ * unreadable value, a bare number over 100 years, or a period below the class's floor.
+ */
+function retentionPeriod(name: string, floorDays: number) {
+  return Joi.string().custom((v: string, helpers) => {
+    const text = v.trim();
+    if (/^(off|false|0)$/i.test(text)) return 0;
+    const bare = /^\d+(\.\d+)?$/.test(text);
+    const parsed = bare ? Number(text) * DAY_MS : ms(text as ms.StringValue);
+    const read = `"${text}"`;
+    if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed <= 0)
+      return helpers.message({
+        custom: `${read} is not a period: days as a bare number ("400"), a number with a unit ("400d", "90 days", "2160h"), or "off"`,
+      });
+    if (bare && Number(text) > MAX_BARE_DAYS)
+      return helpers.message({
+        custom: `${read} would be ${text} days (a bare number is days): write milliseconds with their unit ("${text}ms") or days ("400d")`,
+      });
+    const value = Math.round(parsed);
+    if (value < floorDays * DAY_MS)
+      return helpers.message({
+        custom: `${read} is ${days(value)}${bare ? ' (a bare number is days)' : ''}, below the floor of ${floorDays} days for ${name} (docs/retention.md)`,
+      });
+    return value;
+  });
+}
+
+/**
+ * `RETENTION_*` (docs/retention.md, "Changing the policy"): each class's period (`400`/`400d`, `90
  * days`, `off` for forever), refused below its floor with a start error naming the variable.
  */
 export const retentionConfig = configFragment<{ retention: RetentionConfig }>({
   schema,
-  /** @throws Error naming each variable below its floor, or archiving without a folder. */
+  /** @throws Error when archiving with the directory connector without a folder. */
   build: (v) => {
     const keepMs = {} as Record<RetentionClass, number | null>;
     const problems: string[] = [];
     for (const name of RETENTION_CLASS_NAMES) {
-      const { variable, defaultDays, floorDays } = RETENTION_CLASSES[name];
+      const { variable, defaultDays } = RETENTION_CLASSES[name];
+      // Validated by retentionPeriod: at or above the class's floor, or 0 (off).
       const given = v[variable] as number | undefined;
-      const ms = given === undefined ? defaultDays * DAY_MS : given === 0 ? null : given;
-      if (ms !== null && ms < floorDays * DAY_MS)
-        problems.push(
-          `${variable}: ${days(ms)} is below the floor of ${floorDays} days for ${name} (docs/retention.md)`,
-        );
-      keepMs[name] = ms;
+      keepMs[name] = given === undefined ? defaultDays * DAY_MS : given === 0 ? null : given;
     }
     const archiveClasses = csv(v.RETENTION_ARCHIVE as string | undefined) as RetentionClass[];
     const connector = v.RETENTION_ARCHIVE_CONNECTOR as string;
@@ -105,9 +136,9 @@ export const retentionConfig = configFragment<{ retention: RetentionConfig }>({
   },
 });
 
-/** `ms` as days for a message (`12.5 days`). */
-function days(ms: number): string {
-  const d = Math.round((ms / DAY_MS) * 100) / 100;
+/** Milliseconds as days for a message (`12.5 days`). */
+function days(millis: number): string {
+  const d = Math.round((millis / DAY_MS) * 100) / 100;
   return `${d} day${d === 1 ? '' : 's'}`;
 }
 

@@ -12,6 +12,7 @@ import {
   fieldPaths,
   operations,
   ops,
+  OPS_KEY,
   register,
   useTestApp,
 } from '../support/test-app.js';
@@ -580,7 +581,7 @@ describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
     await deposit(t.app, 'pdup', '100.00');
     const dup = await request(t.app.getHttpServer())
       .post('/accounts/pdup/adjustments')
-      .set('authorization', 'Bearer test-ops-key')
+      .set('authorization', `Bearer ${OPS_KEY}`)
       .set('idempotency-key', 'dup-1')
       .set('content-type', 'application/json')
       .send('{"amount":"1.00","amount":"-90.00","currency":"EUR","reason":"r"}');
@@ -588,7 +589,7 @@ describe('second hardening round (CONTRACT §3, §5, §8, §10)', () => {
     expect(await balance(t.app, 'pdup')).toBe('100.00');
     const deep = await request(t.app.getHttpServer())
       .post('/coupons')
-      .set('authorization', 'Bearer test-ops-key')
+      .set('authorization', `Bearer ${OPS_KEY}`)
       .set('content-type', 'application/json')
       .send(
         `{"coupon_code":"D","accountId":"pdup","stake":"1.00","currency":"EUR","x":${'['.repeat(2000)}${']'.repeat(2000)}}`,

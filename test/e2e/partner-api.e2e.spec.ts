@@ -816,22 +816,23 @@ describe('partner API (CONTRACT §10)', () => {
 });
 
 describe('partner API with several OPS_API_KEYS (§10)', () => {
-  const t = useTestApp({ OPS_API_KEYS: 'k1,k2' });
+  const [K1, K2] = ['partner-key-k1-0001', 'partner-key-k2-0002'];
+  const t = useTestApp({ OPS_API_KEYS: `${K1},${K2}` });
 
   it('every configured key is accepted on every endpoint; others are not', async () => {
     const http = () => request(t.app.getHttpServer());
     const dep = await http()
       .post('/accounts/pk1/adjustments')
-      .set('authorization', 'Bearer k1')
+      .set('authorization', `Bearer ${K1}`)
       .set('idempotency-key', 'adj-pk1')
       .send({ amount: '20.00', currency: 'EUR', reason: 'deposit with k1' });
     expect(dep.status).toBe(201);
     const reg = await http()
       .post('/coupons')
-      .set('authorization', 'Bearer k2')
+      .set('authorization', `Bearer ${K2}`)
       .send({ coupon_code: 'K-1', accountId: 'pk1', stake: '5.00', currency: 'EUR' });
     expect(reg.status).toBe(201);
-    for (const key of ['k1', 'k2']) {
+    for (const key of [K1, K2]) {
       const account = await http().get('/accounts/pk1').set('authorization', `Bearer ${key}`);
       expect(account.status).toBe(200);
       expect(account.body).toEqual({ id: 'pk1', currency: 'EUR', balance: '15.00' });
@@ -841,7 +842,7 @@ describe('partner API with several OPS_API_KEYS (§10)', () => {
         { key: 'K-1:0:stake_debit', type: 'stake_debit', generation: 0, amount: '5.00' },
       ]);
     }
-    for (const wrong of [OPS_KEY, 'k1,k2', 'k3', 'k', 'K1']) {
+    for (const wrong of [OPS_KEY, `${K1},${K2}`, 'partner-key-k3-0003', 'k', K1.toUpperCase()]) {
       const res = await http().get('/accounts/pk1').set('authorization', `Bearer ${wrong}`);
       expect({ wrong, status: res.status }).toEqual({ wrong, status: 401 });
       expect(res.body.error.code).toBe('unauthorized');

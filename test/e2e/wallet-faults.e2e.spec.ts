@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/app.config.js';
 import type { ClaimedOutboxRow, RecordedAttempt } from '../../src/outbox/outbox.repository.js';
 import { WalletConnector } from '../../src/wallet/wallet-connector.js';
 import type { WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 import { createTestDatabase } from '../support/database.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually, sleep } from '../support/wait.js';
@@ -666,7 +667,7 @@ describe('the claim with a long backlog in one account (docs/wallet.md, "Claim c
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
   const claim = new OutboxRepository(
-    walletDestination(loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' })),
+    walletDestination(loadConfig(REQUIRED_ENV)),
     new CouponRepository(),
   ).claimStatement(20_000, 1);
 

@@ -2,7 +2,7 @@ import { createConnection, Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import request from 'supertest';
-import { deliver, deposit, register, sign, useTestApp } from '../support/test-app.js';
+import { deliver, deposit, OPS_KEY, register, sign, useTestApp } from '../support/test-app.js';
 import { sleep } from '../support/wait.js';
 import { verifyLedger } from './support/receiver.js';
 
@@ -215,7 +215,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
   it('partner API: a `constructor` object as a field value → 400, not 500', async () => {
     const res = await request(t.app.getHttpServer())
       .post('/coupons')
-      .set('authorization', 'Bearer test-ops-key')
+      .set('authorization', `Bearer ${OPS_KEY}`)
       .set('content-type', 'application/json')
       .send('{"coupon_code":{"constructor":1},"accountId":"p-hostile","stake":"1.00","currency":"EUR"}');
     expect(res.status).toBe(400);

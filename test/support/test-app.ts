@@ -11,10 +11,9 @@ import { configureApp } from '../../src/app.setup.js';
 import { AppConfig, loadConfig } from '../../src/app.config.js';
 import { createTestDatabase } from './database.js';
 
-export const SECRET = 'test-secret-1';
-export const OTHER_SECRET = 'test-secret-2';
-/** The legacy bare key of every test app: every scope, named `key-1`. */
-export const OPS_KEY = 'test-ops-key';
+import { OPS_KEY, OTHER_SECRET, SECRET } from './secrets.js';
+
+export { OPS_KEY, OTHER_SECRET, SECRET };
 /**
  * Scoped keys of every test app next to {@link OPS_KEY} (a least-privilege set, CONTRACT §10):
  * name → secret; `hashedOperator` is configured as the SHA-256 of its secret.

@@ -3,13 +3,14 @@ import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
+import { REQUIRED_ENV, SECRET } from '../support/secrets.js';
 
 // OPS_API_KEYS (CONTRACT §10, least privilege): named, scoped keys with plain or hashed secrets,
 // the bare legacy form, and start-up refusals that name the entry by position, never its secret.
 
 const hex = (s: string) => createHash('sha256').update(s).digest('hex');
 const keysOf = (OPS_API_KEYS: string) =>
-  loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS }).opsApiKeys.map((k) => ({
+  loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }).opsApiKeys.map((k) => ({
     name: k.name,
     scopes: k.scopes.join('+'),
     digest: k.digest.toString('hex'),
@@ -17,7 +18,7 @@ const keysOf = (OPS_API_KEYS: string) =>
   }));
 const refusal = (OPS_API_KEYS: string): string => {
   try {
-    loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS });
+    loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS });
   } catch (err) {
     return (err as Error).message;
   }
@@ -42,10 +43,20 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
   });
 
   it('keeps a bare entry as a key with every scope named key-<position>, next to named ones', () => {
-    expect(keysOf(`old-key,cashier:money:${CASHIER},another-old`)).toEqual([
-      { name: 'key-1', scopes: 'read+register+money+operate', digest: hex('old-key'), legacy: true },
+    expect(keysOf(`old-bare-key-0001,cashier:money:${CASHIER},another-old-bare-key`)).toEqual([
+      {
+        name: 'key-1',
+        scopes: 'read+register+money+operate',
+        digest: hex('old-bare-key-0001'),
+        legacy: true,
+      },
       { name: 'cashier', scopes: 'money', digest: hex(CASHIER), legacy: false },
-      { name: 'key-3', scopes: 'read+register+money+operate', digest: hex('another-old'), legacy: true },
+      {
+        name: 'key-3',
+        scopes: 'read+register+money+operate',
+        digest: hex('another-old-bare-key'),
+        legacy: true,
+      },
     ]);
   });
 
@@ -68,6 +79,9 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
     [`a:read:sha256:${hex(READER).slice(1)}`, 'entry 1: a hashed secret must be sha256: and 64 hex digits'],
     [`a:read:sha256:${'g'.repeat(64)}`, 'entry 1: a hashed secret must be sha256: and 64 hex digits'],
     [`a:read:short-secret`, 'entry 1: the secret must be at least 16 visible ASCII characters, no spaces'],
+    // A bare key holds every scope: the same minimum (it was taken at any length, `abc` included).
+    ['abc', 'entry 1: the secret must be at least 16 visible ASCII characters, no spaces'],
+    [`${READER},short-secret`, 'entry 2: the secret must be at least 16 visible ASCII characters, no spaces'],
     [
       `a:read:${READER} ${CASHIER}`,
       'entry 1: the secret must be at least 16 visible ASCII characters, no spaces',
@@ -80,7 +94,8 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
   ])('refuses %s at start-up with a message naming the entry', (value, message) => {
     const text = refusal(value);
     expect(text).toBe(`Invalid configuration:\n  - OPS_API_KEYS: ${message}`);
-    for (const secret of [READER, CASHIER, hex(READER), 'short-secret']) expect(text).not.toContain(secret);
+    for (const secret of [READER, CASHIER, hex(READER), 'short-secret', 'abc'])
+      expect(text).not.toContain(secret);
   });
 
   it('lists every problem of every entry in one message', () => {
@@ -91,7 +106,7 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
   });
 
   it('reads the failed-authentication limit and window', () => {
-    const base = { SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' };
+    const base = REQUIRED_ENV;
     expect(loadConfig({ ...base, AUTH_FAILURE_LIMIT: '5', AUTH_FAILURE_WINDOW: '15m' })).toMatchObject({
       authFailureLimit: 5,
       authFailureWindowMs: 900_000,
@@ -107,10 +122,12 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
     const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     try {
       const start = (OPS_API_KEYS: string) =>
-        new PartnerAuthenticator(loadConfig({ SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS })).onModuleInit();
+        new PartnerAuthenticator(
+          loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }),
+        ).onModuleInit();
       start(`reader:read:${READER},cashier:money:sha256:${hex(CASHIER)}`);
       expect(warn.mock.calls).toEqual([]);
-      start(`old-key-1,reader:read:${READER},old-key-3`);
+      start(`old-bare-key-0001,reader:read:${READER},old-bare-key-0003`);
       expect(warn.mock.calls).toEqual([
         [
           'OPS_API_KEYS has 2 bare key(s) with every scope (read, register, money, operate), named key-1, key-3: ' +

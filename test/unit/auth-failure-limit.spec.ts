@@ -30,7 +30,7 @@ describe('failed-authentication limit per client address', () => {
     jest.useFakeTimers({ now: new Date('2026-11-30T12:00:00Z') });
     auth = new PartnerAuthenticator(
       loadConfig({
-        SPORTAPI_WEBHOOK_SECRETS: 's',
+        SPORTAPI_WEBHOOK_SECRETS: 'test-webhook-secret-1',
         OPS_API_KEYS: `reader:read:${GOOD}`,
         AUTH_FAILURE_LIMIT: '2',
         AUTH_FAILURE_WINDOW: '30s',

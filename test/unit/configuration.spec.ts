@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { loadConfig } from '../../src/app.config.js';
+import { OPS_KEY, REQUIRED_ENV, SECRET } from '../support/secrets.js';
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 const ALL_SCOPES = ['read', 'register', 'money', 'operate'];
 
-const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const base = REQUIRED_ENV;
 
 describe('loadConfig (validated at start-up)', () => {
   it('applies the defaults of CONTRACT §5 and §10', () => {
@@ -14,8 +15,8 @@ describe('loadConfig (validated at start-up)', () => {
       databaseUrl: undefined,
       callbackPath: '/sportapi/callback',
       signatureHeader: 'x-signature',
-      webhookSecrets: ['s1'],
-      opsApiKeys: [{ name: 'key-1', scopes: ALL_SCOPES, digest: sha256('k1'), legacy: true }],
+      webhookSecrets: [SECRET],
+      opsApiKeys: [{ name: 'key-1', scopes: ALL_SCOPES, digest: sha256(OPS_KEY), legacy: true }],
       authFailureLimit: 10,
       authFailureWindowMs: 60_000,
       bodyLimitBytes: 2 * 1024 * 1024,
@@ -35,17 +36,23 @@ describe('loadConfig (validated at start-up)', () => {
   });
 
   it('splits comma-separated secrets and keys', () => {
-    const c = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: ' a , b ,', OPS_API_KEYS: 'x,y' });
-    expect(c.webhookSecrets).toEqual(['a', 'b']);
+    const [a, b, x, y] = [
+      'webhook-secret-aaaa',
+      'webhook-secret-bbbb',
+      'bare-ops-key-xxxx',
+      'bare-ops-key-yyyy',
+    ];
+    const c = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: ` ${a} , ${b} ,`, OPS_API_KEYS: `${x},${y}` });
+    expect(c.webhookSecrets).toEqual([a, b]);
     expect(c.opsApiKeys).toEqual([
-      { name: 'key-1', scopes: ALL_SCOPES, digest: sha256('x'), legacy: true },
-      { name: 'key-2', scopes: ALL_SCOPES, digest: sha256('y'), legacy: true },
+      { name: 'key-1', scopes: ALL_SCOPES, digest: sha256(x), legacy: true },
+      { name: 'key-2', scopes: ALL_SCOPES, digest: sha256(y), legacy: true },
     ]);
   });
 
   it.each([
     [{}, 'SPORTAPI_WEBHOOK_SECRETS'],
-    [{ SPORTAPI_WEBHOOK_SECRETS: 's' }, 'OPS_API_KEYS'],
+    [{ SPORTAPI_WEBHOOK_SECRETS: SECRET }, 'OPS_API_KEYS'],
     [{ ...base, PORT: 'abc' }, 'PORT'],
     [{ ...base, DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ ...base, CALLBACK_DEADLINE_MS: '20000' }, 'CALLBACK_DEADLINE_MS'],
@@ -68,6 +75,24 @@ describe('loadConfig (validated at start-up)', () => {
     [{ ...base, INBOX_RETRY_BASE_MS: '1000', INBOX_RETRY_MAX_MS: '500' }, 'INBOX_RETRY_MAX_MS'],
   ])('a wrong or missing variable stops with its name (%#)', (env, name) => {
     expect(() => loadConfig(env as NodeJS.ProcessEnv)).toThrow(name);
+  });
+
+  it.each([
+    [
+      { ...base, SPORTAPI_WEBHOOK_SECRETS: 'abc' },
+      'SPORTAPI_WEBHOOK_SECRETS: secret 1 of 1 is shorter than 16 characters (e.g. openssl rand -hex 32)',
+    ],
+    [
+      { ...base, SPORTAPI_WEBHOOK_SECRETS: `${SECRET},abc,${'x'.repeat(15)}` },
+      'SPORTAPI_WEBHOOK_SECRETS: secret 2, 3 of 3 is shorter than 16 characters (e.g. openssl rand -hex 32)',
+    ],
+    [
+      { ...base, OPS_API_KEYS: 'abc' },
+      'OPS_API_KEYS: entry 1: the secret must be at least 16 visible ASCII characters, no spaces',
+    ],
+  ])('a secret shorter than 16 characters stops the start, named by position (%#)', (env, line) => {
+    expect(() => loadConfig(env)).toThrow(new Error(`Invalid configuration:\n  - ${line}`));
+    expect(() => loadConfig({ ...env, SPORTAPI_WEBHOOK_SECRETS: 'x'.repeat(16) })).not.toThrow(/WEBHOOK/);
   });
 
   it('defaults to inline mode; reads the inbox settings', () => {

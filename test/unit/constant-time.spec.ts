@@ -49,15 +49,15 @@ describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
     const hashed = 'third-key-stored-as-its-sha256-digest';
     const auth = new PartnerAuthenticator(
       loadConfig({
-        SPORTAPI_WEBHOOK_SECRETS: 's',
-        OPS_API_KEYS: `key-one,two:read:${plain},three:money:sha256:${createHash('sha256').update(hashed).digest('hex')}`,
+        SPORTAPI_WEBHOOK_SECRETS: 'test-webhook-secret-1',
+        OPS_API_KEYS: `bare-key-one-0123,two:read:${plain},three:money:sha256:${createHash('sha256').update(hashed).digest('hex')}`,
       }),
     );
     const req = (authorization: string) =>
       ({ headers: { authorization }, socket: { remoteAddress: '127.0.0.1' } }) as never;
     const res = { setHeader: () => undefined } as never;
     calls.splice(0);
-    expect(await auth.authenticate(req('Bearer key-one'), res, 'read')).toEqual({
+    expect(await auth.authenticate(req('Bearer bare-key-one-0123'), res, 'read')).toEqual({
       name: 'key-1',
       scopes: ['read', 'register', 'money', 'operate'],
     });

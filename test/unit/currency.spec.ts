@@ -7,11 +7,12 @@ import {
 import { fractionDigits, formatAmount, parseAmount } from '../../src/common/money.js';
 import { loadConfig } from '../../src/app.config.js';
 import { loadCurrencyTable } from '../../src/config/configuration.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Minor units per currency (CONTRACT §3 "at most the currency's minor-unit digits"): ISO 4217 by
 // default, CURRENCY_MINOR_UNITS on top, CURRENCIES restricting what is accepted (issue 17).
 
-const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const base = REQUIRED_ENV;
 const crypto = { ...base, CURRENCY_MINOR_UNITS: 'USDT:6,BTC:8' };
 
 describe('ISO 4217 minor units (currency-codes)', () => {

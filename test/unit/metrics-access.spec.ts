@@ -1,10 +1,11 @@
 import { networkList } from '../../src/health/metrics-access.guard.js';
 import { loadConfig } from '../../src/app.config.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
 // METRICS_ALLOWED_NETWORKS: which scraper addresses may read /metrics without a bearer key.
 
 describe('METRICS_ALLOWED_NETWORKS', () => {
-  const required = { SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' };
+  const required = REQUIRED_ENV;
 
   it('parses addresses and CIDR blocks, IPv4 and IPv6; unset allows none', () => {
     expect(loadConfig({ ...required }).metricsAllowedNetworks).toEqual([]);

@@ -1,9 +1,10 @@
 import { checkBuiltInNames, loadConfig } from '../../src/app.config.js';
 import { describeWalletConnector } from '../../src/wallet/wallet-connectors.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Issue 29, item 8: the start line names the wallet connector in force, and never a secret.
 
-const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const base = REQUIRED_ENV;
 const SECRET = 'wallet-secret-0123456789';
 const described = (env: Record<string, string>) =>
   describeWalletConnector(loadConfig({ ...base, ...env }).wallet);
