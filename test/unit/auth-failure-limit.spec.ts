@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { clientAddressKey, PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Failed authentications per client address (CONTRACT §10, issues 16 and 38): AUTH_FAILURE_LIMIT
 // failures in AUTH_FAILURE_WINDOW, then 429 with Retry-After for a missing or unknown key of that
@@ -101,7 +102,7 @@ describe('failed-authentication limit per client address', () => {
 });
 
 describe('TRUSTED_PROXIES', () => {
-  const required = { SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' };
+  const required = REQUIRED_ENV;
 
   it('lists addresses, CIDR blocks and proxy-addr’s names; unset trusts none', () => {
     expect(loadConfig({ ...required }).trustedProxies).toEqual([]);
