@@ -2,7 +2,6 @@ import { DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { PooledClient } from './pooled-client.js';
-import type { Tx } from './transaction.js';
 
 /**
  * Timeouts of the app's database work (milliseconds). The statement, lock and idle-in-transaction

@@ -55,15 +55,25 @@ async function migrate(options: DataSourceOptions): Promise<void> {
         retryDelay: 1000,
         migrationsRunOnStart: config.runMigrationsOnStart,
         directUrl: config.databaseDirectUrl,
+        pooled: config.databasePooled,
       }),
       dataSourceFactory: async (options) => {
-        const { migrationsRunOnStart, directUrl, ...rest } = options as typeof options & {
+        const { migrationsRunOnStart, directUrl, pooled, ...rest } = options as typeof options & {
           migrationsRunOnStart?: boolean;
           directUrl?: string;
+          pooled?: boolean;
         };
-        if (migrationsRunOnStart !== false)
-          await migrate({ ...rest, ...(directUrl ? { url: directUrl } : {}) } as DataSourceOptions);
-        return new DataSource(rest as DataSourceOptions).initialize();
+        const main = await new DataSource(rest as DataSourceOptions).initialize();
+        try {
+          // Before the migrations: their session lock must not be taken through an undeclared pooler.
+          await checkPooling(main, undefined, pooled === true);
+          if (migrationsRunOnStart !== false)
+            await migrate({ ...rest, ...(directUrl ? { url: directUrl } : {}) } as DataSourceOptions);
+        } catch (err) {
+          await main.destroy();
+          throw err;
+        }
+        return main;
       },
     }),
   ],
@@ -79,7 +89,7 @@ async function migrate(options: DataSourceOptions): Promise<void> {
               ).initialize()
             : undefined;
         try {
-          await checkPooling(main, direct, config.databasePooled);
+          if (direct) await checkPooling(undefined, direct, true);
         } catch (err) {
           await direct?.destroy();
           throw err;

@@ -49,15 +49,15 @@ export async function sharesServerConnections(dataSource: DataSource): Promise<b
  * The start-up check of the pooling configuration: refuses to start (an Error naming the variable
  * and what to set) when `DATABASE_URL` is seen going through a transaction-mode pooler without
  * `DATABASE_POOLED=1` (named prepared statements would collide, session locks would not hold), or
- * when `DATABASE_DIRECT_URL` does.
+ * when `DATABASE_DIRECT_URL` does. `main`/`direct` undefined: not checked (yet).
  */
 export async function checkPooling(
-  main: DataSource,
+  main: DataSource | undefined,
   direct: DataSource | undefined,
   pooled: boolean,
 ): Promise<void> {
   const why = '(two connections held at once were served by the same PostgreSQL process)';
-  if (!pooled && (await sharesServerConnections(main)))
+  if (main && !pooled && (await sharesServerConnections(main)))
     throw new Error(
       `DATABASE_URL goes through a transaction-mode pooler ${why}: set DATABASE_POOLED=1, and DATABASE_DIRECT_URL to the PostgreSQL server itself (docs/production.md#pgbouncer)`,
     );

@@ -376,7 +376,11 @@ export class Tx {
     )
       return undefined;
     this.current = wanted;
-    const values = [`${wanted.statement}ms`, `${wanted.lock}ms`, wanted.genericPlan ? 'force_generic_plan' : 'auto'];
+    const values = [
+      `${wanted.statement}ms`,
+      `${wanted.lock}ms`,
+      wanted.genericPlan ? 'force_generic_plan' : 'auto',
+    ];
     const named = this.limits.namedStatements;
     return current
       ? { name: named ? 'tx_settings' : undefined, text: SET_LOCAL_SETTINGS, values }

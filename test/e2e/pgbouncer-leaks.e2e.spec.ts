@@ -4,7 +4,15 @@ import type { RunningWallet } from '../../sim/wallet.js';
 import { ScheduledReconciliation } from '../../src/reconciliation/scheduled-reconciliation.js';
 import { RetentionJob } from '../../src/retention/retention.job.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
-import { batchOf, createTestApp, deliver, deposit, pooled, register, TestContext } from '../support/test-app.js';
+import {
+  batchOf,
+  createTestApp,
+  deliver,
+  deposit,
+  pooled,
+  register,
+  TestContext,
+} from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
 // Issue 39 (docs/production.md#pgbouncer): through PgBouncer in transaction mode with a pool of 2
@@ -15,7 +23,12 @@ import { eventually } from '../support/wait.js';
 const pgbouncer = process.env.TEST_POOLED_URL ? describe : describe.skip;
 
 /** Settings the receiver changes in its transactions (SET LOCAL), never for a session. */
-const SETTINGS = ['statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout', 'plan_cache_mode'];
+const SETTINGS = [
+  'statement_timeout',
+  'lock_timeout',
+  'idle_in_transaction_session_timeout',
+  'plan_cache_mode',
+];
 
 interface ServerState {
   pid: number;
@@ -40,7 +53,9 @@ async function serverStates(directUrl: string): Promise<ServerState[]> {
         `SELECT name, current_setting(name) AS setting, reset_val FROM pg_settings WHERE name = ANY ($1) ORDER BY name`,
         [SETTINGS],
       );
-      const prepared = await c.query<{ name: string }>('SELECT name FROM pg_prepared_statements ORDER BY name');
+      const prepared = await c.query<{ name: string }>(
+        'SELECT name FROM pg_prepared_statements ORDER BY name',
+      );
       const locks = await c.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_locks
           WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
@@ -122,7 +137,12 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
     expect(answers.map((r) => r.status)).toEqual(Array(12).fill(200));
     await settleOutbox(t);
     expect((await t.app.get(RetentionJob).runOnce()).skipped).toBe(false);
-    api.serve({ coupon_code: 'LK-0', status: 2, realWin: '2.00', events: [{ uuid: 'LK-0-ev-1', status: 2 }] });
+    api.serve({
+      coupon_code: 'LK-0',
+      status: 2,
+      realWin: '2.00',
+      events: [{ uuid: 'LK-0-ev-1', status: 2 }],
+    });
     expect(await t.app.get(ScheduledReconciliation).runOnce()).toMatchObject({ skipped: false });
     const { rows } = await t.db.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM coupons WHERE status = 2 AND coupon_code LIKE 'LK-%'`,
@@ -134,7 +154,9 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
   it('inbox mode: intake, workers and the wallet outbox', async () => {
     t = await createTestApp({ ...walletEnv(), CALLBACK_MODE: 'inbox', INBOX_POLL_INTERVAL_MS: '20' });
     for (const account of ['leak-i0', 'leak-i1']) await deposit(t.app, account, '100.00');
-    await Promise.all(Array.from({ length: 8 }, (_, i) => register(t!.app, `LI-${i}`, `leak-i${i % 2}`, '1.00')));
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) => register(t!.app, `LI-${i}`, `leak-i${i % 2}`, '1.00')),
+    );
     const answers = await Promise.all(
       Array.from({ length: 8 }, (_, i) =>
         deliver(t!.app, batchOf(`li-b-${i}`, { code: `LI-${i}`, status: 2, realWin: '3.00' })),

@@ -118,7 +118,10 @@ async function prepare(rootDir: string): Promise<void> {
     const { startPgBouncer } = (await import(
       pathToFileURL(resolve(rootDir, 'test/support/pgbouncer.mjs')).href
     )) as typeof import('./pgbouncer.mjs');
-    const bouncer = await startPgBouncer({ port: Number(process.env.TEST_PGBOUNCER_PORT), upstream: adminUrl });
+    const bouncer = await startPgBouncer({
+      port: Number(process.env.TEST_PGBOUNCER_PORT),
+      upstream: adminUrl,
+    });
     (globalThis as { __pgBouncer?: { stop(): Promise<void> } }).__pgBouncer = bouncer;
     process.env.TEST_POOLED_URL = bouncer.url();
   }

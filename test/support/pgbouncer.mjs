@@ -1,4 +1,4 @@
-/* global process, console, setTimeout */
+/* global process, console, setTimeout, URL */
 // PgBouncer (Debian's `pgbouncer` package, 1.18) in front of a PostgreSQL server, for the tests,
 // .ci/run and the balancer harness: transaction pooling, `default_pool_size = 2` unless told, so
 // unrelated clients share server connections and anything a session keeps shows up in another
@@ -47,7 +47,13 @@ function portAnswers(port) {
  *   `url(db)`: the same user and database through PgBouncer; `log()`: its log so far.
  * @throws Error with the end of PgBouncer's log when it does not answer within 10 s.
  */
-export async function startPgBouncer({ port, upstream, poolSize = 2, poolMode = 'transaction', maxClientConn = 2000 }) {
+export async function startPgBouncer({
+  port,
+  upstream,
+  poolSize = 2,
+  poolMode = 'transaction',
+  maxClientConn = 2000,
+}) {
   const server = new URL(upstream);
   const user = decodeURIComponent(server.username || 'postgres');
   const dir = mkdtempSync(join(tmpdir(), 'pgbouncer-'));
@@ -114,7 +120,7 @@ export async function startPgBouncer({ port, upstream, poolSize = 2, poolMode = 
   };
   const stop = async () => {
     if (!exited) {
-      child.kill('SIGINT');
+      child.kill('SIGTERM'); // immediate shutdown (SIGINT waits for clients)
       await Promise.race([gone, new Promise((ok) => setTimeout(ok, 5000))]);
       if (!exited) child.kill('SIGKILL');
     }

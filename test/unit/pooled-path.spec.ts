@@ -15,7 +15,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * set session settings and hold session advisory locks.
  */
 const SESSION_FILES: Record<string, string> = {
-  'src/database/migrator.ts': "migrations: their own pool on DATABASE_DIRECT_URL (database.module.ts) or a CLI's",
+  'src/database/migrator.ts':
+    "migrations: their own pool on DATABASE_DIRECT_URL (database.module.ts) or a CLI's",
   'src/retention/retention.job.ts': "SessionDatabase's connection (DATABASE_DIRECT_URL when pooled)",
   'src/retention/retention-engine.ts': "the retention job's or CLI's session connection",
   'src/retention/retention-cli.ts': 'a command-line tool: DATABASE_DIRECT_URL (cli-database.ts)',
@@ -37,12 +38,10 @@ function offenders(pattern: RegExp, exempt: (path: string) => boolean = () => fa
   return files
     .filter((f) => !exempt(f.path))
     .flatMap((f) =>
-      f.text
-        .split('\n')
-        .flatMap((line, i) =>
-          // Comments only tell: code and SQL are what run.
-          !/^\s*(\*|\/\/|\/\*)/.test(line) && pattern.test(line) ? [`${f.path}:${i + 1}: ${line.trim()}`] : [],
-        ),
+      f.text.split('\n').flatMap((line, i) =>
+        // Comments only tell: code and SQL are what run.
+        !/^\s*(\*|\/\/|\/\*)/.test(line) && pattern.test(line) ? [`${f.path}:${i + 1}: ${line.trim()}`] : [],
+      ),
     );
 }
 
@@ -61,9 +60,9 @@ describe('the pooled path keeps no session state (issue 39)', () => {
 
   it('holds session advisory locks only on a session of the server (SessionDatabase in transaction.ts)', () => {
     const sessionLock = /pg_(try_)?advisory_(lock|unlock)(_shared)?\s*\(/;
-    expect(
-      offenders(sessionLock, (p) => p in SESSION_FILES || p === 'src/database/transaction.ts'),
-    ).toEqual([]);
+    expect(offenders(sessionLock, (p) => p in SESSION_FILES || p === 'src/database/transaction.ts')).toEqual(
+      [],
+    );
     // TransactionRunner.withSessionLock: on the SessionDatabase's connection, not the app's pool.
     const tx = files.find((f) => f.path === 'src/database/transaction.ts')!.text;
     const body = tx.slice(tx.indexOf('async withSessionLock'), tx.indexOf('private async once'));
