@@ -1,4 +1,4 @@
-/* global process, console, setTimeout, URL */
+/* global process, console, setTimeout, clearTimeout, URL */
 // PgBouncer (Debian's `pgbouncer` package, 1.18) in front of a PostgreSQL server, for the tests,
 // .ci/run and the balancer harness: transaction pooling, `default_pool_size = 2` unless told, so
 // unrelated clients share server connections and anything a session keeps shows up in another
@@ -121,7 +121,9 @@ export async function startPgBouncer({
   const stop = async () => {
     if (!exited) {
       child.kill('SIGTERM'); // immediate shutdown (SIGINT waits for clients)
-      await Promise.race([gone, new Promise((ok) => setTimeout(ok, 5000))]);
+      let timer;
+      await Promise.race([gone, new Promise((ok) => (timer = setTimeout(ok, 5000)))]);
+      clearTimeout(timer);
       if (!exited) child.kill('SIGKILL');
     }
     rmSync(dir, { recursive: true, force: true });
