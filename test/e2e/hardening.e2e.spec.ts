@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
+import { TransactionRunner } from '../../src/database/transaction.js';
 import { injectTrigger, whileLocked } from '../support/database-faults.js';
 import { opCount, rowsOfBatch } from '../support/rows.js';
 import {
@@ -42,24 +43,40 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
   const t = useTestApp();
 
   // Runs first, before traffic grows the pool: the connection the start-up migrator used is still
-  // pooled, and every pooled connection is checked out at once.
+  // pooled, and every pooled connection is checked out at once. The timeouts are set by each
+  // transaction (SET LOCAL, issue 39), never for a session: the migrator's `SET … = 0` stays on
+  // its own pool, and nothing came at connection start (docs/production.md#pgbouncer).
   describe('session timeouts survive the start-up migrations', () => {
-    it('every pooled connection reports lock_timeout 3s and statement_timeout 5s', async () => {
-      const ds = t.app.get(DataSource);
-      const runners = Array.from({ length: t.config.dbPoolSize }, () => ds.createQueryRunner());
-      try {
-        await Promise.all(runners.map((r) => r.connect()));
-        const seen = await Promise.all(
-          runners.map(async (r) => {
-            const [lock] = (await r.query('SHOW lock_timeout')) as { lock_timeout: string }[];
-            const [statement] = (await r.query('SHOW statement_timeout')) as { statement_timeout: string }[];
-            return `${lock.lock_timeout}/${statement.statement_timeout}`;
+    it('every pooled connection runs its transactions under lock_timeout 3s and statement_timeout 5s, its session untouched', async () => {
+      const n = t.config.dbPoolSize;
+      let arrived = 0;
+      let all: () => void = () => undefined;
+      const together = new Promise<void>((ok) => (all = ok));
+      const seen = await Promise.all(
+        Array.from({ length: n }, () =>
+          t.app.get(TransactionRunner).run(async (tx) => {
+            const { rows } = await tx.query<{
+              pid: number;
+              lock: string;
+              statement: string;
+            }>(
+              `SELECT pg_backend_pid() AS pid, current_setting('lock_timeout') AS lock,
+                      current_setting('statement_timeout') AS statement`,
+            );
+            if (++arrived === n) all();
+            await together; // every connection of the pool at once
+            return rows[0];
           }),
-        );
-        expect(seen).toEqual(Array(t.config.dbPoolSize).fill('3s/5s'));
-      } finally {
-        await Promise.all(runners.map((r) => r.release()));
-      }
+        ),
+      );
+      expect(new Set(seen.map((r) => r.pid)).size).toBe(n);
+      expect(seen.map((r) => `${r.lock}/${r.statement}`)).toEqual(Array(n).fill('3s/5s'));
+      // Outside a transaction nothing of the session was set (SET LOCAL ended with each transaction):
+      const after = (await t.app.get(DataSource).query(
+        `SELECT string_agg(name || '=' || source, ',' ORDER BY name) AS sources FROM pg_settings
+          WHERE name IN ('lock_timeout', 'statement_timeout')`,
+      )) as { sources: string }[];
+      expect(after[0].sources).not.toMatch(/=(session|client)/);
     });
   });
 
