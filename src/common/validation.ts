@@ -25,7 +25,8 @@ function validationFailed(fields: FieldError[]): DomainException {
 
 /**
  * The global validation pipe of the partner API (CONTRACT §10): class-validator's, with the
- * receiver's currency table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency}. A body
+ * receiver's currency table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency}. A DTO
+ * body must be a JSON object (`null`, an array or a scalar: 400 at path `""`; none: `{}`). A body
  * or query field the DTO does not declare is refused, one named like a property of
  * `Object.prototype` included ({@link prototypeKeyErrors}); each failing path is reported once
  * ({@link flattenValidationErrors}).
@@ -42,6 +43,13 @@ export class CurrencyValidationPipe extends ValidationPipe {
 
   async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const checked = (metadata.type === 'body' || metadata.type === 'query') && this.toValidate(metadata);
+    if (checked && metadata.type === 'body' && metadata.data === undefined) {
+      // A DTO body is a JSON object: `null`, an array or a scalar would reach the handler as it is
+      // (class-validator passes `null` of an all-optional DTO). No body at all is an empty object.
+      if (value === undefined) value = {};
+      else if (value === null || typeof value !== 'object' || Array.isArray(value) || isLosslessNumber(value))
+        throw validationFailed([{ path: '', message: 'must be an object' }]);
+    }
     // Read before super.transform, which deletes `__proto__`, `prototype` and `constructor` in place.
     const fields = checked ? prototypeKeyErrors(value) : [];
     if (!fields.length) return super.transform(value, metadata);
