@@ -6,6 +6,7 @@ import helmet from 'helmet';
 import { API_TAGS } from './common/api-tags.js';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
+import { CallbackCouponDto, realWinSchema } from './settlement/dto/callback-batch.dto.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
 import { CurrencyValidationPipe } from './common/validation.js';
 import { consoleHeaders, isConsolePath, serveConsole } from './console/console-pages.js';
@@ -66,7 +67,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
   const builder = new DocumentBuilder();
   for (const tag of Object.values(API_TAGS)) builder.addTag(tag.name, tag.description);
-  return SwaggerModule.createDocument(
+  const document = SwaggerModule.createDocument(
     app,
     builder
       .setTitle('SportAPI settlement receiver')
@@ -97,6 +98,15 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       )
       .build(),
   );
+  // The callback's realWin takes the fraction digits of this configuration's currencies (CONTRACT §3).
+  const coupon = document.components?.schemas?.[CallbackCouponDto.name] as
+    { properties?: Record<string, object> } | undefined;
+  if (coupon?.properties)
+    coupon.properties.realWin = {
+      ...coupon.properties.realWin,
+      ...realWinSchema(config.currencies.maxMinorUnits),
+    };
+  return document;
 }
 
 /**

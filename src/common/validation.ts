@@ -244,6 +244,37 @@ export function identifierProblem(value: string, max: number): string | undefine
 }
 
 /**
+ * ECMA-262 pattern (for an OpenAPI schema) of text {@link identifierProblem} and
+ * {@link IsStorableText} accept: no U+0000, no unpaired surrogate; the same verdict with or
+ * without the `u` flag (a surrogate pair is one code point, or the pair alternative).
+ */
+export const STORABLE_TEXT_PATTERN = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
+
+/**
+ * Property is an identifier of 1..`max` characters that PostgreSQL can store
+ * ({@link identifierProblem}): code points are counted, as the schema's `maxLength` and the
+ * database's CHECK constraints count them (class-validator's `@Length` does not count U+FE0F).
+ */
+export function IsIdentifier(max: number, validationOptions?: ValidationOptions): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isIdentifier',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: (args: ValidationArguments) =>
+          `${args.property} ${typeof args.value === 'string' ? identifierProblem(args.value, max) : 'must be a string'}`,
+        ...validationOptions,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' && identifierProblem(value, max) === undefined,
+      },
+    });
+  };
+}
+
+/**
  * A path parameter that is an identifier of 1..`max` characters ({@link identifierProblem}), e.g.
  * `@Param('batchId', new IdentifierParamPipe(128))`: checked before any query runs, so that a
  * value PostgreSQL cannot take (U+0000) is the same 400 every time.

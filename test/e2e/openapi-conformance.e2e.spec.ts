@@ -1,24 +1,16 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { deflateSync, gzipSync } from 'node:zlib';
+import fc from 'fast-check';
 import request from 'supertest';
-import { deliver, expectError, OPS_KEY, ops, useTestApp } from '../support/test-app.js';
+import { arbitraryOf, loadOpenApi, resolveRef, schemaValidator, violationsOf } from '../support/openapi.js';
+import type { OpenApiOperation, Schema } from '../support/openapi.js';
+import { deliver, expectError, OPS_KEY, ops, sign, useTestApp } from '../support/test-app.js';
 
 // What the API description (openapi.json) promises, checked against the answers of the real app.
 // The routes come from the document, so a new route is covered without touching this file.
 
-type Json = Record<string, unknown>;
-interface Parameter {
-  name: string;
-  in: string;
-  schema?: Json;
-}
-interface Operation {
-  parameters?: Parameter[];
-  requestBody?: Json;
-}
-const document = JSON.parse(readFileSync(resolve(process.cwd(), 'openapi.json'), 'utf8')) as {
-  paths: Record<string, Record<string, Operation>>;
-};
+type Operation = OpenApiOperation;
+const document = loadOpenApi();
+const valid = schemaValidator(document);
 const CALLBACK = '/sportapi/callback';
 
 /** Every operation of the document with a request body: `[method, path, operation]`. */
@@ -34,6 +26,45 @@ const concrete = (path: string, operation: Operation) =>
     const p = operation.parameters?.find((q) => q.in === 'path' && q.name === name);
     return encodeURIComponent(String(p?.schema?.example ?? '1'));
   });
+
+const callback = document.paths[CALLBACK].post;
+const batchSchema = callback.requestBody!.content['application/json'].schema;
+const encodingSchema = callback.parameters!.find((p) => p.name === 'Content-Encoding')!.schema!;
+
+interface Batch {
+  batchId: string;
+  couponCount: number;
+  coupons: { coupon_code: string; events: { uuid: string }[] }[];
+}
+
+/**
+ * The rules of the batch that span fields, which a JSON schema cannot state and the document's
+ * descriptions do (CONTRACT §3): `couponCount` equals the number of coupons, no `coupon_code`
+ * twice, no `uuid` twice within a coupon. A generated batch is made to keep them (the first of
+ * equal codes or uuids stays), with a `batchId` of its own (a prefix; still 1..64 characters).
+ */
+let serial = 0;
+function keepBatchRules(generated: unknown): Batch {
+  const batch = structuredClone(generated) as Batch;
+  const codes = new Set<string>();
+  batch.coupons = batch.coupons.filter((c) => !codes.has(c.coupon_code) && codes.add(c.coupon_code));
+  for (const c of batch.coupons) {
+    const uuids = new Set<string>();
+    c.events = c.events.filter((e) => !uuids.has(e.uuid) && uuids.add(e.uuid));
+  }
+  batch.couponCount = batch.coupons.length;
+  batch.batchId = [...`oc${++serial}-${batch.batchId}`].slice(0, 64).join('');
+  return batch;
+}
+
+/** The bytes of `body` as sent with `encoding` (any case), and that header. */
+function encoded(body: string, encoding: string | null): { bytes: Buffer; headers: Record<string, string> } {
+  const raw = Buffer.from(body);
+  if (encoding === null) return { bytes: raw, headers: {} };
+  const name = encoding.toLowerCase();
+  const bytes = name.endsWith('gzip') ? gzipSync(raw) : name === 'deflate' ? deflateSync(raw) : raw;
+  return { bytes, headers: { 'content-encoding': encoding } };
+}
 
 describe('OpenAPI conformance', () => {
   const t = useTestApp();
@@ -78,6 +109,86 @@ describe('OpenAPI conformance', () => {
         message: 'the request does not match the schema',
         fields: [{ path: '', message: 'must be an object' }],
       });
+    });
+  });
+
+  describe('callback bodies generated from the document (issue 38, item 2)', () => {
+    const batches = arbitraryOf(document, batchSchema).map(keepBatchRules);
+    const encodings = fc.option(arbitraryOf(document, encodingSchema) as fc.Arbitrary<string>, { nil: null });
+
+    it('every body valid for the document (and its stated cross-field rules) is answered 200', async () => {
+      await fc.assert(
+        fc.asyncProperty(batches, encodings, async (batch, encoding) => {
+          expect(valid(batchSchema, batch)).toEqual([]);
+          const body = JSON.stringify(batch);
+          const { bytes, headers } = encoded(body, encoding);
+          const res = await deliver(t.app, bytes, { signature: sign(body), headers });
+          expect([res.status, res.body]).toEqual([200, { success: true, processed: batch.couponCount }]);
+        }),
+        { numRuns: 60 },
+      );
+    }, 300_000);
+
+    it.each(['identity', 'gzip', 'GZIP', 'x-gzip', 'X-Gzip', 'deflate', 'Deflate'])(
+      "Content-Encoding %s (the header schema's pattern) is decoded and answered 200",
+      async (encoding) => {
+        expect(new RegExp(encodingSchema.pattern as string, 'u').test(encoding)).toBe(true);
+        const batch = keepBatchRules({
+          batchId: `enc-${encoding}`,
+          couponCount: 1,
+          coupons: [{ coupon_code: `enc-${encoding}`, status: 1, events: [] }],
+        });
+        const body = JSON.stringify(batch);
+        const { bytes, headers } = encoded(body, encoding);
+        const res = await deliver(t.app, bytes, { signature: sign(body), headers });
+        expect([res.status, res.body]).toEqual([200, { success: true, processed: 1 }]);
+      },
+    );
+
+    it('a body the document refuses at one place is answered 400 validation_failed', async () => {
+      const refused = batches.chain((batch) => {
+        const ways = violationsOf(document, batchSchema, batch);
+        return fc.constantFrom(...ways).map((way) => ({ way, body: way.apply(batch) }));
+      });
+      await fc.assert(
+        fc.asyncProperty(refused, async ({ way, body }) => {
+          expect(valid(batchSchema, body)).not.toEqual([]);
+          const res = await deliver(t.app, body);
+          expect({ rule: way.rule, path: way.path, status: res.status, code: res.body.error?.code }).toEqual({
+            rule: way.rule,
+            path: way.path,
+            status: 400,
+            code: 'validation_failed',
+          });
+        }),
+        { numRuns: 80 },
+      );
+    }, 300_000);
+
+    it('the status fields are int32 integers; identifiers carry their lengths and pattern', () => {
+      const coupon = resolveRef(document, { $ref: '#/components/schemas/CallbackCouponDto' });
+      const event = resolveRef(document, { $ref: '#/components/schemas/CallbackEventDto' });
+      const props = (s: Schema) => s.properties as Record<string, Schema>;
+      const int32 = { type: 'integer', format: 'int32', minimum: -2147483648, maximum: 2147483647 };
+      expect(props(coupon).status).toMatchObject(int32);
+      expect(props(event).status).toMatchObject(int32);
+      expect(props(resolveRef(document, batchSchema)).couponCount).toMatchObject({
+        type: 'integer',
+        minimum: 1,
+        maximum: 100,
+      });
+      for (const [schema, max] of [
+        [props(resolveRef(document, batchSchema)).batchId, 64],
+        [props(coupon).coupon_code, 32],
+        [props(event).uuid, 64],
+      ] as const)
+        expect(schema).toMatchObject({
+          type: 'string',
+          minLength: 1,
+          maxLength: max,
+          pattern: expect.any(String),
+        });
+      expect(encodingSchema.pattern).toEqual(expect.any(String));
     });
   });
 });

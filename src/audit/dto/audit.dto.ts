@@ -1,4 +1,5 @@
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { nullableRef } from '../../common/openapi-schema.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
 import { DeliveryOutcome } from '../../deliveries/delivery.types.js';
@@ -97,8 +98,7 @@ export class BatchAuditView {
   })
   operations: BatchOperationView[];
   @ApiProperty({
-    type: ExpiredView,
-    nullable: true,
+    ...nullableRef(ExpiredView),
     description: 'what of the batch expired under the retention policy; null when nothing did',
   })
   expired: ExpiredView | null;

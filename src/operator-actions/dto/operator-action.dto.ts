@@ -45,7 +45,7 @@ export class OperatorActionView {
   @ApiProperty({ example: '2026-11-30T12:00:00.512Z' }) at: string;
   @ApiProperty({ example: 'ops-desk', description: 'name of the partner API key' }) actor: string;
   @ApiProperty({ example: 'replay', enum: OPERATOR_ACTIONS }) action: string;
-  @ApiProperty({ example: 'quarantine', enum: TARGET_KINDS, nullable: true, type: String })
+  @ApiProperty({ example: 'quarantine', enum: [...TARGET_KINDS, null], nullable: true, type: String })
   targetKind: string | null;
   @ApiProperty({ example: '42', type: String, nullable: true }) targetId: string | null;
   @ApiProperty({ example: 'bad deploy 2026-11-29, fixed in 4.2.1', type: String, nullable: true })

@@ -63,7 +63,7 @@ export class OutboxEntryView {
     example: null,
     type: String,
     nullable: true,
-    enum: ['refused', 'conflict', 'retry_budget_exhausted'],
+    enum: ['refused', 'conflict', 'retry_budget_exhausted', null],
     description: 'why the row is parked; kept when it is skipped',
   })
   parkedReason: string | null;
