@@ -244,6 +244,50 @@ export function identifierProblem(value: string, max: number): string | undefine
 }
 
 /**
+ * Property is a string of `min`..`max` characters counted as code points, as a schema's
+ * `minLength`/`maxLength` count them (class-validator's `@Length` does not count U+FE0F/U+FE0E);
+ * `@Length`'s messages. See {@link textSchema}.
+ */
+export function TextLength(
+  min: number,
+  max: number,
+  validationOptions?: ValidationOptions,
+): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'textLength',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: (args: ValidationArguments) =>
+          typeof args.value === 'string' && [...args.value].length < min
+            ? `${args.property} must be longer than or equal to ${min} characters`
+            : `${args.property} must be shorter than or equal to ${max} characters`,
+        ...validationOptions,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' && [...value].length >= min && [...value].length <= max,
+      },
+    });
+  };
+}
+
+/**
+ * The schema (`@ApiProperty` options) of free text checked by {@link TextLength}`(min, max)`,
+ * {@link IsStorableText} and, when `notBlank`, `@Matches(/\S/)`.
+ */
+export function textSchema(min: number, max: number, notBlank = false) {
+  const storable = STORABLE_TEXT_PATTERN.slice(1);
+  return {
+    type: 'string',
+    minLength: min,
+    maxLength: max,
+    pattern: notBlank ? `^(?=[\\s\\S]*\\S)${storable}` : STORABLE_TEXT_PATTERN,
+  } as const;
+}
+
+/**
  * ECMA-262 pattern (for an OpenAPI schema) of text {@link identifierProblem} and
  * {@link IsStorableText} accept: no U+0000, no unpaired surrogate; the same verdict with or
  * without the `u` flag (a surrogate pair is one code point, or the pair alternative).

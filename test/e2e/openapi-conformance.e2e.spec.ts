@@ -3,7 +3,19 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { arbitraryOf, loadOpenApi, resolveRef, schemaValidator, violationsOf } from '../support/openapi.js';
 import type { OpenApiOperation, Schema } from '../support/openapi.js';
-import { deliver, expectError, OPS_KEY, ops, sign, useTestApp } from '../support/test-app.js';
+import {
+  batchOf,
+  deliver,
+  deposit,
+  expectError,
+  OPS_KEY,
+  ops,
+  quarantinedConflict,
+  quarantinedInvalid,
+  register,
+  sign,
+  useTestApp,
+} from '../support/test-app.js';
 
 // What the API description (openapi.json) promises, checked against the answers of the real app.
 // The routes come from the document, so a new route is covered without touching this file.
@@ -189,6 +201,133 @@ describe('OpenAPI conformance', () => {
           pattern: expect.any(String),
         });
       expect(encodingSchema.pattern).toEqual(expect.any(String));
+    });
+  });
+
+  describe('the answers and the document agree (issue 38, item 3)', () => {
+    /** The documented schema of the 200 answer of `GET path`. */
+    const answerSchema = (path: string) =>
+      document.paths[path].get.responses['200'].content!['application/json'].schema!;
+
+    it('every list and record answers as its documented schema says (nulls, details arrays included)', async () => {
+      await deposit(t.app, 'oc-player', '100.00');
+      await register(t.app, 'oc-000001', 'oc-player', '10.00');
+      const settled = await deliver(
+        t.app,
+        batchOf('oc-b-1', { code: 'oc-000001', status: 2, realWin: '25.00' }),
+      );
+      expect(settled.status).toBe(200);
+      await deliver(t.app, batchOf('oc-b-2', { code: 'oc-000002', status: 1 }));
+      const invalid = await quarantinedInvalid(t, 'oc-b-invalid', 'oc-000003');
+      const conflict = await quarantinedConflict(
+        t,
+        batchOf('oc-b-conflict', { code: 'oc-000004', status: 1 }),
+      );
+      const bulk = await ops(t.app).post('/bulk-actions', {
+        kind: 'quarantine_replay',
+        filter: { batchIdPrefix: 'oc-none-' },
+        reason: 'openapi conformance',
+      });
+      expect(bulk.status).toBe(202);
+
+      const reads: [string, string][] = [
+        ['/accounts', '/accounts'],
+        ['/accounts/{id}', '/accounts/oc-player'],
+        ['/accounts/{id}/statement', '/accounts/oc-player/statement'],
+        ['/coupons', '/coupons'],
+        ['/coupons/{coupon_code}', '/coupons/oc-000001'],
+        ['/coupons/{coupon_code}/history', '/coupons/oc-000001/history'],
+        ['/callbacks/inbox', '/callbacks/inbox'],
+        ['/callbacks/quarantine', '/callbacks/quarantine'],
+        ['/callbacks/quarantine/{id}', `/callbacks/quarantine/${invalid}`],
+        ['/callbacks/quarantine/{id}', `/callbacks/quarantine/${conflict}`],
+        ['/callbacks/batches/{batchId}', '/callbacks/batches/oc-b-1'],
+        ['/callbacks/deliveries', '/callbacks/deliveries'],
+        ['/wallet/outbox', '/wallet/outbox'],
+        ['/wallet/status', '/wallet/status'],
+        ['/events/status', '/events/status'],
+        ['/operator-actions', '/operator-actions'],
+        ['/bulk-actions', '/bulk-actions'],
+        ['/bulk-actions/{id}', `/bulk-actions/${bulk.body.id as string}`],
+        ['/overview', '/overview'],
+      ];
+      const problems: Record<string, string[]> = {};
+      for (const [path, url] of reads) {
+        const res = await ops(t.app).get(url);
+        expect([url, res.status]).toEqual([url, 200]);
+        const errors = valid(answerSchema(path), res.body);
+        if (errors.length) problems[url] = errors;
+      }
+      expect(problems).toEqual({});
+      // What the fuzzer met: a validation_failed entry's details are its field errors (an array).
+      const entry = await ops(t.app).get(`/callbacks/quarantine/${invalid}`);
+      expect([entry.body.reason, Array.isArray(entry.body.details)]).toEqual(['validation_failed', true]);
+    });
+
+    it('every operation that validates a body or query documents its 400', () => {
+      const missing: string[] = [];
+      for (const [path, operations] of Object.entries(document.paths))
+        for (const [method, operation] of Object.entries(operations))
+          if (
+            (operation.requestBody || operation.parameters?.some((p) => p.in === 'query')) &&
+            !operation.responses['400']
+          )
+            missing.push(`${method.toUpperCase()} ${path}`);
+      expect(missing).toEqual([]);
+    });
+
+    it('error answers are documented as JSON, as they are sent (/metrics 401 included)', async () => {
+      const notJson: string[] = [];
+      for (const [path, operations] of Object.entries(document.paths))
+        for (const [method, operation] of Object.entries(operations))
+          for (const [code, response] of Object.entries(operation.responses))
+            if (Number(code) >= 400 && Object.keys(response.content ?? {}).join() !== 'application/json')
+              notJson.push(`${method.toUpperCase()} ${path} ${code}`);
+      expect(notJson).toEqual([]);
+      const res = await request(t.app.getHttpServer()).get('/metrics').set('x-forwarded-for', '203.0.113.9');
+      expectError(res, 401, 'unauthorized');
+      const documented = document.paths['/metrics'].get.responses['401'].content!['application/json'].schema!;
+      expect(valid(documented, res.body)).toEqual([]);
+    });
+
+    it('limits stated in descriptions are in the schemas: cursor, Idempotency-Key, from/to, reason, no unknown fields', () => {
+      const query = (path: string, name: string) =>
+        document.paths[path].get.parameters!.find((p) => p.name === name)!.schema!;
+      expect(query('/callbacks/quarantine', 'cursor')).toMatchObject({ pattern: '^[1-9]\\d{0,17}$' });
+      expect(query('/bulk-actions', 'cursor')).toMatchObject({ maxLength: 512, pattern: '^[A-Za-z0-9_-]+$' });
+      for (const [path, name] of [
+        ['/callbacks/deliveries', 'from'],
+        ['/callbacks/deliveries', 'to'],
+        ['/operator-actions', 'from'],
+        ['/coupons', 'updatedTo'],
+      ])
+        expect(query(path, name)).toMatchObject({ type: 'string', format: 'date-time' });
+      for (const path of ['/accounts/{id}/adjustments', '/coupons/{coupon_code}/resolution'])
+        expect(
+          document.paths[path].post.parameters!.find((p) => p.name === 'Idempotency-Key')!.schema,
+        ).toEqual({ type: 'string', pattern: '^[A-Za-z0-9._~+/=@-]{1,128}$' });
+      const open: string[] = [];
+      const reasons: Record<string, unknown> = {};
+      for (const [path, operations] of Object.entries(document.paths))
+        for (const [method, operation] of Object.entries(operations)) {
+          if (!operation.requestBody || path === CALLBACK) continue;
+          const body = resolveRef(document, operation.requestBody.content['application/json'].schema);
+          if (body.additionalProperties !== false) open.push(`${method.toUpperCase()} ${path}`);
+          const reason = (body.properties as Record<string, Schema> | undefined)?.reason;
+          if (reason)
+            reasons[`${method.toUpperCase()} ${path}`] = { min: reason.minLength, max: reason.maxLength };
+        }
+      expect(open).toEqual([]);
+      expect(reasons).toEqual({
+        'POST /accounts/{id}/adjustments': { min: 1, max: 500 },
+        'POST /coupons/{coupon_code}/resolution': { min: 1, max: 1000 },
+        'POST /wallet/outbox/{id}/skip': { min: 1, max: 500 },
+        'POST /wallet/pause': { min: 1, max: 500 },
+        'POST /events/{publisher}/outbox/{id}/skip': { min: 1, max: 500 },
+        'POST /events/{publisher}/pause': { min: 1, max: 500 },
+        'POST /bulk-actions': { min: 1, max: 500 },
+        'POST /bulk-actions/{id}/cancel': { min: 1, max: 500 },
+      });
     });
   });
 });
