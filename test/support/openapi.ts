@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { openapiSchemaToJsonSchema } from '@openapi-contrib/openapi-schema-to-json-schema';
 import ajvDraft04 from 'ajv-draft-04';
 import ajvFormats from 'ajv-formats';
+import { Decimal } from 'decimal.js';
 import fc from 'fast-check';
 
 /** An OpenAPI 3.0 schema object (or a `$ref`), as `openapi.json` holds it. */
@@ -38,8 +39,17 @@ export function resolveRef(doc: OpenApiDocument, schema: Schema): Schema {
  */
 export function schemaValidator(doc: OpenApiDocument): (schema: Schema, value: unknown) => string[] {
   // CommonJS packages: their classes are the `default` of the module object.
-  const ajv = new ajvDraft04.default({ allErrors: true, strict: false, multipleOfPrecision: 8 });
+  const ajv = new ajvDraft04.default({ allErrors: true, strict: false });
   ajvFormats.default(ajv);
+  // multipleOf on the number's shortest decimal text, as JSON carries it (1234567890123.4567 is a
+  // multiple of 0.0001), not by float division, which Ajv does and which fails such amounts.
+  ajv.removeKeyword('multipleOf');
+  ajv.addKeyword({
+    keyword: 'multipleOf',
+    type: 'number',
+    schemaType: 'number',
+    validate: (step: number, value: number) => new Decimal(String(value)).mod(String(step)).isZero(),
+  });
   const converted = openapiSchemaToJsonSchema({ components: doc.components } as Record<string, unknown>);
   ajv.addSchema({ ...converted, $schema: undefined, id: 'openapi.json' } as object);
   const compiled = new Map<string, ReturnType<typeof ajv.compile>>();
