@@ -6,6 +6,7 @@ import helmet from 'helmet';
 import { API_TAGS } from './common/api-tags.js';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
 import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
+import { CallbackCouponDto, realWinSchema } from './settlement/dto/callback-batch.dto.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
 import { CurrencyValidationPipe } from './common/validation.js';
 import { consoleHeaders, isConsolePath, serveConsole } from './console/console-pages.js';
@@ -74,7 +75,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
 export function buildOpenApiDocument(app: INestApplication, config: AppConfig): OpenAPIObject {
   const builder = new DocumentBuilder();
   for (const tag of Object.values(API_TAGS)) builder.addTag(tag.name, tag.description);
-  return SwaggerModule.createDocument(
+  const document = SwaggerModule.createDocument(
     app,
     builder
       .setTitle('SportAPI settlement receiver')
@@ -106,6 +107,46 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       )
       .build(),
   );
+  // The callback's realWin takes the fraction digits of this configuration's currencies (CONTRACT §3).
+  const coupon = document.components?.schemas?.[CallbackCouponDto.name] as
+    { properties?: Record<string, object> } | undefined;
+  if (coupon?.properties)
+    coupon.properties.realWin = {
+      ...coupon.properties.realWin,
+      ...realWinSchema(config.currencies.maxMinorUnits),
+    };
+  closeRequestBodies(document, config.callbackPath);
+  return document;
+}
+
+/**
+ * `additionalProperties: false` on the schema of every partner API request body and the schemas
+ * it nests: the validation pipe refuses a field its DTO does not declare (CONTRACT §10). Not the
+ * callback's, whose unknown fields are kept (CONTRACT §3).
+ */
+function closeRequestBodies(document: OpenAPIObject, callbackPath: string): void {
+  const schemas = (document.components?.schemas ?? {}) as Record<string, Record<string, unknown>>;
+  const closed = new Set<string>();
+  const close = (schema: unknown): void => {
+    if (schema === null || typeof schema !== 'object') return;
+    const s = schema as Record<string, unknown>;
+    const ref = typeof s.$ref === 'string' ? s.$ref.replace('#/components/schemas/', '') : undefined;
+    if (ref !== undefined) {
+      if (closed.has(ref)) return;
+      closed.add(ref);
+      return close(schemas[ref]);
+    }
+    if (s.type === 'object' || s.properties) s.additionalProperties = false;
+    for (const p of Object.values((s.properties ?? {}) as Record<string, unknown>)) close(p);
+    close(s.items);
+    for (const branch of [s.oneOf, s.anyOf, s.allOf]) if (Array.isArray(branch)) branch.forEach(close);
+  };
+  for (const [path, operations] of Object.entries(document.paths))
+    if (path !== callbackPath)
+      for (const operation of Object.values(operations as Record<string, { requestBody?: unknown }>)) {
+        const body = operation?.requestBody as { content?: Record<string, { schema?: unknown }> } | undefined;
+        for (const media of Object.values(body?.content ?? {})) close(media.schema);
+      }
 }
 
 /**

@@ -1,10 +1,10 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
-import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiExtraModels, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { apiError } from '../common/error-response.dto.js';
 import { IdentifierParamPipe } from '../common/validation.js';
 import { AuditService } from './audit.service.js';
-import { BatchAuditView, DeliveryPageView, DeliveryQueryDto } from './dto/audit.dto.js';
+import { BatchAuditView, DeliveryPageView, DeliveryQueryDto, ExpiredView } from './dto/audit.dto.js';
 import { API_TAGS } from '../common/api-tags.js';
 
 /** Delivery audit endpoints (CONTRACT §8), bearer-protected like the partner API (§10). */
@@ -24,6 +24,7 @@ const REDELIVERY_EXAMPLE = {
 };
 
 @ApiTags(API_TAGS.deliveryAudit.name)
+@ApiExtraModels(ExpiredView)
 @Controller('callbacks')
 export class AuditController {
   constructor(private readonly audit: AuditService) {}

@@ -117,6 +117,7 @@ export class BulkActionsController {
   @ApiOperation({
     summary: 'A bulk action: status, progress and one page of its rows with their outcomes (arrival order)',
   })
+  @ApiResponse(apiError(400, 'limit, cursor or outcome out of range', 'validation_failed'))
   @ApiParam({ name: 'id', example: '7' })
   @ApiResponse({
     status: 200,
@@ -184,6 +185,9 @@ export class BulkActionsController {
       cancelledBy: 'ops-desk',
     },
   })
+  @ApiResponse(
+    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
+  )
   @ApiResponse(apiError(404, 'no such bulk action', 'not_found', 'bulk action 7 not found'))
   @ApiResponse(
     apiError(

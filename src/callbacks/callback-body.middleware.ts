@@ -5,6 +5,14 @@ import type { CallbackRequest } from './callback-request.js';
 import { requestIdOf } from '../observability/request-id.js';
 
 const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
+
+/**
+ * The accepted `Content-Encoding` values as an ECMA-262 pattern for the API description: any case,
+ * spelt out by hand (OpenAPI patterns have no flags).
+ */
+export const CONTENT_ENCODING_PATTERN = `^(?:${[...ACCEPTED_ENCODINGS]
+  .map((e) => e.replace(/[a-z]/g, (c) => `[${c}${c.toUpperCase()}]`))
+  .join('|')})$`;
 const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
 
 /**
@@ -35,6 +43,8 @@ export function callbackBodyMiddleware(limit: number, maxInflightBytes: number):
     const encoding = String(req.headers['content-encoding'] ?? 'identity')
       .toLowerCase()
       .trim();
+    // x-gzip is gzip (RFC 9110 §8.4.1.3); body-parser knows the name gzip only.
+    if (encoding === 'x-gzip') req.headers['content-encoding'] = 'gzip';
     if (!ACCEPTED_ENCODINGS.has(encoding)) {
       return fail(
         new DomainException(

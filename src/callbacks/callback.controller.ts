@@ -11,6 +11,7 @@ import {
 import { ErrorResponseDto } from '../common/error-response.dto.js';
 import type { CallbackRequestState } from './callback-request.js';
 import { CallbackBody } from './callback-body.decorator.js';
+import { CONTENT_ENCODING_PATTERN } from './callback-body.middleware.js';
 import { CallbackResponseInterceptor } from './callback-response.interceptor.js';
 import { CallbackExceptionFilter } from './callback-exception.filter.js';
 import { CallbackService } from './callback.service.js';
@@ -54,7 +55,12 @@ export class CallbackController {
       '`npm run sportapi -- send batch.json --url http://127.0.0.1:3000 --secret "$SECRET"` (docs/simulator.md).',
   })
   @ApiSecurity('signature')
-  @ApiHeader({ name: 'X-Signature', required: true, description: SIGNATURE_FORMAT })
+  @ApiHeader({
+    name: 'X-Signature',
+    required: true,
+    description: SIGNATURE_FORMAT,
+    schema: { type: 'string', pattern: '^(?:sha256=)?[0-9a-fA-F]{64}$' },
+  })
   @ApiHeader({
     name: 'X-Request-Id',
     required: false,
@@ -63,7 +69,9 @@ export class CallbackController {
   @ApiHeader({
     name: 'Content-Encoding',
     required: false,
-    description: 'gzip or deflate; the signature is over the decoded bytes',
+    description:
+      'identity, gzip (x-gzip) or deflate, in any case; another is 415. The signature is over the decoded bytes',
+    schema: { type: 'string', pattern: CONTENT_ENCODING_PATTERN, example: 'gzip' },
   })
   @ApiBody({
     type: CallbackBatchDto,

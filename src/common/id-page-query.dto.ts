@@ -23,6 +23,7 @@ export class IdPageQueryDto {
   @ApiPropertyOptional({
     description: '`nextCursor` of the previous page: rows with a smaller id',
     example: '41',
+    pattern: '^[1-9]\\d{0,17}$',
   })
   @IsOptional()
   @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a row id' })

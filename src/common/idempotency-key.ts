@@ -1,7 +1,7 @@
 import { DomainException, ErrorCode } from './domain.exception.js';
 
 /** What an `Idempotency-Key` header may hold: no colon, so it never meets a coupon operation key. */
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~+/=@-]{1,128}$/;
+export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~+/=@-]{1,128}$/;
 
 /**
  * The `Idempotency-Key` header of a partner API write (adjustments, operator resolutions;

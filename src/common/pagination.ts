@@ -72,6 +72,9 @@ export class PageQueryDto {
     type: 'string',
     example: '1841',
     description: '`nextCursor` of the previous page (opaque); absent for the first page',
+    minLength: 1,
+    maxLength: 512,
+    pattern: '^[A-Za-z0-9_-]+$',
   })
   @IsOptional()
   @Length(1, 512)

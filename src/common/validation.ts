@@ -25,7 +25,8 @@ function validationFailed(fields: FieldError[]): DomainException {
 
 /**
  * The global validation pipe of the partner API (CONTRACT §10): class-validator's, with the
- * receiver's currency table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency}. A body
+ * receiver's currency table handed to {@link IsDecimalAmount} and {@link IsAllowedCurrency}. A DTO
+ * body must be a JSON object (`null`, an array or a scalar: 400 at path `""`; none: `{}`). A body
  * or query field the DTO does not declare is refused, one named like a property of
  * `Object.prototype` included ({@link prototypeKeyErrors}); each failing path is reported once
  * ({@link flattenValidationErrors}).
@@ -42,6 +43,13 @@ export class CurrencyValidationPipe extends ValidationPipe {
 
   async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
     const checked = (metadata.type === 'body' || metadata.type === 'query') && this.toValidate(metadata);
+    if (checked && metadata.type === 'body' && metadata.data === undefined) {
+      // A DTO body is a JSON object: `null`, an array or a scalar would reach the handler as it is
+      // (class-validator passes `null` of an all-optional DTO). No body at all is an empty object.
+      if (value === undefined) value = {};
+      else if (value === null || typeof value !== 'object' || Array.isArray(value) || isLosslessNumber(value))
+        throw validationFailed([{ path: '', message: 'must be an object' }]);
+    }
     // Read before super.transform, which deletes `__proto__`, `prototype` and `constructor` in place.
     const fields = checked ? prototypeKeyErrors(value) : [];
     if (!fields.length) return super.transform(value, metadata);
@@ -233,6 +241,81 @@ export function identifierProblem(value: string, max: number): string | undefine
   if (length < 1) return 'must not be empty';
   if (length > max) return `must be at most ${max} characters`;
   return undefined;
+}
+
+/**
+ * Property is a string of `min`..`max` characters counted as code points, as a schema's
+ * `minLength`/`maxLength` count them (class-validator's `@Length` does not count U+FE0F/U+FE0E);
+ * `@Length`'s messages. See {@link textSchema}.
+ */
+export function TextLength(
+  min: number,
+  max: number,
+  validationOptions?: ValidationOptions,
+): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'textLength',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: (args: ValidationArguments) =>
+          typeof args.value === 'string' && [...args.value].length < min
+            ? `${args.property} must be longer than or equal to ${min} characters`
+            : `${args.property} must be shorter than or equal to ${max} characters`,
+        ...validationOptions,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' && [...value].length >= min && [...value].length <= max,
+      },
+    });
+  };
+}
+
+/**
+ * The schema (`@ApiProperty` options) of free text checked by {@link TextLength}`(min, max)`,
+ * {@link IsStorableText} and, when `notBlank`, `@Matches(/\S/)`.
+ */
+export function textSchema(min: number, max: number, notBlank = false) {
+  const storable = STORABLE_TEXT_PATTERN.slice(1);
+  return {
+    type: 'string',
+    minLength: min,
+    maxLength: max,
+    pattern: notBlank ? `^(?=[\\s\\S]*\\S)${storable}` : STORABLE_TEXT_PATTERN,
+  } as const;
+}
+
+/**
+ * ECMA-262 pattern (for an OpenAPI schema) of text {@link identifierProblem} and
+ * {@link IsStorableText} accept: no U+0000, no unpaired surrogate; the same verdict with or
+ * without the `u` flag (a surrogate pair is one code point, or the pair alternative).
+ */
+export const STORABLE_TEXT_PATTERN = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$';
+
+/**
+ * Property is an identifier of 1..`max` characters that PostgreSQL can store
+ * ({@link identifierProblem}): code points are counted, as the schema's `maxLength` and the
+ * database's CHECK constraints count them (class-validator's `@Length` does not count U+FE0F).
+ */
+export function IsIdentifier(max: number, validationOptions?: ValidationOptions): PropertyDecorator {
+  return (object: object, propertyName: string | symbol) => {
+    registerDecorator({
+      name: 'isIdentifier',
+      target: object.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: (args: ValidationArguments) =>
+          `${args.property} ${typeof args.value === 'string' ? identifierProblem(args.value, max) : 'must be a string'}`,
+        ...validationOptions,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          typeof value === 'string' && identifierProblem(value, max) === undefined,
+      },
+    });
+  };
 }
 
 /**

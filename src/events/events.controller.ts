@@ -147,6 +147,9 @@ export class EventsController {
   })
   @ApiParam(PUBLISHER)
   @ApiResponse({ status: 200, type: PublisherStatusView, description: 'the state after it' })
+  @ApiResponse(
+    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
+  )
   @ApiResponse(NOT_FOUND)
   async pause(
     @Param('publisher') publisher: string,

@@ -1,5 +1,5 @@
 import { Controller, Get, Res, UseGuards } from '@nestjs/common';
-import { ApiOperation, ApiProduces, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiScope } from '../auth/require-scope.decorator.js';
 import { MetricsAccessGuard } from './metrics-access.guard.js';
@@ -33,7 +33,6 @@ export class MetricsController {
       'Readable from a network of METRICS_ALLOWED_NETWORKS, or with a bearer key of OPS_API_KEYS with scope read.',
   })
   @ApiScope('read')
-  @ApiProduces('text/plain')
   @ApiResponse({
     status: 200,
     description: 'the exposition text',

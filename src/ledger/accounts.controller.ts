@@ -3,14 +3,13 @@ import {
   ApiExtraModels,
   ApiHeader,
   ApiOperation,
-  ApiProduces,
   ApiResponse,
   ApiTags,
   getSchemaPath,
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { requireIdempotencyKey } from '../common/idempotency-key.js';
+import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { apiError } from '../common/error-response.dto.js';
 import { csvStream, textCell } from '../common/csv.js';
@@ -70,6 +69,7 @@ export class AccountsController {
   })
   @ApiHeader({
     name: 'Idempotency-Key',
+    schema: { type: 'string', pattern: IDEMPOTENCY_KEY.source },
     required: true,
     description:
       '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (no colon, so adjustment keys never meet coupon keys); the same key and body return the first result',
@@ -146,7 +146,6 @@ export class AccountsController {
 
   @Get(':id/statement')
   @RequireScope('read')
-  @ApiProduces('application/json', 'text/csv')
   @ApiOperation({
     summary:
       "A player account's ledger entries, newest first, with the balance after each; JSON pages or CSV",

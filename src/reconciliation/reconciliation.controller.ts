@@ -2,7 +2,7 @@ import { Body, Controller, Headers, HttpCode, Param, Post, Res, UseInterceptors 
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { requireIdempotencyKey } from '../common/idempotency-key.js';
+import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
 import { apiError, apiErrors } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
@@ -91,6 +91,7 @@ export class ReconciliationController {
   })
   @ApiHeader({
     name: 'Idempotency-Key',
+    schema: { type: 'string', pattern: IDEMPOTENCY_KEY.source },
     required: true,
     description: '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (as for adjustments)',
   })

@@ -108,10 +108,31 @@ export function readValidBatch(parsed: unknown, maxMinorUnits: number): ValidBat
 }
 
 /**
+ * `must be an object` at each coupon and event that is not a JSON object. class-validator's
+ * `@ValidateNested` passes an array item over unchecked, which then broke the rules after it (a
+ * TypeError answered 503, so the sender retried a bad body for ever).
+ */
+function nonObjectItems(parsed: Record<string, unknown>): FieldError[] {
+  const out: FieldError[] = [];
+  const coupons = Array.isArray(parsed.coupons) ? (parsed.coupons as unknown[]) : [];
+  coupons.forEach((c, i) => {
+    if (!isPlainObject(c)) return out.push({ path: `coupons[${i}]`, message: 'must be an object' });
+    if (Array.isArray(c.events))
+      (c.events as unknown[]).forEach((e, j) => {
+        if (!isPlainObject(e)) out.push({ path: `coupons[${i}].events[${j}]`, message: 'must be an object' });
+      });
+  });
+  return out;
+}
+
+/**
  * The DTO path: class-transformer + class-validator, then the rules the DTO cannot express.
  * @throws DomainException VALIDATION_FAILED with every failing path.
  */
 function validateWithDto(parsed: Record<string, unknown>, maxMinorUnits: number): ValidBatch {
+  const shape = nonObjectItems(parsed);
+  if (shape.length)
+    throw new DomainException(ErrorCode.VALIDATION_FAILED, 'the batch does not match the contract', shape);
   // realWin is read from the parsed JSON itself: a JSON number's original digits (LosslessNumber)
   // do not survive class-transformer.
   const realWinOf = (i: number): unknown =>
@@ -125,15 +146,8 @@ function validateWithDto(parsed: Record<string, unknown>, maxMinorUnits: number)
         message: `couponCount ${dto.couponCount} != coupons.length ${dto.coupons.length}`,
       });
     }
-    const identifier = (path: string, value: string, max: number) => {
-      const problem = identifierProblem(value, max);
-      if (problem) fields.push({ path, message: `${path.replace(/^.*\./, '')} ${problem}` });
-    };
-    identifier('batchId', dto.batchId, 64);
     const seen = new Set<string>();
     dto.coupons.forEach((c, i) => {
-      identifier(`coupons[${i}].coupon_code`, c.coupon_code, 32);
-      c.events.forEach((e, j) => identifier(`coupons[${i}].events[${j}].uuid`, e.uuid, 64));
       if (seen.has(c.coupon_code))
         fields.push({ path: `coupons[${i}].coupon_code`, message: 'coupon_code appears twice in the batch' });
       seen.add(c.coupon_code);

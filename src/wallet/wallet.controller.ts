@@ -137,6 +137,9 @@ export class WalletController {
       'Rows keep being written with their settlements and wait. Also set by the receiver after a 401/403.',
   })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
+  @ApiResponse(
+    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
+  )
   pause(@Body() body: PauseWalletDto, @Actor() actor: Actor): Promise<WalletStatusView> {
     return this.withConnector(this.wallet.setPaused(true, actor, body.reason ?? null));
   }

@@ -159,6 +159,24 @@ describe('parseBatch (CONTRACT §3, §4 step 2)', () => {
     expect(() => parseBatch(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), 2)).toThrow(DomainException);
   });
 
+  it.each([
+    ['an array', []],
+    ['null', null],
+    ['a number', 1],
+    ['a string', 'x'],
+  ])('a coupon or an event that is %s → validation_failed at its path, not an exception', (_name, item) => {
+    expect(failure(batch({ couponCount: 2, coupons: [coupon('001'), item] }))).toEqual({
+      code: 'validation_failed',
+      paths: ['coupons[1]'],
+    });
+    expect(
+      failure(batch({ coupons: [coupon('001', { events: [{ uuid: 'u', status: 1 }, item] })] })),
+    ).toEqual({
+      code: 'validation_failed',
+      paths: ['coupons[0].events[1]'],
+    });
+  });
+
   it('a JSON array or a string → validation_failed', () => {
     expect(failure('[]').code).toBe('validation_failed');
     expect(failure('"x"').code).toBe('validation_failed');

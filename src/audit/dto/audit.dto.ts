@@ -1,6 +1,7 @@
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { nullableRef } from '../../common/openapi-schema.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
 import { DeliveryOutcome } from '../../deliveries/delivery.types.js';
 
 /** One delivery attempt of a batch (CONTRACT §8); `durationMs` in milliseconds. */
@@ -97,8 +98,7 @@ export class BatchAuditView {
   })
   operations: BatchOperationView[];
   @ApiProperty({
-    type: ExpiredView,
-    nullable: true,
+    ...nullableRef(ExpiredView),
     description: 'what of the batch expired under the retention policy; null when nothing did',
   })
   expired: ExpiredView | null;
@@ -120,14 +120,22 @@ export class DeliveryQueryDto extends IdPageQueryDto {
   @Matches(/^.{1,128}$/s)
   batchId?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'received at or after (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-11-30T00:00:00Z',
+    format: 'date-time',
+    description: 'received at or after (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   from?: string;
 
-  @ApiPropertyOptional({ example: '2026-12-01T00:00:00Z', description: 'received before (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-12-01T00:00:00Z',
+    format: 'date-time',
+    description: 'received before (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   to?: string;
 }
 

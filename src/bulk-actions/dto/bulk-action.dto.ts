@@ -4,7 +4,7 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsISO8601,
+  IsRFC3339,
   IsObject,
   IsOptional,
   IsString,
@@ -15,7 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
-import { IsStorableText } from '../../common/validation.js';
+import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
 import { BULK_CAP, BULK_KINDS } from '../bulk-actions.types.js';
 import type { BulkKind } from '../bulk-actions.types.js';
 
@@ -37,14 +37,22 @@ export class BulkFilterDto {
   @IsStorableText()
   batchIdPrefix?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-29T22:00:00Z', description: 'quarantine: received at or after' })
+  @ApiPropertyOptional({
+    example: '2026-11-29T22:00:00Z',
+    format: 'date-time',
+    description: 'quarantine: received at or after',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   receivedFrom?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T02:00:00Z', description: 'quarantine: received before' })
+  @ApiPropertyOptional({
+    example: '2026-11-30T02:00:00Z',
+    format: 'date-time',
+    description: 'quarantine: received before',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   receivedTo?: string;
 
   @ApiPropertyOptional({
@@ -69,14 +77,22 @@ export class BulkFilterDto {
   @Matches(/^[A-Za-z0-9._@-]{1,64}$/, { message: 'accountId must be 1..64 of A-Z a-z 0-9 . _ @ -' })
   accountId?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-29T22:00:00Z', description: 'outbox: parked at or after' })
+  @ApiPropertyOptional({
+    example: '2026-11-29T22:00:00Z',
+    format: 'date-time',
+    description: 'outbox: parked at or after',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   parkedFrom?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T02:00:00Z', description: 'outbox: parked before' })
+  @ApiPropertyOptional({
+    example: '2026-11-30T02:00:00Z',
+    format: 'date-time',
+    description: 'outbox: parked before',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   parkedTo?: string;
 }
 
@@ -109,11 +125,12 @@ export class BulkPlanDto {
 /** Body of `POST /bulk-actions`. */
 export class BulkRunDto extends BulkPlanDto {
   @ApiProperty({
+    ...textSchema(1, 500, true),
     example: 'bodies refused by the bad deploy of 2026-11-29, fixed in 4.2.1',
     description: 'why (1..500 characters), recorded with the key name',
   })
   @IsString()
-  @Length(1, 500)
+  @TextLength(1, 500)
   @Matches(/\S/, { message: 'reason must not be blank' })
   @IsStorableText()
   reason: string;
@@ -121,10 +138,14 @@ export class BulkRunDto extends BulkPlanDto {
 
 /** Body of `POST /bulk-actions/{id}/cancel` (optional). */
 export class BulkCancelDto {
-  @ApiPropertyOptional({ example: 'wrong filter', description: 'why (at most 500 characters)' })
+  @ApiPropertyOptional({
+    ...textSchema(1, 500),
+    example: 'wrong filter',
+    description: 'why (at most 500 characters)',
+  })
   @IsOptional()
   @IsString()
-  @Length(1, 500)
+  @TextLength(1, 500)
   @IsStorableText()
   reason?: string;
 }

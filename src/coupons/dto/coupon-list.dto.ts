@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsISO8601, IsOptional, Matches } from 'class-validator';
+import { IsOptional, IsRFC3339, Matches } from 'class-validator';
 import { ApiNextCursor, IsIntegerFrom, IsQueryFlag, PageQueryDto } from '../../common/pagination.js';
 
 /** Query of `GET /coupons`: filters, then the page. */
@@ -40,14 +40,22 @@ export class CouponListQueryDto extends PageQueryDto {
   @Matches(/^[A-Z0-9]{3,8}$/, { message: 'currency must be 3..8 of A-Z 0-9' })
   currency?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'changed at or after (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-11-30T00:00:00Z',
+    format: 'date-time',
+    description: 'changed at or after (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   updatedFrom?: string;
 
-  @ApiPropertyOptional({ example: '2026-12-01T00:00:00Z', description: 'changed before (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-12-01T00:00:00Z',
+    format: 'date-time',
+    description: 'changed before (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   updatedTo?: string;
 }
 

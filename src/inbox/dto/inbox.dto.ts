@@ -33,7 +33,7 @@ export class InboxEntryDto {
     example: null,
     type: String,
     nullable: true,
-    enum: ['processed', 'duplicate', 'conflict', 'failed'],
+    enum: ['processed', 'duplicate', 'conflict', 'failed', null],
     description: 'how a finished row ended',
   })
   outcome: string | null;

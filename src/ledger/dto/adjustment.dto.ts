@@ -1,6 +1,12 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length } from 'class-validator';
-import { IsAllowedCurrency, IsDecimalAmount, IsStorableText } from '../../common/validation.js';
+import { IsString } from 'class-validator';
+import {
+  IsAllowedCurrency,
+  IsDecimalAmount,
+  IsStorableText,
+  TextLength,
+  textSchema,
+} from '../../common/validation.js';
 
 /** `POST /accounts/{id}/adjustments` body (CONTRACT §10). */
 export class AdjustmentDto {
@@ -21,9 +27,9 @@ export class AdjustmentDto {
   @IsAllowedCurrency()
   currency: string;
 
-  @ApiProperty({ example: 'cashier deposit' })
+  @ApiProperty({ ...textSchema(1, 500), example: 'cashier deposit' })
   @IsString()
-  @Length(1, 500)
+  @TextLength(1, 500)
   @IsStorableText()
   reason: string;
 }

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
 import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
 
 /** Query of `GET /accounts`: an id prefix, then the page. */
@@ -31,14 +31,22 @@ export class AccountPageView {
 
 /** Query of `GET /accounts/{id}/statement`: a time range, the page, and the format. */
 export class StatementQueryDto extends PageQueryDto {
-  @ApiPropertyOptional({ example: '2026-11-01T00:00:00Z', description: 'entries at or after (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-11-01T00:00:00Z',
+    format: 'date-time',
+    description: 'entries at or after (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   from?: string;
 
-  @ApiPropertyOptional({ example: '2026-12-01T00:00:00Z', description: 'entries before (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-12-01T00:00:00Z',
+    format: 'date-time',
+    description: 'entries before (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   to?: string;
 
   @ApiPropertyOptional({

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsISO8601, IsOptional, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
 import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
 import { OPERATOR_ACTIONS, TARGET_KINDS } from '../operator-actions.types.js';
 
@@ -28,14 +28,22 @@ export class OperatorActionQueryDto extends PageQueryDto {
   @Matches(/^.{1,200}$/s, { message: 'targetId must be 1..200 characters' })
   targetId?: string;
 
-  @ApiPropertyOptional({ example: '2026-11-30T00:00:00Z', description: 'at or after (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-11-30T00:00:00Z',
+    format: 'date-time',
+    description: 'at or after (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   from?: string;
 
-  @ApiPropertyOptional({ example: '2026-12-01T00:00:00Z', description: 'before (ISO 8601)' })
+  @ApiPropertyOptional({
+    example: '2026-12-01T00:00:00Z',
+    format: 'date-time',
+    description: 'before (RFC 3339 date-time)',
+  })
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @IsRFC3339()
   to?: string;
 }
 
@@ -45,7 +53,7 @@ export class OperatorActionView {
   @ApiProperty({ example: '2026-11-30T12:00:00.512Z' }) at: string;
   @ApiProperty({ example: 'ops-desk', description: 'name of the partner API key' }) actor: string;
   @ApiProperty({ example: 'replay', enum: OPERATOR_ACTIONS }) action: string;
-  @ApiProperty({ example: 'quarantine', enum: TARGET_KINDS, nullable: true, type: String })
+  @ApiProperty({ example: 'quarantine', enum: [...TARGET_KINDS, null], nullable: true, type: String })
   targetKind: string | null;
   @ApiProperty({ example: '42', type: String, nullable: true }) targetId: string | null;
   @ApiProperty({ example: 'bad deploy 2026-11-29, fixed in 4.2.1', type: String, nullable: true })

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Length, Matches } from 'class-validator';
+import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
+import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 import { OUTBOX_STATUSES } from '../outbox.types.js';
 import type { OutboxStatus } from '../outbox.types.js';
@@ -15,24 +16,28 @@ export class OutboxListQueryDto extends IdPageQueryDto {
 /** Body of `POST /wallet/outbox/{id}/skip`. */
 export class SkipOutboxEntryDto {
   @ApiProperty({
+    ...textSchema(1, 500, true),
     example: 'credited by hand in the wallet, ticket OPS-4711',
     description: 'why the row needs no delivery (1..500 characters), recorded with the key name',
   })
   @IsString()
-  @Length(1, 500)
+  @TextLength(1, 500)
   @Matches(/\S/, { message: 'reason must not be blank' })
+  @IsStorableText()
   reason: string;
 }
 
 /** Body of `POST /wallet/pause` (optional). */
 export class PauseWalletDto {
   @ApiPropertyOptional({
+    ...textSchema(1, 500),
     example: 'wallet maintenance 02:00-02:30',
     description: 'why (at most 500 characters)',
   })
   @IsOptional()
   @IsString()
-  @Length(1, 500)
+  @TextLength(1, 500)
+  @IsStorableText()
   reason?: string;
 }
 
@@ -63,7 +68,7 @@ export class OutboxEntryView {
     example: null,
     type: String,
     nullable: true,
-    enum: ['refused', 'conflict', 'retry_budget_exhausted'],
+    enum: ['refused', 'conflict', 'retry_budget_exhausted', null],
     description: 'why the row is parked; kept when it is skipped',
   })
   parkedReason: string | null;

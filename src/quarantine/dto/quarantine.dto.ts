@@ -1,4 +1,5 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
+import { FieldErrorDto } from '../../common/error-response.dto.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
 /** Query of `GET /callbacks/quarantine`: page size and keyset cursor (newest first). */
@@ -17,8 +18,13 @@ export class QuarantineEntryView {
   reason: string;
   @ApiProperty({
     example: { message: 'batch b-2026-11-30-000123 was delivered before with a different body' },
-    description: 'field errors, message, or attempts and last error',
-    nullable: true,
+    description:
+      '`validation_failed`: the failing fields (an array); otherwise an object: the message, or (`apply_failed`) ' +
+      'the attempts and last error',
+    oneOf: [
+      { type: 'array', nullable: true, items: { $ref: getSchemaPath(FieldErrorDto) } },
+      { type: 'object', additionalProperties: true },
+    ],
   })
   details: unknown;
   @ApiProperty({ example: 409, description: 'status the sender was answered (200 for an inbox batch)' })
@@ -37,7 +43,7 @@ export class QuarantineEntryView {
     example: null,
     type: String,
     nullable: true,
-    enum: ['processed', 'duplicate', 'conflict', 'rejected'],
+    enum: ['processed', 'duplicate', 'conflict', 'rejected', null],
   })
   replayOutcome: string | null;
   @ApiProperty({ example: 0 }) replayCount: number;

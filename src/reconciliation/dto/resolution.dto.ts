@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsInt, IsOptional, IsString, Length, ValidateIf } from 'class-validator';
-import { IsDecimalAmount, IsStorableText } from '../../common/validation.js';
+import { IsInt, IsOptional, IsString, ValidateIf } from 'class-validator';
+import { IsDecimalAmount, IsStorableText, TextLength, textSchema } from '../../common/validation.js';
 import { CouponView } from '../../coupons/dto/coupon-view.dto.js';
 
 /** `POST /coupons/{coupon_code}/resolution` body: an operator's result for a flagged coupon. */
@@ -26,15 +26,19 @@ export class ResolutionDto {
   @IsInt()
   status?: number;
 
-  @ApiProperty({ example: 'confirmed with SportAPI support, ticket 4711' })
+  @ApiProperty({ ...textSchema(1, 1000), example: 'confirmed with SportAPI support, ticket 4711' })
   @IsString()
-  @Length(1, 1000)
+  @TextLength(1, 1000)
   @IsStorableText()
   reason: string;
 
-  @ApiProperty({ example: 'jane.doe@bookmaker.example', description: 'who resolved it (recorded for audit)' })
+  @ApiProperty({
+    ...textSchema(1, 200),
+    example: 'jane.doe@bookmaker.example',
+    description: 'who resolved it (recorded for audit)',
+  })
   @IsString()
-  @Length(1, 200)
+  @TextLength(1, 200)
   @IsStorableText()
   resolvedBy: string;
 }
