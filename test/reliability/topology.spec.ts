@@ -1,0 +1,288 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pool } from 'undici';
+import { Balancer, BalancerKind, startBalancer } from '../../bench/balancer.js';
+import { LoadGenerator, PoolSpec, poolCoupons, poolPlayers } from '../../bench/load.js';
+import { LoadResult, openLoop, receiverPool } from '../../bench/open-loop-sender.js';
+import { registerOnReceiver } from '../../bench/setup.js';
+import { TcpProxy, Trigger } from '../../sim/tcp-proxy.js';
+import { RunningWallet, startWallet } from '../../sim/wallet.js';
+import { OPS_KEY, SECRET } from '../support/test-app.js';
+import { eventually } from '../support/wait.js';
+import {
+  portRange,
+  Receiver,
+  startReceiver,
+  stopReceiver,
+  suiteDatabase,
+  SuiteDatabase,
+  verifyLedger,
+  violationsOf,
+} from './support/receiver.js';
+import { ledgerOrder, pendingRows, reconcileWithWallet, walletOrder } from './support/wallet.js';
+
+// Issue 39, docs/production.md "Replicas behind a load balancer": three receiver processes on one
+// database behind HAProxy and nginx run from ops/haproxy.cfg and ops/nginx.conf, both configured
+// to send a failed POST again to another replica. Money-heavy 100-coupon batches (bench/load.ts)
+// at a fixed rate through the balancer while a replica is SIGKILLed at a precise point (a fault
+// proxy between each replica and PostgreSQL fires on the statement: sim/tcp-proxy.ts) or drained
+// with SIGTERM. After each: every batch answered 200, nothing applied twice (CONTRACT §4, §7),
+// every pushed operation delivered to the wallet exactly once in ledger order (docs/wallet.md),
+// ledger verify clean. Short loads: the 60 s figures are `npm run bench:topology`'s.
+
+const [R1, R2, R3, HAPROXY_PORT, STATS_PORT, NGINX_PORT, WALLET_PORT] = portRange(100, 7);
+const REPLICA_PORTS = [R1, R2, R3];
+const WALLET_SECRET = 'topology-wallet-secret';
+/** Small enough to register in seconds; 100 coupons per batch, never shared by batches in flight. */
+const POOL: PoolSpec = { coupons: 1200, players: 40, seed: 39 };
+const RATE = 4;
+const SECONDS = 5;
+/** A wallet row of a killed replica waits for its lease: 2 × WALLET_TIMEOUT_MS + 10 s (OutboxWorker.leaseMs). */
+const WALLET_LEASE_MS = 2 * 500 + 10_000;
+
+/** The settlement transaction's coupon write (the hot path's last round, sent with its COMMIT). */
+const SETTLEMENT_WRITE = ['cp_apply', 'AS m(coupon_code text, position int'];
+/** The wallet outbox's record of an attempt (after the wallet answered). */
+const WALLET_RECORD = ['wo_steps', "WHEN 'delivered' THEN 'delivered'"];
+
+function replicaEnv(): Record<string, string> {
+  return {
+    WALLET_URL: '', // set per replica (through its own counting proxy)
+    WALLET_SECRET,
+    WALLET_TIMEOUT_MS: '500',
+    WALLET_RETRY_BASE_MS: '20',
+    WALLET_RETRY_MAX_MS: '200',
+    WALLET_POLL_INTERVAL_MS: '20',
+    LOG_LEVEL: 'warn',
+  };
+}
+
+/** One replica: its receiver process, the fault proxy to PostgreSQL, the proxy to the wallet. */
+interface Replica {
+  port: number;
+  receiver: Receiver;
+  db: TcpProxy;
+  wallet: TcpProxy;
+  /** Transaction ids of the wallet requests it sent. */
+  sent: string[];
+}
+
+describe('three replicas behind HAProxy and nginx, a POST retried on another replica (issue 39)', () => {
+  let db: SuiteDatabase;
+  let wallet: RunningWallet;
+  const replicas: Replica[] = [];
+  const balancers = {} as Record<BalancerKind, Balancer>;
+  let dir: string;
+  let generator: LoadGenerator;
+
+  async function startReplica(i: number): Promise<void> {
+    const target = new URL(db.url);
+    const old = replicas[i];
+    const dbProxy =
+      old?.db ?? (await TcpProxy.start({ host: target.hostname, port: Number(target.port || 5432) }));
+    const walletProxy = old?.wallet ?? (await TcpProxy.start({ host: '127.0.0.1', port: WALLET_PORT }));
+    const sent = old?.sent ?? [];
+    if (!old)
+      walletProxy.tap = (direction, chunk) => {
+        if (direction !== 'toServer') return;
+        for (const m of chunk.toString('latin1').matchAll(/"transactionId":"([^"]+)"/g)) sent.push(m[1]);
+      };
+    const url = new URL(db.url);
+    url.hostname = '127.0.0.1';
+    url.port = String(dbProxy.port);
+    // A loaded machine (CI, or the 2 cores here) takes its time to start one.
+    const receiver = await startReceiver(
+      REPLICA_PORTS[i],
+      url.toString(),
+      { ...replicaEnv(), WALLET_URL: `http://127.0.0.1:${walletProxy.port}` },
+      90_000,
+    );
+    replicas[i] = { port: REPLICA_PORTS[i], receiver, db: dbProxy, wallet: walletProxy, sent };
+  }
+
+  beforeAll(async () => {
+    db = await suiteDatabase(4);
+    dir = mkdtempSync(join(tmpdir(), 'topology-'));
+    wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: 39, allowNegative: true });
+    for (let i = 0; i < 3; i++) await startReplica(i);
+    balancers.haproxy = await startBalancer('haproxy', {
+      port: HAPROXY_PORT,
+      statsPort: STATS_PORT,
+      replicaPorts: REPLICA_PORTS,
+      dir: join(dir, 'haproxy'),
+    });
+    balancers.nginx = await startBalancer('nginx', {
+      port: NGINX_PORT,
+      statsPort: STATS_PORT,
+      replicaPorts: REPLICA_PORTS,
+      dir: join(dir, 'nginx'),
+    });
+    await eventually(
+      async () => (await balancers.haproxy.servers())?.every((s) => s.status === 'UP'),
+      'HAProxy to see the three replicas ready',
+    );
+    await registerOnReceiver(balancers.haproxy.url, OPS_KEY, poolPlayers(POOL), poolCoupons(POOL));
+    generator = new LoadGenerator({ pool: POOL, secret: SECRET, batchPrefix: 'topo', profile: 'money' });
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all(Object.values(balancers).map((b) => b.stop()));
+    await Promise.all(replicas.map((r) => stopReceiver(r.receiver)));
+    await Promise.all(replicas.flatMap((r) => [r.db.close(), r.wallet.close()]));
+    await wallet?.close();
+    await db?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** An open-loop load of `seconds` at `rate` through `balancer`. */
+  async function load(kind: BalancerKind, seconds = SECONDS, rate = RATE): Promise<LoadResult> {
+    const pool: Pool = receiverPool(balancers[kind].url);
+    const deliveries = Array.from({ length: Math.round(rate * seconds) }, () => generator.next());
+    try {
+      return await openLoop(pool, '/sportapi/callback', deliveries, rate, seconds);
+    } finally {
+      await pool.close();
+    }
+  }
+
+  /** Asserts every delivery of `res` was answered 200; else fails with the balancer's last lines. */
+  function expectAll200(res: LoadResult, kind: BalancerKind = 'haproxy'): void {
+    if (res.answers['200'] === res.sent) return;
+    const tail = balancers[kind].output().split('\n').slice(-40).join('\n');
+    throw new Error(`answers ${JSON.stringify(res.answers)} through ${kind}; its last lines:\n${tail}`);
+  }
+
+  /** Wallet requests the stand-in answered as byte-identical repeats so far. */
+  const repeats = () => wallet.stats().repeats;
+
+  /**
+   * What must hold after every load: the wallet outbox drained (within a lease), each operation
+   * key once in the ledger and once in the wallet, in ledger order per account, ledger verify
+   * clean, each batch processed once.
+   */
+  async function expectConsistent(): Promise<void> {
+    await eventually(async () => (await pendingRows(db.pool)) === 0, 'the wallet outbox to drain', {
+      timeoutMs: WALLET_LEASE_MS + 20_000,
+      intervalMs: 200,
+    });
+    const { rows: twice } = await db.pool.query(
+      `SELECT batch_id FROM delivery_attempts WHERE outcome = 'processed' GROUP BY batch_id HAVING count(*) > 1`,
+    );
+    expect(twice).toEqual([]);
+    const reconciliation = await reconcileWithWallet(db.pool, wallet);
+    expect(reconciliation.differences).toEqual([]);
+    expect(reconciliation.inFlight).toBe(0);
+    expect(reconciliation.walletTransactions).toBe(reconciliation.operations.delivered);
+    expect(walletOrder(wallet)).toEqual(await ledgerOrder(db.pool));
+    expect(violationsOf(await verifyLedger(db.url))).toEqual([]);
+  }
+
+  it.each(['haproxy', 'nginx'] as const)(
+    'through %s: every batch answered 200, delivered once, shared by the three replicas',
+    async (kind) => {
+      const before = replicas.map((r) => r.sent.length);
+      const res = await load(kind);
+      expectAll200(res, kind);
+      expect(res.sent).toBe(RATE * SECONDS);
+      await expectConsistent();
+      // Fair share of the wallet outbox rows (issue 39: 33 % ± 10 each).
+      const claimed = replicas.map((r, i) => r.sent.length - before[i]);
+      const total = claimed.reduce((a, b) => a + b, 0);
+      expect(total).toBeGreaterThan(100);
+      for (const n of claimed) expect(Math.abs(n / total - 1 / 3)).toBeLessThanOrEqual(0.1);
+    },
+    120_000,
+  );
+
+  /**
+   * Arms `trigger` on replica `i`'s database proxy to SIGKILL it, runs a load through HAProxy,
+   * restarts the replica, and checks the outcome. @returns the load, and the wallet rows leased
+   * at the kill (the operations in flight) with the repeats the wallet saw.
+   */
+  async function killedUnderLoad(i: number, trigger: Omit<Trigger, 'onFired'>) {
+    const victim = replicas[i];
+    const repeatsBefore = repeats();
+    let inFlight: Promise<number> | undefined;
+    victim.db.arm({
+      ...trigger,
+      onFired: () => {
+        victim.receiver.kill('SIGKILL');
+        inFlight = db.pool
+          .query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM wallet_outbox WHERE status = 'pending' AND leased_until > now()`,
+          )
+          .then((r) => r.rows[0].n);
+      },
+    });
+    const res = await load('haproxy');
+    expect(victim.db.fired).toBeGreaterThan(0);
+    expect(await victim.receiver.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    victim.db.release();
+    await startReplica(i);
+    expectAll200(res);
+    await expectConsistent();
+    const leased = await (inFlight as Promise<number>);
+    const duplicates = repeats() - repeatsBefore;
+    expect(duplicates).toBeLessThanOrEqual(leased);
+    return { res, leased, duplicates };
+  }
+
+  it('SIGKILL inside a settlement transaction (a): retried on another replica, applied once', async () => {
+    const before = await db.pool.query(`SELECT count(*)::int AS n FROM callback_batches`);
+    const { res } = await killedUnderLoad(0, { marker: SETTLEMENT_WRITE, then: 'hold' });
+    const after = await db.pool.query(`SELECT count(*)::int AS n FROM callback_batches`);
+    // Every distinct batch of the load registered once (the redeliveries are duplicates).
+    expect(after.rows[0].n - before.rows[0].n).toBeLessThanOrEqual(res.sent);
+    expect(
+      (await balancers.haproxy.servers())?.reduce((n, s) => n + s.retries + s.redispatches, 0),
+    ).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('SIGKILL after COMMIT, before the answer (b): the retry answers 200 duplicate', async () => {
+    const dupBefore = await db.pool.query(
+      `SELECT count(*)::int AS n FROM delivery_attempts WHERE outcome = 'duplicate'`,
+    );
+    const redeliveriesBefore = generator.counts.redeliveries;
+    await killedUnderLoad(1, {
+      after: SETTLEMENT_WRITE,
+      marker: 'COMMIT',
+      answerMarker: 'COMMIT',
+      then: 'answerLost',
+    });
+    const dupAfter = await db.pool.query(
+      `SELECT count(*)::int AS n FROM delivery_attempts WHERE outcome = 'duplicate'`,
+    );
+    // The load's own redeliveries, plus at least the balancer's retry of the killed batch.
+    expect(dupAfter.rows[0].n - dupBefore.rows[0].n).toBeGreaterThan(
+      generator.counts.redeliveries - redeliveriesBefore,
+    );
+  }, 120_000);
+
+  it('SIGKILL after the wallet answered, before the row is marked (c): sent again once the lease ran out, a repeat', async () => {
+    const { duplicates } = await killedUnderLoad(2, { marker: WALLET_RECORD, then: 'hold' });
+    expect(duplicates).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('SIGTERM drain of a replica: in-flight answered, HAProxy stops routing to it, every batch 200', async () => {
+    const victim = replicas[0];
+    const pool = receiverPool(balancers.haproxy.url);
+    const deliveries = Array.from({ length: RATE * SECONDS }, () => generator.next());
+    const loading = openLoop(pool, '/sportapi/callback', deliveries, RATE, SECONDS);
+    await new Promise((r) => setTimeout(r, 1500));
+    victim.receiver.kill('SIGTERM');
+    await eventually(
+      async () =>
+        (await balancers.haproxy.servers())?.find((s) => s.name === 'r1')?.status.startsWith('DOWN'),
+      'HAProxy to take r1 out of rotation',
+      { timeoutMs: 10_000, intervalMs: 100 },
+    );
+    const res = await loading;
+    await pool.close();
+    expect(await victim.receiver.exited).toEqual({ code: 0, signal: null });
+    expectAll200(res);
+    // Nothing left leased by the drained replica: its claims were recorded or released.
+    await startReplica(0);
+    await expectConsistent();
+  }, 120_000);
+});
