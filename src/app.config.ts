@@ -3,6 +3,7 @@ import type { ConfigFragment } from './config/config-fragment.js';
 import { AppConfig, loadConfigWith } from './config/configuration.js';
 import { databaseConfig } from './database/database.config.js';
 import { BUILT_IN_EVENT_PUBLISHERS, eventsConfig, unknownEventPublishers } from './events/events.config.js';
+import { httpConfig } from './http/http.config.js';
 import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './wallet/wallet-connectors.js';
 import { retentionConfig } from './retention/retention.config.js';
 import { walletConfig } from './wallet/wallet.config.js';
@@ -16,6 +17,7 @@ export type { AppConfig };
  */
 export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [
   databaseConfig,
+  httpConfig,
   authConfig,
   walletConfig,
   eventsConfig,

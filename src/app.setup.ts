@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
-import type { NextFunction, Request, Response } from 'express';
+import type { Application, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { API_TAGS } from './common/api-tags.js';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
@@ -22,6 +22,11 @@ import { logContextMiddleware } from './observability/log-context.js';
  * are JSON lines through nestjs-pino, each carrying its request id (and the callback's batchId).
  */
 export function configureApp(app: INestApplication, config: AppConfig): void {
+  // `req.ip` (clientAddressOf): X-Forwarded-For only from TRUSTED_PROXIES, else the TCP peer.
+  (app.getHttpAdapter().getInstance() as Application).set(
+    'trust proxy',
+    config.trustedProxies.length ? config.trustedProxies : false,
+  );
   app.useLogger(app.get(PinoNestLogger));
   app.use(app.get(ShutdownState).middleware());
   app.use(logContextMiddleware);

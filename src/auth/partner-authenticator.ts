@@ -6,6 +6,7 @@ import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
+import { clientAddressOf } from '../observability/client-address.js';
 import { ApiKey, Scope, SCOPES, sha256 } from './api-keys.js';
 
 /** The key that authenticated a request: its name (the actor) and scopes, never its secret. */
@@ -21,7 +22,7 @@ export type AuthenticatedRequest = Request & { apiKey?: RequestKey };
  * The rate limiter's key of a peer: an IPv4 address (also one mapped into IPv6), or the /64 of an
  * IPv6 address (one host usually holds a whole /64).
  */
-export function clientAddressKey(address: string | undefined): string {
+export function clientAddressKey(address: string | null | undefined): string {
   if (!address || !ipaddr.isValid(address)) return address ?? 'unknown';
   const parsed = ipaddr.process(address);
   if (parsed instanceof ipaddr.IPv4) return parsed.toString();
@@ -31,9 +32,10 @@ export function clientAddressKey(address: string | undefined): string {
 /**
  * Authentication of the partner API and `/metrics` (CONTRACT §10): `Authorization: Bearer <key>`
  * compared in constant time with every configured key (SHA-256 of both sides, no early exit),
- * then the route's scope. Failed authentications are counted per client address (the TCP peer,
- * never `X-Forwarded-For`): past `AUTH_FAILURE_LIMIT` in `AUTH_FAILURE_WINDOW` every request from
- * it is answered 429 with `Retry-After` until the window ends, whatever key it carries.
+ * then the route's scope. A known key always passes. Failed authentications (401) are counted per
+ * client address ({@link clientAddressOf}: the TCP peer, or `X-Forwarded-For` from one of
+ * `TRUSTED_PROXIES`): past `AUTH_FAILURE_LIMIT` in `AUTH_FAILURE_WINDOW` a missing or unknown key
+ * from it is answered 429 with `Retry-After` until the window ends (docs/api.md#keys-and-scopes).
  */
 @Injectable()
 export class PartnerAuthenticator implements OnModuleInit {
@@ -76,18 +78,18 @@ export class PartnerAuthenticator implements OnModuleInit {
   }
 
   /**
-   * Authenticates `req` for a route needing `scope`; notes the key on `req.apiKey`.
-   * @throws DomainException TOO_MANY_AUTH_FAILURES (429, `Retry-After` set on `res`),
-   *   UNAUTHORIZED (401: no or unknown key, counted), INSUFFICIENT_SCOPE (403: not counted).
+   * Authenticates `req` for a route needing `scope`; notes the key on `req.apiKey`. A known key
+   * passes whatever the failures of its address: on a shared address (a balancer without
+   * `TRUSTED_PROXIES`, a NAT) one client's wrong keys do not lock the others out.
+   * @throws DomainException UNAUTHORIZED (401: no or unknown key, counted), TOO_MANY_AUTH_FAILURES
+   *   (429 instead, `Retry-After` set on `res`, once the address has had `AUTH_FAILURE_LIMIT`),
+   *   INSUFFICIENT_SCOPE (403: not counted).
    */
   async authenticate(req: AuthenticatedRequest, res: Response, scope: Scope): Promise<RequestKey> {
-    const client = clientAddressKey(req.socket?.remoteAddress);
-    const seen = await this.failures.get(client);
-    if (seen && seen.consumedPoints >= this.limit) throw this.tooMany(res, seen.msBeforeNext);
     const key = this.match(req.headers.authorization);
     if (!key) {
-      const counted = await this.failures.penalty(client);
-      // Requests racing past the check above are refused like the ones after them.
+      // The window runs from the address's first failure; a refused request still counts.
+      const counted = await this.failures.penalty(clientAddressKey(clientAddressOf(req)));
       if (counted.consumedPoints > this.limit) throw this.tooMany(res, counted.msBeforeNext);
       throw new DomainException(ErrorCode.UNAUTHORIZED, 'a valid bearer key is required');
     }

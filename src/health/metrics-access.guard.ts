@@ -2,6 +2,7 @@ import { BlockList, isIPv4 } from 'node:net';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { AuthenticatedRequest, PartnerAuthenticator } from '../auth/partner-authenticator.js';
+import { clientAddressOf } from '../observability/client-address.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 
@@ -24,8 +25,9 @@ function plainAddress(address: string): string {
 }
 
 /**
- * `GET /metrics` access: a peer address inside `METRICS_ALLOWED_NETWORKS` (the TCP peer, never
- * `X-Forwarded-For`), or else a bearer key with scope `read`, as for the partner API.
+ * `GET /metrics` access: a client address inside `METRICS_ALLOWED_NETWORKS` ({@link clientAddressOf}:
+ * the TCP peer, or `X-Forwarded-For` from one of `TRUSTED_PROXIES` only), or else a bearer key with
+ * scope `read`, as for the partner API.
  * @throws DomainException UNAUTHORIZED (401), INSUFFICIENT_SCOPE (403), TOO_MANY_AUTH_FAILURES (429).
  */
 @Injectable()
@@ -42,7 +44,7 @@ export class MetricsAccessGuard implements CanActivate {
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const http = context.switchToHttp();
     const req = http.getRequest<AuthenticatedRequest>();
-    const peer = req.socket.remoteAddress;
+    const peer = clientAddressOf(req);
     if (peer) {
       const address = plainAddress(peer);
       if (this.allowed.check(address, isIPv4(address) ? 'ipv4' : 'ipv6')) return true;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Params } from 'nestjs-pino';
 import { stdSerializers } from 'pino';
 import type { DestinationStream } from 'pino';
+import { clientAddressOf } from './client-address.js';
 import { logContextMixin } from './log-context.js';
 import { requestIdOf } from './request-id.js';
 
@@ -30,7 +31,7 @@ interface NamedKeyRequest {
 /**
  * `nestjs-pino` settings: one JSON line per entry on stdout (or `destination`) at `LOG_LEVEL`;
  * every line of a request carries `requestId` (and the callback's `batchId`); requests are logged
- * by method, URL and address only, secret-bearing headers redacted; the callback's summary line is
+ * by method, URL and client address only, secret-bearing headers redacted; the callback's summary line is
  * {@link DeliveryObserver}'s, other requests get "request completed", with `actor`: the name of
  * the partner API key that authenticated it, never its secret (docs/operating.md#logs).
  */
@@ -76,10 +77,11 @@ export function loggerParams(logging: LoggingOptions, destination?: DestinationS
         /^failed with status code \d+$/.test(err.message)
           ? { message: err.message }
           : stdSerializers.err(err),
-      req: (req: { method?: string; url?: string; remoteAddress?: string }) => ({
+      // The client address (clientAddressOf), not the balancer's, under pino's usual name.
+      req: (req: { method?: string; url?: string; remoteAddress?: string; raw?: IncomingMessage }) => ({
         method: req.method,
         url: req.url,
-        remoteAddress: req.remoteAddress,
+        remoteAddress: req.raw ? clientAddressOf(req.raw) : req.remoteAddress,
       }),
       res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
     },

@@ -2,9 +2,10 @@ import { jest } from '@jest/globals';
 import { clientAddressKey, PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
 
-// Failed authentications per client address (CONTRACT §10, issue 16): AUTH_FAILURE_LIMIT failures
-// in AUTH_FAILURE_WINDOW, then 429 with Retry-After for every request of that address until the
-// window ends; other addresses are not affected; an IPv6 host counts by its /64.
+// Failed authentications per client address (CONTRACT §10, issues 16 and 38): AUTH_FAILURE_LIMIT
+// failures in AUTH_FAILURE_WINDOW, then 429 with Retry-After for a missing or unknown key of that
+// address until the window ends, while a known key still passes (a shared address is not locked
+// out by one client's wrong keys); other addresses are not affected; an IPv6 host counts by its /64.
 
 const GOOD = 'reader-secret-0123456789abcdef';
 
@@ -40,26 +41,51 @@ describe('failed-authentication limit per client address', () => {
     jest.useRealTimers();
   });
 
-  it('blocks the address after the limit, with the seconds left of the window; the window ends it', async () => {
+  it('refuses unknown keys of the address after the limit, for the rest of the window; a known key still passes', async () => {
     expect(await attempt('10.0.0.1', 'guess-1')).toBe('unauthorized');
     jest.advanceTimersByTime(10_000);
     expect(await attempt('10.0.0.1', 'guess-2')).toBe('unauthorized');
-    expect(await attempt('10.0.0.1', GOOD)).toBe('too_many_auth_failures 20');
-    jest.advanceTimersByTime(19_500);
-    expect(await attempt('10.0.0.1', GOOD)).toBe('too_many_auth_failures 1');
-    // Another address is not affected, nor is the same host over IPv4-mapped IPv6 spared.
-    expect(await attempt('10.0.0.2', GOOD)).toBe('ok reader');
-    expect(await attempt('::ffff:10.0.0.1', GOOD)).toBe('too_many_auth_failures 1');
-    jest.advanceTimersByTime(600);
     expect(await attempt('10.0.0.1', GOOD)).toBe('ok reader');
-    expect(await attempt('10.0.0.1', 'guess-3')).toBe('unauthorized');
+    expect(await attempt('10.0.0.1', 'guess-3')).toBe('too_many_auth_failures 20');
+    jest.advanceTimersByTime(19_500);
+    expect(await attempt('10.0.0.1', 'guess-4')).toBe('too_many_auth_failures 1');
+    expect(await attempt('10.0.0.1', GOOD)).toBe('ok reader');
+    // Another address is not affected, nor is the same host over IPv4-mapped IPv6 spared.
+    expect(await attempt('10.0.0.2', 'guess-1')).toBe('unauthorized');
+    expect(await attempt('::ffff:10.0.0.1', 'guess-5')).toBe('too_many_auth_failures 1');
+    jest.advanceTimersByTime(600);
+    expect(await attempt('10.0.0.1', 'guess-6')).toBe('unauthorized');
+  });
+
+  it('goes by Express’s req.ip (TRUSTED_PROXIES applied) before the TCP peer', async () => {
+    const viaBalancer = (ip: string, secret: string) =>
+      auth
+        .authenticate(
+          {
+            ip,
+            headers: { authorization: `Bearer ${secret}` },
+            socket: { remoteAddress: '10.9.9.9' },
+          } as never,
+          res as never,
+          'read',
+        )
+        .then(
+          (key) => `ok ${key.name}`,
+          (err: { code: string }) => err.code,
+        )
+        .finally(() => delete headers['Retry-After']);
+    expect(await viaBalancer('203.0.113.1', 'guess-1')).toBe('unauthorized');
+    expect(await viaBalancer('203.0.113.1', 'guess-2')).toBe('unauthorized');
+    expect(await viaBalancer('203.0.113.1', 'guess-3')).toBe('too_many_auth_failures');
+    expect(await viaBalancer('203.0.113.2', 'guess-1')).toBe('unauthorized');
+    expect(await attempt('10.9.9.9', 'guess-1')).toBe('unauthorized');
   });
 
   it('counts an IPv6 host by its /64', async () => {
     expect(await attempt('2001:db8:1:2::a', 'guess-1')).toBe('unauthorized');
     expect(await attempt('2001:db8:1:2:ffff::b', 'guess-2')).toBe('unauthorized');
-    expect(await attempt('2001:db8:1:2::c', GOOD)).toBe('too_many_auth_failures 30');
-    expect(await attempt('2001:db8:1:3::a', GOOD)).toBe('ok reader');
+    expect(await attempt('2001:db8:1:2::c', 'guess-3')).toBe('too_many_auth_failures 30');
+    expect(await attempt('2001:db8:1:3::a', 'guess-1')).toBe('unauthorized');
   });
 
   it.each([
@@ -71,5 +97,24 @@ describe('failed-authentication limit per client address', () => {
     [undefined, 'unknown'],
   ])('keys %s as %s', (address, key) => {
     expect(clientAddressKey(address)).toBe(key);
+  });
+});
+
+describe('TRUSTED_PROXIES', () => {
+  const required = { SPORTAPI_WEBHOOK_SECRETS: 's', OPS_API_KEYS: 'k' };
+
+  it('lists addresses, CIDR blocks and proxy-addr’s names; unset trusts none', () => {
+    expect(loadConfig({ ...required }).trustedProxies).toEqual([]);
+    expect(
+      loadConfig({ ...required, TRUSTED_PROXIES: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8,loopback' })
+        .trustedProxies,
+    ).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8', 'loopback']);
+  });
+
+  it('stops the start on an entry Express could not use, naming the variable and the entry', () => {
+    expect(() => loadConfig({ ...required, TRUSTED_PROXIES: '10.0.0.0/33,127.0.0.1,balancer' })).toThrow(
+      'Invalid configuration:\n  - TRUSTED_PROXIES: TRUSTED_PROXIES: not an IP address, CIDR block or ' +
+        'loopback/linklocal/uniquelocal: 10.0.0.0/33, balancer',
+    );
   });
 });

@@ -1,0 +1,12 @@
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * The address of the client that sent `req`: Express's `req.ip`, which is the TCP peer unless that
+ * peer is one of `TRUSTED_PROXIES` (Express `trust proxy`, set by `configureApp`), and then the
+ * nearest untrusted address of `X-Forwarded-For` (docs/configuration.md#client-address). The one
+ * rule the failed-authentication limit, the log lines and the operator actions log go by;
+ * the socket's peer for a request that has not been through Express (tests, `null` when gone).
+ */
+export function clientAddressOf(req: IncomingMessage): string | null {
+  return (req as IncomingMessage & { ip?: string }).ip ?? req.socket?.remoteAddress ?? null;
+}
