@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Pool } from 'undici';
+import { Agent, Pool, request } from 'undici';
 import { Balancer, BalancerKind, startBalancer } from '../../bench/balancer.js';
 import { LoadGenerator, PoolSpec, poolCoupons, poolPlayers } from '../../bench/load.js';
 import { LoadResult, openLoop, receiverPool } from '../../bench/open-loop-sender.js';
@@ -35,7 +35,7 @@ const [R1, R2, R3, HAPROXY_PORT, STATS_PORT, NGINX_PORT, WALLET_PORT] = portRang
 const REPLICA_PORTS = [R1, R2, R3];
 const WALLET_SECRET = 'topology-wallet-secret';
 /** Small enough to register in seconds; 100 coupons per batch, never shared by batches in flight. */
-const POOL: PoolSpec = { coupons: 1200, players: 40, seed: 39 };
+const POOL: PoolSpec = { coupons: 600, players: 30, seed: 39 };
 const RATE = 4;
 const SECONDS = 5;
 /** A wallet row of a killed replica waits for its lease: 2 × WALLET_TIMEOUT_MS + 10 s (OutboxWorker.leaseMs). */
@@ -55,6 +55,9 @@ function replicaEnv(): Record<string, string> {
     WALLET_RETRY_MAX_MS: '200',
     WALLET_POLL_INTERVAL_MS: '20',
     LOG_LEVEL: 'warn',
+    // Both balancers connect from 127.0.0.1; the test's clients from 127.0.0.5 and 127.0.0.6.
+    TRUSTED_PROXIES: '127.0.0.1',
+    AUTH_FAILURE_LIMIT: '3',
   };
 }
 
@@ -105,7 +108,10 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     db = await suiteDatabase(4);
     dir = mkdtempSync(join(tmpdir(), 'topology-'));
     wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: 39, allowNegative: true });
-    for (let i = 0; i < 3; i++) await startReplica(i);
+    const t0 = Date.now();
+    const took = (what: string) => process.stderr.write(`topology: ${what} after ${Date.now() - t0} ms\n`);
+    await Promise.all([0, 1, 2].map((i) => startReplica(i)));
+    took('replicas started');
     balancers.haproxy = await startBalancer('haproxy', {
       port: HAPROXY_PORT,
       statsPort: STATS_PORT,
@@ -122,9 +128,11 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       async () => (await balancers.haproxy.servers())?.every((s) => s.status === 'UP'),
       'HAProxy to see the three replicas ready',
     );
+    took('balancers up');
     await registerOnReceiver(balancers.haproxy.url, OPS_KEY, poolPlayers(POOL), poolCoupons(POOL));
+    took('pool registered');
     generator = new LoadGenerator({ pool: POOL, secret: SECRET, batchPrefix: 'topo', profile: 'money' });
-  }, 180_000);
+  }, 300_000);
 
   afterAll(async () => {
     await Promise.all(Object.values(balancers).map((b) => b.stop()));
@@ -193,6 +201,40 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       for (const n of claimed) expect(Math.abs(n / total - 1 / 3)).toBeLessThanOrEqual(0.1);
     },
     120_000,
+  );
+
+  it.each(['haproxy', 'nginx'] as const)(
+    'through %s: the log line and the failed-authentication limit see the client, not the balancer',
+    async (kind) => {
+      /** A partner API call with an unknown key from `address`, claiming to come from 6.6.6.6. */
+      const badKey = async (address: string, n: number) => {
+        const agent = new Agent({ localAddress: address });
+        try {
+          const res = await request(`${balancers[kind].url}/accounts/bench-p00000`, {
+            dispatcher: agent,
+            headers: { authorization: `Bearer unknown-${kind}-${n}`, 'x-forwarded-for': '6.6.6.6' },
+          });
+          await res.body.dump();
+          return res.statusCode;
+        } finally {
+          await agent.close();
+        }
+      };
+      const spoofer = kind === 'haproxy' ? '127.0.0.5' : '127.0.0.7';
+      const other = kind === 'haproxy' ? '127.0.0.6' : '127.0.0.8';
+      const statuses: number[] = [];
+      for (let n = 0; n < 12; n++) statuses.push(await badKey(spoofer, n));
+      // 3 per replica (AUTH_FAILURE_LIMIT, counted in each process): 12 over 3 replicas reach it.
+      expect(statuses.slice(0, 3)).toEqual([401, 401, 401]);
+      expect(statuses).toContain(429);
+      // Another client behind the same balancer is not limited.
+      expect(await badKey(other, 99)).toBe(401);
+      const logs = replicas.map((r) => r.receiver.output()).join('\n');
+      expect(logs).toContain(`"remoteAddress":"${spoofer}"`);
+      expect(logs).toContain(`"remoteAddress":"${other}"`);
+      expect(logs).not.toContain('"remoteAddress":"6.6.6.6"');
+    },
+    60_000,
   );
 
   /**
