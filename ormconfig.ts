@@ -6,7 +6,8 @@ import { buildDataSourceOptions } from './src/database/data-source-options.js';
  * `migration:generate`, see docs/schema-changes.md), with the app's options. Needs `DATABASE_URL`
  * in the environment (`.env` is not read); `npm run migration:run` also handles the embedded server.
  */
-const url = process.env.DATABASE_URL;
+// DATABASE_DIRECT_URL first: migrations need a session, not a transaction-mode pooler.
+const url = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL;
 if (!url) {
   // The CLI exits 1 without a word on an error thrown while it loads this file: say why here.
   console.error(

@@ -9,7 +9,8 @@ export class NoDatabaseError extends Error {}
 
 /**
  * Runs `work` with the URL of the receiver's database for a command-line tool (`migration:run`,
- * `ledger:verify`, `wallet:reconcile`): `DATABASE_URL`, else the embedded PostgreSQL of `npm start`
+ * `ledger:verify`, `wallet:reconcile`, `retention`): `DATABASE_DIRECT_URL` (docs/production.md#pgbouncer),
+ * else `DATABASE_URL`, else the embedded PostgreSQL of `npm start`
  * (a running one is used as it is, with the line `using the running embedded PostgreSQL at …` on
  * stderr; else it is started, and stopped after `work`).
  * @param initialise true: an empty embedded data folder is initialised (migration:run).
@@ -20,7 +21,8 @@ export async function withCliDatabaseUrl<T>(
   work: (url: string) => Promise<T>,
   { initialise = false }: { initialise?: boolean } = {},
 ): Promise<T> {
-  let url = process.env.DATABASE_URL || undefined;
+  // The server itself: the tools hold sessions (locks, SET) a transaction-mode pooler would not keep.
+  let url = process.env.DATABASE_DIRECT_URL || process.env.DATABASE_URL || undefined;
   let embedded: EmbeddedPostgresServer | undefined;
   if (!url) {
     const server = new EmbeddedPostgresServer(

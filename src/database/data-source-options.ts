@@ -3,7 +3,12 @@ import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { PooledClient } from './pooled-client.js';
 
-/** Session timeouts applied to every connection of the pool (milliseconds). */
+/**
+ * Timeouts of the app's database work (milliseconds). The statement, lock and idle-in-transaction
+ * timeouts are not sent at connection start (a transaction-mode PgBouncer refuses startup
+ * `options`, and would lose them between server connections): {@link Tx} sets them per
+ * transaction (SET LOCAL, in its first group), docs/production.md#pgbouncer.
+ */
 export interface SessionTimeouts {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
@@ -25,8 +30,9 @@ export interface SessionTimeouts {
 
 /**
  * TypeORM options for the app, the migration CLI (`ormconfig.ts`) and the tests: PostgreSQL at
- * `url`, the entities and migrations of this repository, never `synchronize`. Statement, lock
- * and idle-in-transaction timeouts are set on every connection (below the 8 s deadline, §5).
+ * `url`, the entities and migrations of this repository, never `synchronize`. Nothing is sent
+ * at connection start but the application name: the same options work directly and through a
+ * transaction-mode PgBouncer (the timeouts are set per transaction by {@link Tx}, §5).
  */
 export function buildDataSourceOptions(
   url: string,
@@ -61,11 +67,6 @@ export function buildDataSourceOptions(
       // waiting for the previous answer (the callback's hot path sends its transaction in two
       // such groups, see Tx.send); statements awaited one by one behave exactly as without it.
       pipeline: true,
-      options: [
-        `-c statement_timeout=${timeouts.statementTimeoutMs}`,
-        `-c lock_timeout=${timeouts.lockTimeoutMs}`,
-        `-c idle_in_transaction_session_timeout=${timeouts.idleInTransactionTimeoutMs}`,
-      ].join(' '),
     },
   };
 }

@@ -5,6 +5,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { buildDataSourceOptions, SessionTimeouts } from './data-source-options.js';
 import { runMigrationsLocked } from './migrator.js';
+import { checkPooling, SessionDatabase } from './session-database.js';
 import { TransactionRunner } from './transaction.js';
 
 /**
@@ -21,7 +22,10 @@ function sessionTimeouts(config: AppConfig): SessionTimeouts {
   };
 }
 
-/** Pending migrations under the advisory lock, on a pool of their own without the query backstop. */
+/**
+ * Pending migrations under the (session) advisory lock, on a pool of their own without the query
+ * backstop, on `DATABASE_DIRECT_URL` when set (never through a transaction-mode pooler).
+ */
 async function migrate(options: DataSourceOptions): Promise<void> {
   const extra = { ...(options.extra as Record<string, unknown>), query_timeout: undefined, max: 2 };
   const dataSource = await new DataSource({ ...options, extra } as DataSourceOptions).initialize();
@@ -33,9 +37,12 @@ async function migrate(options: DataSourceOptions): Promise<void> {
 }
 
 /**
- * PostgreSQL through TypeORM: the `DataSource` (pool with session timeouts), pending migrations
- * run at start-up under an advisory lock (never `synchronize`), and the {@link TransactionRunner}.
- * The URL is `DATABASE_URL`, or the embedded server's that `main.ts` started.
+ * PostgreSQL through TypeORM: the `DataSource` (the pool; timeouts per transaction), pending
+ * migrations run at start-up under an advisory lock (never `synchronize`), the
+ * {@link SessionDatabase} for work that needs a session, and the {@link TransactionRunner}.
+ * The URL is `DATABASE_URL`, or the embedded server's that `main.ts` started; with
+ * `DATABASE_POOLED=1` (a transaction-mode PgBouncer) migrations and session work go to
+ * `DATABASE_DIRECT_URL`. The start-up check ({@link checkPooling}) refuses a pooler not declared.
  */
 @Global()
 @Module({
@@ -47,17 +54,51 @@ async function migrate(options: DataSourceOptions): Promise<void> {
         retryAttempts: 3,
         retryDelay: 1000,
         migrationsRunOnStart: config.runMigrationsOnStart,
+        directUrl: config.databaseDirectUrl,
+        pooled: config.databasePooled,
       }),
       dataSourceFactory: async (options) => {
-        const { migrationsRunOnStart, ...rest } = options as typeof options & {
+        const { migrationsRunOnStart, directUrl, pooled, ...rest } = options as typeof options & {
           migrationsRunOnStart?: boolean;
+          directUrl?: string;
+          pooled?: boolean;
         };
-        if (migrationsRunOnStart !== false) await migrate(rest as DataSourceOptions);
-        return new DataSource(rest as DataSourceOptions).initialize();
+        const main = await new DataSource(rest as DataSourceOptions).initialize();
+        try {
+          // Before the migrations: their session lock must not be taken through an undeclared pooler.
+          await checkPooling(main, undefined, pooled === true);
+          if (migrationsRunOnStart !== false)
+            await migrate({ ...rest, ...(directUrl ? { url: directUrl } : {}) } as DataSourceOptions);
+        } catch (err) {
+          await main.destroy();
+          throw err;
+        }
+        return main;
       },
     }),
   ],
-  providers: [TransactionRunner],
-  exports: [TransactionRunner],
+  providers: [
+    {
+      provide: SessionDatabase,
+      inject: [APP_CONFIG, DataSource],
+      useFactory: async (config: AppConfig, main: DataSource): Promise<SessionDatabase> => {
+        const direct =
+          config.databasePooled && config.databaseDirectUrl
+            ? await new DataSource(
+                buildDataSourceOptions(config.databaseDirectUrl, sessionTimeouts(config), 4),
+              ).initialize()
+            : undefined;
+        try {
+          if (direct) await checkPooling(undefined, direct, true);
+        } catch (err) {
+          await direct?.destroy();
+          throw err;
+        }
+        return new SessionDatabase(direct ?? main, direct !== undefined);
+      },
+    },
+    TransactionRunner,
+  ],
+  exports: [TransactionRunner, SessionDatabase],
 })
 export class DatabaseModule {}

@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { PooledClient } from './pooled-client.js';
 import { isConnectionLoss, isRetryable } from './pg-errors.js';
+import { SessionDatabase } from './session-database.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
 export class DeadlineExceededError extends Error {
@@ -71,14 +72,27 @@ interface SessionSettings {
   genericPlan: boolean;
 }
 
-/** Session timeouts (milliseconds) that hold in a transaction unless the deadline is nearer. */
+/**
+ * Timeouts (milliseconds) that hold in a transaction unless the deadline is nearer, and whether
+ * statements may be prepared under their names.
+ */
 export interface TransactionLimits {
   statementTimeoutMs: number;
   lockTimeoutMs: number;
+  /** Set once per transaction, with the first group. */
+  idleInTransactionTimeoutMs: number;
+  /**
+   * false behind a transaction-mode pooler (`DATABASE_POOLED`): every statement is sent unnamed
+   * (a named one would meet, or miss, its name on another server connection) and `genericPlan`
+   * is ignored (docs/production.md#pgbouncer).
+   */
+  namedStatements: boolean;
 }
 
+/** Transaction-scoped settings (SET LOCAL): nothing outlives the transaction on its connection. */
 const SET_LOCAL_SETTINGS =
   "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true), set_config('plan_cache_mode', $3, true)";
+const SET_LOCAL_FIRST_SETTINGS = `${SET_LOCAL_SETTINGS}, set_config('idle_in_transaction_session_timeout', $4, true)`;
 
 /**
  * Milliseconds past the deadline after which a statement still unanswered is given up on this
@@ -118,8 +132,10 @@ type TimedQuery = pg.QueryConfig & { query_timeout: number };
  * (vendure style). Statements go in named groups ({@link send}): a group is written to the
  * connection at once (node-postgres pipeline mode) and costs one round trip; START TRANSACTION
  * travels with the first, {@link commitWith} ends the last with COMMIT. Before a group,
- * `statement_timeout` and `lock_timeout` are lowered to the time left before the deadline (SET
- * LOCAL), so no statement outlives it.
+ * `statement_timeout`, `lock_timeout` and `idle_in_transaction_session_timeout` are set by the
+ * first group (SET LOCAL, in the same round trip: nothing is set at connection start or outlives
+ * the transaction, so the same code runs through a transaction-mode PgBouncer), and lowered
+ * before a later group to the time left before the deadline, so no statement outlives it.
  * `manager` is TypeORM's EntityManager inside this same transaction. Created only by
  * {@link TransactionRunner.run}.
  */
@@ -129,7 +145,7 @@ export class Tx {
   private current: SessionSettings | undefined;
   /** A statement failed: only ROLLBACK (or ROLLBACK TO SAVEPOINT) can follow. */
   private aborted = false;
-  /** Statements without results (START, SAVEPOINT, RELEASE) sent first with the next group. */
+  /** Statements without results (START, SAVEPOINT, RELEASE, SET LOCAL) sent first with the next group. */
   private readonly pending: Statement[] = [{ text: 'START TRANSACTION' }];
   /** Statements of {@link pending} sent ahead of a group (see {@link manager}), not yet awaited. */
   private readonly sent: Promise<pg.QueryResult>[] = [];
@@ -155,6 +171,10 @@ export class Tx {
       // Its queries do not pass through settingsFor: back to auto before them.
       this.pending.push({ text: "SELECT set_config('plan_cache_mode', 'auto', true)" });
       this.current = { ...this.current, genericPlan: false };
+    } else if (!this.current) {
+      // Its queries do not pass through settingsFor: this transaction's timeouts before them.
+      const first = this.settingsFor({ text: '' }, this.timeLeft());
+      if (first) this.pending.push(first as Statement);
     }
     this.sendPending();
     return this.runner.manager;
@@ -248,9 +268,9 @@ export class Tx {
 
   /** Writes the statements waiting for the next group now; their results are awaited with it. */
   private sendPending(query_timeout = this.timeLeft() + CLIENT_TIMEOUT_MARGIN_MS): void {
-    for (const { text } of this.pending.splice(0)) {
+    for (const { text, values, name } of this.pending.splice(0)) {
       if (text === 'START TRANSACTION') this.started = true;
-      const sent = this.client.query({ text, query_timeout } as TimedQuery);
+      const sent = this.client.query({ text, values, name, query_timeout } as TimedQuery);
       sent.catch(() => undefined); // its failure is taken by the next group (or rollback)
       this.sent.push(sent);
     }
@@ -285,7 +305,12 @@ export class Tx {
           return literals.get(v) ?? v;
         });
         pending.push(
-          this.client.query({ text, values: sentValues, name: prepared, query_timeout } as TimedQuery),
+          this.client.query({
+            text,
+            values: sentValues,
+            name: this.limits.namedStatements ? prepared : undefined,
+            query_timeout,
+          } as TimedQuery),
         );
       }
       // COMMIT is issued after the statements above, so it travels in the same round trip; its
@@ -327,8 +352,9 @@ export class Tx {
   /**
    * The SET LOCAL of timeouts and plan mode `statement` needs before it (`left` ms before the
    * deadline): the configured timeouts, or the time left when that is shorter, or the time left
-   * for both when it waits until the deadline; generic plans when it asks for them; undefined when
-   * those in force already are these.
+   * for both when it waits until the deadline; generic plans when it asks for them (named
+   * statements only); with the idle-in-transaction timeout before the first statement; undefined
+   * when those in force already are these.
    */
   private settingsFor(statement: Statement<unknown>, left: number): pg.QueryConfig | undefined {
     const wanted: SessionSettings = {
@@ -338,29 +364,31 @@ export class Tx {
             statement: Math.min(this.limits.statementTimeoutMs, left),
             lock: Math.min(this.limits.lockTimeoutMs, left),
           }),
-      genericPlan: statement.genericPlan === true,
+      // An unnamed statement is planned at every execution: a generic plan would gain nothing.
+      genericPlan: statement.genericPlan === true && this.limits.namedStatements,
     };
-    const current = this.current ?? {
-      statement: this.limits.statementTimeoutMs,
-      lock: this.limits.lockTimeoutMs,
-      genericPlan: false,
-    };
+    const current = this.current;
     if (
+      current &&
       current.statement === wanted.statement &&
       current.lock === wanted.lock &&
       current.genericPlan === wanted.genericPlan
     )
       return undefined;
     this.current = wanted;
-    return {
-      name: 'tx_settings',
-      text: SET_LOCAL_SETTINGS,
-      values: [
-        `${wanted.statement}ms`,
-        `${wanted.lock}ms`,
-        wanted.genericPlan ? 'force_generic_plan' : 'auto',
-      ],
-    };
+    const values = [
+      `${wanted.statement}ms`,
+      `${wanted.lock}ms`,
+      wanted.genericPlan ? 'force_generic_plan' : 'auto',
+    ];
+    const named = this.limits.namedStatements;
+    return current
+      ? { name: named ? 'tx_settings' : undefined, text: SET_LOCAL_SETTINGS, values }
+      : {
+          name: named ? 'tx_settings_first' : undefined,
+          text: SET_LOCAL_FIRST_SETTINGS,
+          values: [...values, `${this.limits.idleInTransactionTimeoutMs}ms`],
+        };
   }
 }
 
@@ -386,6 +414,7 @@ export class TransactionRunner {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly session: SessionDatabase,
   ) {}
 
   /** @throws DeadlineExceededError, or the error of the last attempt. */
@@ -407,10 +436,11 @@ export class TransactionRunner {
   /**
    * Runs `work` while this process holds the session-level advisory lock `key` on a connection of
    * its own (one replica at a time, across many transactions); `skipped` when another session
-   * holds it.
+   * holds it. That connection is the {@link SessionDatabase}'s: `DATABASE_DIRECT_URL` behind a
+   * transaction-mode pooler, where a session lock would stay on a server connection others use.
    */
   async withSessionLock<T>(key: number, work: () => Promise<T>): Promise<{ skipped: true } | { result: T }> {
-    const runner = this.dataSource.createQueryRunner();
+    const runner = this.session.dataSource.createQueryRunner();
     try {
       await runner.connect();
       const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [key])) as {
@@ -437,6 +467,8 @@ export class TransactionRunner {
       tx = new Tx(runner, client, deadline, {
         statementTimeoutMs: this.config.statementTimeoutMs,
         lockTimeoutMs: this.config.lockTimeoutMs,
+        idleInTransactionTimeoutMs: this.config.idleInTransactionTimeoutMs,
+        namedStatements: !this.config.databasePooled,
       });
       const result = await work(tx);
       await tx.finish();

@@ -8,11 +8,11 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type pg from 'pg';
 import { Counter, Gauge } from 'prom-client';
-import { DataSource } from 'typeorm';
 import { IntervalRuns } from '../common/interval-runs.js';
 import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
+import { SessionDatabase } from '../database/session-database.js';
 import { MetricsRegistry } from '../observability/metrics-registry.js';
 import { ArchiveConnectors } from './archive-connectors.js';
 import { RETENTION_CLASS_NAMES } from './retention.config.js';
@@ -48,7 +48,8 @@ export type RetentionRun = { skipped: true } | { skipped: false; created: string
 
 /**
  * The retention maintenance job (docs/retention.md): at start and every `RETENTION_INTERVAL`, one
- * replica at a time (`pg_try_advisory_lock(727006)` on a connection of its own), creates the
+ * replica at a time (`pg_try_advisory_lock(727006)` on a connection of its own, the
+ * {@link SessionDatabase}'s: `DATABASE_DIRECT_URL` behind a transaction-mode pooler), creates the
  * monthly partitions `RETENTION_PARTITIONS_AHEAD` months ahead and applies the policy, each
  * partition and each batch of rows after a permit of the background-work governor (kind
  * `retention`, floor 0: it yields to the callback). Logs the same report as `npm run retention`
@@ -69,7 +70,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly dataSource: DataSource,
+    private readonly session: SessionDatabase,
     scheduler: SchedulerRegistry,
     private readonly archives: ArchiveConnectors,
     metrics: MetricsRegistry,
@@ -150,7 +151,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
 
   /** Creates the missing partitions up to `RETENTION_PARTITIONS_AHEAD` months ahead; a failure is logged. */
   private async ensureAhead(): Promise<void> {
-    const runner = this.dataSource.createQueryRunner();
+    const runner = this.session.dataSource.createQueryRunner();
     try {
       const client = (await runner.connect()) as pg.PoolClient;
       const created = await ensurePartitions(client, new Date(), this.config.retention.partitionsAhead);
@@ -170,7 +171,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
    * @returns `skipped` when another replica holds the lock, else what was created and removed.
    */
   async runOnce(now = new Date()): Promise<RetentionRun> {
-    const runner = this.dataSource.createQueryRunner();
+    const runner = this.session.dataSource.createQueryRunner();
     try {
       const client = (await runner.connect()) as pg.PoolClient;
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [

@@ -7,6 +7,7 @@ import {
   TransactionRunner,
   Tx,
 } from '../../src/database/transaction.js';
+import { DataSource } from 'typeorm';
 import { useTestApp } from '../support/test-app.js';
 
 // Tx.savepoint (used by the inbox workers, CONTRACT §4 step 5): SAVEPOINT and RELEASE travel
@@ -300,9 +301,12 @@ describe('Tx: generic plans for the statements that ask for them (Statement.gene
         },
       }),
     );
-    expect(generic.rows).toEqual([{ mode: 'force_generic_plan', n: 7 }]);
+    // Through PgBouncer (DATABASE_POOLED=1, docs/production.md#pgbouncer) statements go unnamed:
+    // nothing prepared, nothing planned generic.
+    const pooled = t.config.databasePooled;
+    expect(generic.rows).toEqual([{ mode: pooled ? 'auto' : 'force_generic_plan', n: 7 }]);
     expect(plain.rows).toEqual([{ mode: 'auto' }]);
-    expect(plans.rows).toEqual([{ generic: 1, custom: 0 }]);
+    expect(plans.rows).toEqual(pooled ? [] : [{ generic: 1, custom: 0 }]);
     // SET LOCAL: the next transaction on any pooled connection starts under auto again.
     const after = await t.app
       .get(TransactionRunner)
@@ -448,5 +452,45 @@ describe('TransactionRunner: waiting for a connection of a busy pool', () => {
     expect((await transactions.run((tx) => tx.query<{ n: number }>('SELECT 3 AS n'))).rows).toEqual([
       { n: 3 },
     ]);
+  });
+});
+
+describe('Tx: timeouts per transaction, nothing at connection start (issue 39)', () => {
+  const t = useTestApp({
+    DB_STATEMENT_TIMEOUT_MS: '4500',
+    DB_LOCK_TIMEOUT_MS: '2500',
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: '4000',
+  });
+  const SETTINGS = `SELECT current_setting('statement_timeout') AS statement, current_setting('lock_timeout') AS lock,
+                           current_setting('idle_in_transaction_session_timeout') AS idle`;
+
+  it('the first group sets the three timeouts with SET LOCAL', async () => {
+    const { rows } = await t.app.get(TransactionRunner).run((tx) => tx.query(SETTINGS));
+    expect(rows).toEqual([{ statement: '4500ms', lock: '2500ms', idle: '4s' }]);
+  });
+
+  it('a read through tx.manager before any group runs under them too', async () => {
+    const rows = await t.app
+      .get(TransactionRunner)
+      .run(async (tx) => (await tx.manager.query(SETTINGS)) as unknown[]);
+    expect(rows).toEqual([{ statement: '4500ms', lock: '2500ms', idle: '4s' }]);
+  });
+
+  it("the pool's connections carry no startup options, and no setting outlives a transaction", async () => {
+    await t.app.get(TransactionRunner).run((tx) => tx.query(SETTINGS));
+    // Outside any transaction, on the app's pool: what the server gives every session.
+    const rows = (await t.app.get(DataSource).query(
+      `SELECT name, source, setting = reset_val AS unchanged FROM pg_settings
+        WHERE name IN ('statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout') ORDER BY name`,
+    )) as { name: string; source: string; unchanged: boolean }[];
+    expect(rows.map((r) => r.name)).toEqual([
+      'idle_in_transaction_session_timeout',
+      'lock_timeout',
+      'statement_timeout',
+    ]);
+    for (const r of rows) {
+      expect(`${r.name}: ${r.source}`).not.toBe(`${r.name}: client`);
+      expect(r.unchanged).toBe(true);
+    }
   });
 });

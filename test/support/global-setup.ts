@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { tmpdir, userInfo } from 'node:os';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 // Jest loads this file outside its module system, where `.js` imports of the project's
@@ -65,7 +66,9 @@ function removeStaleDataDirs(): void {
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
  * whose database is created when missing, else a throw-away embedded server (the app's launcher)
  * under `<tmp>/settlement-receiver-tests-<uid>/test-postgres-<pid>` on a free port (parallel runs do
- * not meet); then an empty template database for the test files to migrate and clone. A failure
+ * not meet); then an empty template database for the test files to migrate and clone; with
+ * `TEST_PGBOUNCER_PORT`, PgBouncer (transaction mode, pool of 2) on that port in front of it,
+ * through which the test apps connect (`TEST_POOLED_URL`, test-app.ts). A failure
  * ends the run with one line (`test set-up failed: …`) and exit code 1.
  */
 export default async function globalSetup(globalConfig: { rootDir: string }): Promise<void> {
@@ -109,4 +112,17 @@ async function prepare(rootDir: string): Promise<void> {
   await query(adminUrl, `CREATE DATABASE ${template}`);
   process.env.TEST_ADMIN_URL = adminUrl;
   process.env.TEST_TEMPLATE_DB = template;
+  if (process.env.TEST_PGBOUNCER_PORT) {
+    // Test apps connect through PgBouncer in transaction mode (test-app.ts); databases are still
+    // created and dropped on the server itself (TEST_ADMIN_URL).
+    const { startPgBouncer } = (await import(
+      pathToFileURL(resolve(rootDir, 'test/support/pgbouncer.mjs')).href
+    )) as typeof import('./pgbouncer.mjs');
+    const bouncer = await startPgBouncer({
+      port: Number(process.env.TEST_PGBOUNCER_PORT),
+      upstream: adminUrl,
+    });
+    (globalThis as { __pgBouncer?: { stop(): Promise<void> } }).__pgBouncer = bouncer;
+    process.env.TEST_POOLED_URL = bouncer.url();
+  }
 }

@@ -57,7 +57,8 @@ export interface TestContext {
  * transactions would take connections a test counts on, so the tests of the overview, of bulk
  * actions and of retention run them by hand, or set them);
  * `options.logDestination` receives the JSON log lines instead of stdout; `options.via` maps the
- * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct);
+ * database URL the app uses (e.g. through a TCP proxy; `db` and `url` stay direct); without it, the
+ * app goes through PgBouncer when the run has one ({@link pooled});
  * `options.override` replaces providers ({@link startApp}); `options.extensions` are the
  * bookmaker's modules given to `AppModule.forRoot` (docs/extending.md).
  */
@@ -73,6 +74,7 @@ export async function createTestApp(
   const database = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: options.via ? options.via(database.url) : database.url,
+    ...(!options.via && pooled(database.url)),
     SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
     OPS_API_KEYS: TEST_OPS_API_KEYS,
     AUTH_FAILURE_LIMIT: '1000',
@@ -101,6 +103,19 @@ export async function createTestApp(
       await database.drop();
     },
   };
+}
+
+/**
+ * With `TEST_POOLED_URL` (PgBouncer of the global set-up, `TEST_PGBOUNCER_PORT`): the app's
+ * `DATABASE_URL` through it, `DATABASE_POOLED=1` and `DATABASE_DIRECT_URL` the database itself
+ * (docs/production.md#pgbouncer); else nothing.
+ */
+export function pooled(directUrl: string): Record<string, string> {
+  const via = process.env.TEST_POOLED_URL;
+  if (!via) return {};
+  const url = new URL(via);
+  url.pathname = new URL(directUrl).pathname;
+  return { DATABASE_URL: url.toString(), DATABASE_POOLED: '1', DATABASE_DIRECT_URL: directUrl };
 }
 
 /**
