@@ -12,6 +12,7 @@ import { SettlementEvents1796500000000 } from './1796500000000-SettlementEvents.
 import { WalletStatusNeverChanged1796510000000 } from './1796510000000-WalletStatusNeverChanged.js';
 import { RetentionPartitions1796600000000 } from './1796600000000-RetentionPartitions.js';
 import { RetentionAgeIndexes1796600100000 } from './1796600100000-RetentionAgeIndexes.js';
+import { OperatorActionClientAddress1796610000000 } from './1796610000000-OperatorActionClientAddress.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   WalletStatusNeverChanged1796510000000,
   RetentionPartitions1796600000000,
   RetentionAgeIndexes1796600100000,
+  OperatorActionClientAddress1796610000000,
 ];

@@ -89,7 +89,8 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
         bearerFormat: 'opaque key',
         description:
           'one of OPS_API_KEYS (name:scopes:secret); a route answers 403 insufficient_scope to a key without its scope, ' +
-          'and 429 after AUTH_FAILURE_LIMIT failed authentications from one address',
+          'and 429 instead of 401 to a missing or unknown key after AUTH_FAILURE_LIMIT failed authentications from one ' +
+          'client address (a known key still passes)',
       })
       .addApiKey(
         {

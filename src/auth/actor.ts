@@ -27,5 +27,7 @@ export interface Actor {
   scopes: readonly Scope[];
   /** `X-Request-Id` of the request; `bulk-action:<id>` for a bulk action's row. */
   requestId: string | null;
+  /** The client address of the request (`clientAddressOf`); null for a bulk action's row. */
+  clientAddress: string | null;
   row?: BulkRowHooks;
 }

@@ -7,6 +7,7 @@ import {
 } from '@nestjs/common';
 import { ApiBearerAuth, ApiExtension, ApiResponse } from '@nestjs/swagger';
 import { apiError } from '../common/error-response.dto.js';
+import { clientAddressOf } from '../observability/client-address.js';
 import { requestIdOf } from '../observability/request-id.js';
 import type { Actor as ActingKey } from './actor.js';
 import type { Scope } from './api-keys.js';
@@ -54,13 +55,19 @@ export function RequireScope(scope: Scope) {
 
 /**
  * The key that authenticated the request (a route with `@RequireScope()`): its name, recorded as
- * the actor of what it does, its scopes and the request id (`Actor` of `src/auth/actor.ts`).
+ * the actor of what it does, its scopes, the request id and the client address (`Actor` of
+ * `src/auth/actor.ts`).
  * Never the secret.
  */
 export const Actor = createParamDecorator((_: unknown, ctx: ExecutionContext): ActingKey => {
   const req = ctx.switchToHttp().getRequest<AuthenticatedRequest>();
   if (req.apiKey === undefined) throw new Error('@Actor() on a route without @RequireScope()');
-  return { name: req.apiKey.name, scopes: req.apiKey.scopes, requestId: requestIdOf(req) };
+  return {
+    name: req.apiKey.name,
+    scopes: req.apiKey.scopes,
+    requestId: requestIdOf(req),
+    clientAddress: clientAddressOf(req),
+  };
 });
 
 /** The type of what `@Actor()` gives: `Actor` of `src/auth/actor.ts`. */

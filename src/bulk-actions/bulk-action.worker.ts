@@ -176,6 +176,7 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
       name: action.actor,
       scopes: ['operate'], // a bulk action is started with scope operate only
       requestId: `bulk-action:${action.id}`,
+      clientAddress: null, // the bulk_run action records the address that started it
       row: this.hooks(action, item, keys),
     };
     if (action.kind === 'quarantine_replay') await this.quarantine.replay(item.targetId, actor);

@@ -35,7 +35,7 @@ export const httpConfig = configFragment<HttpConfig>({
         });
         return bad.length
           ? helpers.message({
-              custom: `TRUSTED_PROXIES: not an IP address, CIDR block or loopback/linklocal/uniquelocal: ${bad.join(', ')}`,
+              custom: `not an IP address, CIDR block or loopback/linklocal/uniquelocal: ${bad.join(', ')}`,
             })
           : v;
       })

@@ -98,6 +98,7 @@ export class OperatorActionLog {
       targetId: spec.targetId,
       reason: spec.reason ?? null,
       requestId: actor.requestId,
+      clientAddress: actor.clientAddress,
       outcome,
       details: { ...(spec.details ?? {}), ...bulk },
     };

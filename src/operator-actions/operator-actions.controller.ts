@@ -50,6 +50,7 @@ export class OperatorActionsController {
           targetId: '42',
           reason: null,
           requestId: 'c9a8531c-c1d5-4ddc-b67c-5358ad98ccde',
+          clientAddress: '203.0.113.7',
           outcome: 'ok',
           details: { batchId: 'b-2026-11-30-000123', outcome: 'processed' },
         },

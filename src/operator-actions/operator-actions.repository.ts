@@ -9,6 +9,8 @@ export interface OperatorActionRow {
   targetId: string | null;
   reason: string | null;
   requestId: string | null;
+  /** The client address of the request (`clientAddressOf`); null for a bulk action's row. */
+  clientAddress: string | null;
   /** `ok`, or the error code the action was refused with. */
   outcome: string;
   details: Record<string, unknown>;
@@ -39,8 +41,9 @@ export class OperatorActionsRepository {
   insertStatement(row: OperatorActionRow): Statement {
     return {
       name: 'oa_insert',
-      text: `INSERT INTO operator_actions (actor, action, target_kind, target_id, reason, request_id, outcome, details)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      text: `INSERT INTO operator_actions (actor, action, target_kind, target_id, reason, request_id, client_address,
+                                           outcome, details)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       values: [
         row.actor,
         row.action,
@@ -48,6 +51,7 @@ export class OperatorActionsRepository {
         row.targetId,
         row.reason,
         row.requestId,
+        row.clientAddress,
         row.outcome,
         JSON.stringify(row.details),
       ],
@@ -62,7 +66,7 @@ export class OperatorActionsRepository {
   async list(tx: Tx, f: OperatorActionFilter): Promise<StoredOperatorAction[]> {
     const { rows } = await tx.query<StoredOperatorAction>(
       `SELECT id::text, at, actor, action, target_kind AS "targetKind", target_id AS "targetId", reason,
-              request_id AS "requestId", outcome, details
+              request_id AS "requestId", client_address AS "clientAddress", outcome, details
          FROM operator_actions
         WHERE ($1::text IS NULL OR actor = $1) AND ($2::text IS NULL OR action = $2)
           AND ($3::text IS NULL OR target_kind = $3) AND ($4::text IS NULL OR target_id = $4)

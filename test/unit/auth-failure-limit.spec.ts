@@ -113,7 +113,7 @@ describe('TRUSTED_PROXIES', () => {
 
   it('stops the start on an entry Express could not use, naming the variable and the entry', () => {
     expect(() => loadConfig({ ...required, TRUSTED_PROXIES: '10.0.0.0/33,127.0.0.1,balancer' })).toThrow(
-      'Invalid configuration:\n  - TRUSTED_PROXIES: TRUSTED_PROXIES: not an IP address, CIDR block or ' +
+      'Invalid configuration:\n  - TRUSTED_PROXIES: not an IP address, CIDR block or ' +
         'loopback/linklocal/uniquelocal: 10.0.0.0/33, balancer',
     );
   });

@@ -58,6 +58,15 @@ export class OperatorActionView {
       'X-Request-Id of the request; `bulk-action:<id>` for a row of a bulk action; null when backfilled',
   })
   requestId: string | null;
+  @ApiProperty({
+    example: '203.0.113.7',
+    type: String,
+    nullable: true,
+    description:
+      'client address of the request: the TCP peer, or X-Forwarded-For when the peer is one of TRUSTED_PROXIES; ' +
+      'null for a row of a bulk action (see its bulk_run) and for actions from before the address was recorded',
+  })
+  clientAddress: string | null;
   @ApiProperty({ example: 'ok', description: '`ok`, or the error code the action was refused with' })
   outcome: string;
   @ApiProperty({

@@ -3,7 +3,7 @@ import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 /**
  * One action taken with a partner API key holding scope `money` or `operate` (docs/api.md,
  * "Operator actions"): who (`actor`, the key's name), what (`action`), on what (`target_kind`,
- * `target_id`), why (`reason`), the request (`request_id`), and how it ended (`outcome`: `ok` or
+ * `target_id`), why (`reason`), the request (`request_id`, `client_address`), and how it ended (`outcome`: `ok` or
  * the error code it was refused with), with a few `details` (amounts, counts, batch ids). Written
  * in the transaction of the action it records (a refusal: in a short one after the rollback).
  * Append-only: trigger `operator_actions_append_only` (function `forbid_ledger_mutation()`,
@@ -35,4 +35,6 @@ export class OperatorActionEntity {
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
   @Column('text') outcome: string;
   @Column('jsonb', { default: {} }) details: Record<string, unknown>;
+  /** The client address (`X-Forwarded-For` only from `TRUSTED_PROXIES`); null for bulk rows and older rows. */
+  @Column('text', { name: 'client_address', nullable: true }) clientAddress: string | null;
 }
