@@ -46,6 +46,8 @@ const { values: args } = parseArgs({
     'database-url': { type: 'string' },
     'db-prefix': { type: 'string', default: 'benchtopo' },
     'port-base': { type: 'string', default: '4500' },
+    'pgbouncer-port': { type: 'string', default: '6450' },
+    'no-pgbouncer': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -62,7 +64,9 @@ const HELP = `npm run bench:topology [-- options]: replicas behind HAProxy (docs
   --money-coupons N     registered coupons (4000); --money-players N (400)
   --database-url URL    a PostgreSQL where databases can be created (default the local service)
   --db-prefix P         databases P_template, P_registered, P_direct, P_balanced (benchtopo)
-  --port-base N         replicas N+1.., HAProxy N+10, its stats N+11, stand-in wallet N+12 (4500)`;
+  --port-base N         replicas N+1.., HAProxy N+10, its stats N+11, stand-in wallet N+12 (4500)
+  --pgbouncer-port N    the balanced replicas' PgBouncer, transaction mode (6450)
+  --no-pgbouncer        the balanced replicas straight to PostgreSQL`;
 
 if (args.help) {
   console.log(HELP);
@@ -122,8 +126,9 @@ class Replica {
     };
   }
 
-  static async create(index: number, port: number, dbUrl: string): Promise<Replica> {
-    const target = new URL(dbUrl);
+  /** `via`: the address its pooled connections go to (PgBouncer), else the server of `dbUrl`. */
+  static async create(index: number, port: number, dbUrl: string, via?: string): Promise<Replica> {
+    const target = new URL(via ?? dbUrl);
     return new Replica(
       index,
       port,
@@ -136,13 +141,15 @@ class Replica {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  async start(dbUrl: string): Promise<void> {
+  /** Starts it on `dbUrl`, its pooled connections through its proxy (to PgBouncer when `pooled`). */
+  async start(dbUrl: string, pooled = false): Promise<void> {
     const url = new URL(dbUrl);
     url.hostname = '127.0.0.1';
     url.port = String(this.db.port);
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATABASE_URL: url.toString(),
+      ...(pooled ? { DATABASE_POOLED: '1', DATABASE_DIRECT_URL: dbUrl } : {}),
       SPORTAPI_WEBHOOK_SECRETS: SECRET,
       OPS_API_KEYS: OPS_KEY,
       PORT: String(this.port),
@@ -178,6 +185,9 @@ class Replica {
   }
 }
 
+/** test/support/pgbouncer.mjs, the launcher the tests and .ci/run share (loaded from the checkout). */
+type PgBouncerModule = typeof import('../test/support/pgbouncer.mjs');
+
 let admin = '';
 const registered = `${PREFIX}_registered`;
 let wallet: RunningWallet | undefined;
@@ -206,16 +216,17 @@ async function prepare(): Promise<void> {
   await dropDatabases(admin, [template]);
 }
 
-/** A fresh copy of the registered database, `n` replicas on it, and a monitor connection. */
-async function topology(name: string, n: number) {
+/** A fresh copy of the registered database, `n` replicas on it (through PgBouncer when `pooled`), a monitor connection. */
+async function topology(name: string, n: number, pooled = false) {
   const db = `${PREFIX}_${name}`;
   await dropDatabases(admin, [db]);
   await cloneDatabase(admin, registered, db, false);
   const url = databaseUrl(admin, db);
+  const via = pooled ? `postgres://127.0.0.1:${args['pgbouncer-port'] as string}/${db}` : undefined;
   const replicas = await Promise.all(
-    Array.from({ length: n }, (_, i) => Replica.create(i, PORT_BASE + 1 + i, url)),
+    Array.from({ length: n }, (_, i) => Replica.create(i, PORT_BASE + 1 + i, url, via)),
   );
-  for (const r of replicas) await r.start(url);
+  await Promise.all(replicas.map((r) => r.start(url, pooled)));
   const client = new pg.Client({ connectionString: url, application_name: 'bench-monitor' });
   await client.connect();
   const close = async () => {
@@ -363,7 +374,7 @@ async function fault(
     }
     takeoverMs = performance.now() - killedAt;
   }
-  await victim.start(t.url);
+  await victim.start(t.url, !args['no-pgbouncer']);
   await drain(t.client);
   const a = await audit(t.client);
   return {
@@ -399,8 +410,22 @@ async function main(): Promise<void> {
   await direct.close();
   cleanups.splice(cleanups.indexOf(direct.close), 1);
 
-  // 2. REPLICAS replicas behind HAProxy, the same rate.
-  const balanced = await topology('balanced', REPLICAS);
+  // 2. REPLICAS replicas behind HAProxy (through PgBouncer), the same rate.
+  const pooled = !args['no-pgbouncer'];
+  let stopBouncer = async () => undefined as void;
+  if (pooled) {
+    const { startPgBouncer } = (await import(resolve(ROOT, 'test/support/pgbouncer.mjs'))) as PgBouncerModule;
+    const upstream = new URL(admin);
+    upstream.pathname = '/';
+    const bouncer = await startPgBouncer({
+      port: Number(args['pgbouncer-port']),
+      upstream: upstream.toString(),
+      poolSize: 20,
+    });
+    stopBouncer = () => bouncer.stop();
+    cleanups.push(stopBouncer);
+  }
+  const balanced = await topology('balanced', REPLICAS, pooled);
   const balancer = await startBalancer('haproxy', {
     port: PORT_BASE + 10,
     statsPort: PORT_BASE + 11,
@@ -448,6 +473,7 @@ async function main(): Promise<void> {
   );
   await balancer.stop();
   await balanced.close();
+  await stopBouncer();
   await dropDatabases(admin, [registered]);
   const file = resolve(LOG_DIR, `topology-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(

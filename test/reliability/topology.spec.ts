@@ -8,6 +8,7 @@ import { LoadResult, openLoop, receiverPool } from '../../bench/open-loop-sender
 import { registerOnReceiver } from '../../bench/setup.js';
 import { TcpProxy, Trigger } from '../../sim/tcp-proxy.js';
 import { RunningWallet, startWallet } from '../../sim/wallet.js';
+import { PgBouncer, startPgBouncer } from '../support/pgbouncer.mjs';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 import {
@@ -23,7 +24,8 @@ import {
 import { ledgerOrder, pendingRows, reconcileWithWallet, walletOrder } from './support/wallet.js';
 
 // Issue 39, docs/production.md "Replicas behind a load balancer": three receiver processes on one
-// database behind HAProxy and nginx run from ops/haproxy.cfg and ops/nginx.conf, both configured
+// database through one transaction-mode PgBouncer (test/support/pgbouncer.mjs; DATABASE_POOLED=1,
+// the session locks on DATABASE_DIRECT_URL), behind HAProxy and nginx run from ops/haproxy.cfg and ops/nginx.conf, both configured
 // to send a failed POST again to another replica. Money-heavy 100-coupon batches (bench/load.ts)
 // at a fixed rate through the balancer while a replica is SIGKILLed at a precise point (a fault
 // proxy between each replica and PostgreSQL fires on the statement: sim/tcp-proxy.ts) or drained
@@ -31,7 +33,7 @@ import { ledgerOrder, pendingRows, reconcileWithWallet, walletOrder } from './su
 // every pushed operation delivered to the wallet exactly once in ledger order (docs/wallet.md),
 // ledger verify clean. Short loads: the 60 s figures are `npm run bench:topology`'s.
 
-const [R1, R2, R3, HAPROXY_PORT, STATS_PORT, NGINX_PORT, WALLET_PORT] = portRange(100, 7);
+const [R1, R2, R3, HAPROXY_PORT, STATS_PORT, NGINX_PORT, WALLET_PORT, PGBOUNCER_PORT] = portRange(100, 8);
 const REPLICA_PORTS = [R1, R2, R3];
 const WALLET_SECRET = 'topology-wallet-secret';
 /** Small enough to register in seconds; 100 coupons per batch, never shared by batches in flight. */
@@ -73,14 +75,22 @@ interface Replica {
 
 describe('three replicas behind HAProxy and nginx, a POST retried on another replica (issue 39)', () => {
   let db: SuiteDatabase;
+  let bouncer: PgBouncer;
   let wallet: RunningWallet;
   const replicas: Replica[] = [];
   const balancers = {} as Record<BalancerKind, Balancer>;
   let dir: string;
   let generator: LoadGenerator;
 
+  /** PgBouncer on its port, in front of the suite database's server. */
+  function startBouncer(): Promise<PgBouncer> {
+    const upstream = new URL(db.url);
+    upstream.pathname = '/';
+    return startPgBouncer({ port: PGBOUNCER_PORT, upstream: upstream.toString(), poolSize: 8 });
+  }
+
   async function startReplica(i: number): Promise<void> {
-    const target = new URL(db.url);
+    const target = new URL(bouncer.url(new URL(db.url).pathname.slice(1)));
     const old = replicas[i];
     const dbProxy =
       old?.db ?? (await TcpProxy.start({ host: target.hostname, port: Number(target.port || 5432) }));
@@ -91,14 +101,19 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
         if (direction !== 'toServer') return;
         for (const m of chunk.toString('latin1').matchAll(/"transactionId":"([^"]+)"/g)) sent.push(m[1]);
       };
-    const url = new URL(db.url);
+    const url = new URL(target);
     url.hostname = '127.0.0.1';
     url.port = String(dbProxy.port);
     // A loaded machine (CI, or the 2 cores here) takes its time to start one.
     const receiver = await startReceiver(
       REPLICA_PORTS[i],
       url.toString(),
-      { ...replicaEnv(), WALLET_URL: `http://127.0.0.1:${walletProxy.port}` },
+      {
+        ...replicaEnv(),
+        WALLET_URL: `http://127.0.0.1:${walletProxy.port}`,
+        DATABASE_POOLED: '1',
+        DATABASE_DIRECT_URL: db.url,
+      },
       90_000,
     );
     replicas[i] = { port: REPLICA_PORTS[i], receiver, db: dbProxy, wallet: walletProxy, sent };
@@ -106,6 +121,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
 
   beforeAll(async () => {
     db = await suiteDatabase(4);
+    bouncer = await startBouncer();
     dir = mkdtempSync(join(tmpdir(), 'topology-'));
     wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: 39, allowNegative: true });
     const t0 = Date.now();
@@ -139,6 +155,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     await Promise.all(replicas.map((r) => stopReceiver(r.receiver)));
     await Promise.all(replicas.flatMap((r) => [r.db.close(), r.wallet.close()]));
     await wallet?.close();
+    await bouncer?.stop();
     await db?.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -204,7 +221,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
   );
 
   it.each(['haproxy', 'nginx'] as const)(
-    'through %s: the log line and the failed-authentication limit see the client, not the balancer',
+    'through %s: the log line, the failed-authentication limit and the operator-actions log see the client',
     async (kind) => {
       /** A partner API call with an unknown key from `address`, claiming to come from 6.6.6.6. */
       const badKey = async (address: string, n: number) => {
@@ -229,10 +246,38 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       expect(statuses).toContain(429);
       // Another client behind the same balancer is not limited.
       expect(await badKey(other, 99)).toBe(401);
-      const logs = replicas.map((r) => r.receiver.output()).join('\n');
-      expect(logs).toContain(`"remoteAddress":"${spoofer}"`);
-      expect(logs).toContain(`"remoteAddress":"${other}"`);
-      expect(logs).not.toContain('"remoteAddress":"6.6.6.6"');
+      // An operator action (a deposit, known key) from the limited client still passes and is
+      // logged with its address.
+      const agent = new Agent({ localAddress: spoofer });
+      try {
+        const res = await request(`${balancers[kind].url}/accounts/addr-${kind}/adjustments`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: {
+            authorization: `Bearer ${OPS_KEY}`,
+            'content-type': 'application/json',
+            'idempotency-key': `addr-${kind}`,
+            'x-forwarded-for': '6.6.6.6',
+          },
+          body: JSON.stringify({ amount: '1.00', currency: 'EUR', reason: 'client address' }),
+        });
+        await res.body.dump();
+        expect(res.statusCode).toBe(201);
+      } finally {
+        await agent.close();
+      }
+      const { rows } = await db.pool.query(
+        `SELECT action, client_address FROM operator_actions WHERE target_id = $1`,
+        [`addr-${kind}`],
+      );
+      expect(rows).toEqual([{ action: 'adjustment', client_address: spoofer }]);
+      // The log line of the last answer may still be on its way through the pipe.
+      const logs = () => replicas.map((r) => r.receiver.output()).join('\n');
+      await eventually(
+        async () => [spoofer, other].every((a) => logs().includes(`"remoteAddress":"${a}"`)),
+        "the 401 log lines with the clients' addresses",
+      );
+      expect(logs()).not.toContain('"remoteAddress":"6.6.6.6"');
     },
     60_000,
   );
@@ -325,6 +370,47 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     expectAll200(res);
     // Nothing left leased by the drained replica: its claims were recorded or released.
     await startReplica(0);
+    await expectConsistent();
+  }, 120_000);
+
+  it('PgBouncer restarted mid-load: every batch answered 200 at last (503s redelivered), applied once', async () => {
+    const deliveries = Array.from({ length: RATE * SECONDS }, () => generator.next());
+    const pool = receiverPool(balancers.haproxy.url);
+    const statuses: number[] = [];
+    const send = async (i: number) => {
+      try {
+        const res = await pool.request({
+          method: 'POST',
+          path: '/sportapi/callback',
+          headers: { 'content-type': 'application/json', 'x-signature': deliveries[i].signature },
+          body: deliveries[i].body,
+        });
+        await res.body.dump();
+        return res.statusCode;
+      } catch {
+        return 0;
+      }
+    };
+    const first = Promise.all(
+      deliveries.map(async (_, i) => {
+        await new Promise((r) => setTimeout(r, (i * 1000) / RATE));
+        statuses[i] = await send(i);
+      }),
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    await bouncer.stop();
+    await new Promise((r) => setTimeout(r, 500));
+    bouncer = await startBouncer();
+    await first;
+    // Like SportAPI, deliver again what was not answered 200.
+    const firstAnswers = [...statuses];
+    for (let round = 0; round < 10 && statuses.some((s) => s !== 200); round++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      for (const [i, s] of statuses.entries()) if (s !== 200) statuses[i] = await send(i);
+    }
+    await pool.close();
+    expect(firstAnswers).not.toContain(500);
+    expect(statuses).toEqual(deliveries.map(() => 200));
     await expectConsistent();
   }, 120_000);
 });
