@@ -222,6 +222,9 @@ async function topology(name: string, n: number, pooled = false) {
   await dropDatabases(admin, [db]);
   await cloneDatabase(admin, registered, db, false);
   const url = databaseUrl(admin, db);
+  // A fresh stand-in wallet: the same pool gives the same operation keys on every copy.
+  await wallet?.close();
+  wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: 39, allowNegative: true });
   const via = pooled ? `postgres://127.0.0.1:${args['pgbouncer-port'] as string}/${db}` : undefined;
   const replicas = await Promise.all(
     Array.from({ length: n }, (_, i) => Replica.create(i, PORT_BASE + 1 + i, url, via)),
@@ -391,7 +394,6 @@ async function fault(
 async function main(): Promise<void> {
   const t0 = performance.now();
   mkdirSync(LOG_DIR, { recursive: true });
-  wallet = await startWallet({ port: WALLET_PORT, secret: WALLET_SECRET, seed: 39, allowNegative: true });
   await prepare();
   const gen = (prefix: string) =>
     new LoadGenerator({ pool: POOL, secret: SECRET, batchPrefix: prefix, profile: 'money' });
@@ -485,7 +487,7 @@ async function main(): Promise<void> {
     ),
   );
   console.log(`figures: ${file}; total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
-  await wallet.close();
+  await wallet?.close();
 }
 
 async function cleanup(): Promise<void> {

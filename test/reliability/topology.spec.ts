@@ -8,6 +8,7 @@ import { LoadResult, openLoop, receiverPool } from '../../bench/open-loop-sender
 import { registerOnReceiver } from '../../bench/setup.js';
 import { TcpProxy, Trigger } from '../../sim/tcp-proxy.js';
 import { RunningWallet, startWallet } from '../../sim/wallet.js';
+import { RETENTION_LOCK_KEY } from '../../src/retention/retention-engine.js';
 import { PgBouncer, startPgBouncer } from '../support/pgbouncer.mjs';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
@@ -43,6 +44,11 @@ const SECONDS = 5;
 /** A wallet row of a killed replica waits for its lease: 2 × WALLET_TIMEOUT_MS + 10 s (OutboxWorker.leaseMs). */
 const WALLET_LEASE_MS = 2 * 500 + 10_000;
 
+/** RETENTION_INTERVAL of the replicas: a lock freed by a killed replica is taken by the next run. */
+const RETENTION_RUN_MS = 3000;
+/** The answer `true` to `SELECT pg_try_advisory_lock(…)`: a DataRow of one column, one byte, `t`. */
+const LOCKED_TRUE = 'D\u0000\u0000\u0000\u000b\u0000\u0001\u0000\u0000\u0000\u0001t';
+
 /** The settlement transaction's coupon write (the hot path's last round, sent with its COMMIT). */
 const SETTLEMENT_WRITE = ['cp_apply', 'AS m(coupon_code text, position int'];
 /** The wallet outbox's record of an attempt (after the wallet answered). */
@@ -60,6 +66,8 @@ function replicaEnv(): Record<string, string> {
     // Both balancers connect from 127.0.0.1; the test's clients from 127.0.0.5 and 127.0.0.6.
     TRUSTED_PROXIES: '127.0.0.1',
     AUTH_FAILURE_LIMIT: '3',
+    // Every replica tries for the retention lock every RETENTION_RUN_MS (fault d).
+    RETENTION_INTERVAL: String(RETENTION_RUN_MS),
   };
 }
 
@@ -69,8 +77,12 @@ interface Replica {
   receiver: Receiver;
   db: TcpProxy;
   wallet: TcpProxy;
+  /** Its DATABASE_DIRECT_URL connections (the session locks), through a proxy of their own. */
+  direct: TcpProxy;
   /** Transaction ids of the wallet requests it sent. */
   sent: string[];
+  /** When (Date.now()) it began a retention run: holding the retention lock. */
+  runs: number[];
 }
 
 describe('three replicas behind HAProxy and nginx, a POST retried on another replica (issue 39)', () => {
@@ -96,6 +108,18 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       old?.db ?? (await TcpProxy.start({ host: target.hostname, port: Number(target.port || 5432) }));
     const walletProxy = old?.wallet ?? (await TcpProxy.start({ host: '127.0.0.1', port: WALLET_PORT }));
     const sent = old?.sent ?? [];
+    const runs = old?.runs ?? [];
+    const server = new URL(db.url);
+    const directProxy =
+      old?.direct ?? (await TcpProxy.start({ host: server.hostname, port: Number(server.port || 5432) }));
+    if (!old)
+      directProxy.tap = (direction, chunk) => {
+        // Sent only once pg_try_advisory_lock(727006) answered true (RetentionJob.runOnce).
+        if (direction === 'toServer' && chunk.includes('SET statement_timeout')) runs.push(Date.now());
+      };
+    const direct = new URL(db.url);
+    direct.hostname = '127.0.0.1';
+    direct.port = String(directProxy.port);
     if (!old)
       walletProxy.tap = (direction, chunk) => {
         if (direction !== 'toServer') return;
@@ -112,11 +136,19 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
         ...replicaEnv(),
         WALLET_URL: `http://127.0.0.1:${walletProxy.port}`,
         DATABASE_POOLED: '1',
-        DATABASE_DIRECT_URL: db.url,
+        DATABASE_DIRECT_URL: direct.toString(),
       },
       90_000,
     );
-    replicas[i] = { port: REPLICA_PORTS[i], receiver, db: dbProxy, wallet: walletProxy, sent };
+    replicas[i] = {
+      port: REPLICA_PORTS[i],
+      receiver,
+      db: dbProxy,
+      wallet: walletProxy,
+      direct: directProxy,
+      sent,
+      runs,
+    };
   }
 
   beforeAll(async () => {
@@ -153,7 +185,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
   afterAll(async () => {
     await Promise.all(Object.values(balancers).map((b) => b.stop()));
     await Promise.all(replicas.map((r) => stopReceiver(r.receiver)));
-    await Promise.all(replicas.flatMap((r) => [r.db.close(), r.wallet.close()]));
+    await Promise.all(replicas.flatMap((r) => [r.db.close(), r.wallet.close(), r.direct.close()]));
     await wallet?.close();
     await bouncer?.stop();
     await db?.close();
@@ -177,6 +209,9 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     const tail = balancers[kind].output().split('\n').slice(-40).join('\n');
     throw new Error(`answers ${JSON.stringify(res.answers)} through ${kind}; its last lines:\n${tail}`);
   }
+
+  /** One line of figures on stderr (the CI log), for the record. */
+  const report = (line: string) => process.stderr.write(`topology: ${line}\n`);
 
   /** Wallet requests the stand-in answered as byte-identical repeats so far. */
   const repeats = () => wallet.stats().repeats;
@@ -311,6 +346,9 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     await expectConsistent();
     const leased = await (inFlight as Promise<number>);
     const duplicates = repeats() - repeatsBefore;
+    report(
+      `${JSON.stringify(trigger.marker)}: answers ${JSON.stringify(res.answers)}, longest ${res.max.toFixed(0)} ms, ${duplicates} duplicate wallet requests, ${leased} rows in flight at the kill`,
+    );
     expect(duplicates).toBeLessThanOrEqual(leased);
     return { res, leased, duplicates };
   }
@@ -367,6 +405,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
     const res = await loading;
     await pool.close();
     expect(await victim.receiver.exited).toEqual({ code: 0, signal: null });
+    report(`SIGTERM drain: answers ${JSON.stringify(res.answers)}, longest ${res.max.toFixed(0)} ms`);
     expectAll200(res);
     // Nothing left leased by the drained replica: its claims were recorded or released.
     await startReplica(0);
@@ -409,8 +448,47 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       for (const [i, s] of statuses.entries()) if (s !== 200) statuses[i] = await send(i);
     }
     await pool.close();
+    report(`PgBouncer restart: first answers ${JSON.stringify(firstAnswers)}`);
     expect(firstAnswers).not.toContain(500);
     expect(statuses).toEqual(deliveries.map(() => 200));
+    await expectConsistent();
+  }, 120_000);
+
+  it('SIGKILL while holding the retention lock (d): another replica takes it at its next run', async () => {
+    const killed: { replica?: Replica; at?: number } = {};
+    for (const r of replicas)
+      r.direct.arm({
+        after: 'pg_try_advisory_lock',
+        marker: String(RETENTION_LOCK_KEY),
+        then: 'answerLost',
+        answerMarker: LOCKED_TRUE,
+        onFired: () => {
+          if (killed.replica) return;
+          killed.replica = r;
+          killed.at = Date.now();
+          r.receiver.kill('SIGKILL');
+        },
+      });
+    const res = await load('haproxy');
+    await eventually(async () => killed.replica !== undefined, 'a replica to take the retention lock', {
+      timeoutMs: 4 * RETENTION_RUN_MS,
+    });
+    const victim = killed.replica as Replica;
+    for (const r of replicas) r.direct.release();
+    expect(await victim.receiver.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    // PostgreSQL frees a session lock when its session ends: the next run of another replica has it.
+    const takenAt = await eventually(
+      async () =>
+        replicas
+          .filter((r) => r !== victim)
+          .flatMap((r) => r.runs.filter((t) => t > (killed.at as number)))[0],
+      'another replica to run retention',
+      { timeoutMs: 3 * RETENTION_RUN_MS + 5000, intervalMs: 50 },
+    );
+    report(`retention lock: taken over ${takenAt - (killed.at as number)} ms after the kill`);
+    expect(takenAt - (killed.at as number)).toBeLessThanOrEqual(2 * RETENTION_RUN_MS + 2000);
+    await startReplica(replicas.indexOf(victim));
+    expectAll200(res);
     await expectConsistent();
   }, 120_000);
 });
