@@ -447,7 +447,7 @@ async function main(): Promise<void> {
   const total = shares.reduce((x, y) => x + y, 0);
   const bAudit = await audit(balanced.client);
   console.log(
-    `${REPLICAS} replicas behind HAProxy at ${rate.toFixed(1)}/s for ${DURATION} s: ${answersOf(b)}; p50 ${s1(b.p50)}, p99 ${s1(b.p99)}, max ${s1(b.max)}` +
+    `${REPLICAS} replicas behind HAProxy${pooled ? ' + PgBouncer' : ''} at ${rate.toFixed(1)}/s for ${DURATION} s: ${answersOf(b)}; p50 ${s1(b.p50)}, p99 ${s1(b.p99)}, max ${s1(b.max)}` +
       ` → p99 ${(b.p99 / d.p99).toFixed(2)}× the direct replica's (target <= 1.5×)`,
   );
   console.log(
