@@ -9,19 +9,34 @@ export type Direction = 'toServer' | 'toClient';
  * inbox row, not another connection's).
  */
 export interface Trigger {
-  marker: string;
-  after?: string;
+  /** A marker, or several: the first chunk containing any of them fires. */
+  marker: string | string[];
+  after?: string | string[];
   /**
    * `hold`: that chunk and everything after it, both ways, stop on that connection (hung before
    * the server sees it); `answerLost`: the chunk reaches the server, its answer is held (the
    * server acts, the client never hears); `reset`: the connection is reset instead.
    */
   then: 'hold' | 'answerLost' | 'reset';
+  /**
+   * Called once when the fault takes effect: at once for `hold` and `reset`; for `answerLost` when
+   * the server's answer to the chunk arrives (and is held), i.e. after the server acted on it (a
+   * COMMIT done). E.g. SIGKILL of the client process at that exact point.
+   */
+  onFired?: () => void;
+  /** `answerLost` only: call `onFired` at the first held answer chunk containing this (e.g. `COMMIT`, the tag of its CommandComplete). */
+  answerMarker?: string;
+}
+
+function includesAny(chunk: Buffer, markers: string | string[]): boolean {
+  return (typeof markers === 'string' ? [markers] : markers).some((m) => chunk.includes(m));
 }
 
 interface Link {
   /** Sent the trigger's `after` marker. */
   marked: boolean;
+  /** Called with the first answer held by an `answerLost` trigger (containing its `answerMarker`). */
+  onAnswerHeld?: { marker?: string; fired: () => void };
   client: Socket;
   server: Socket;
   held: Record<Direction, Buffer[]>;
@@ -42,6 +57,8 @@ export class TcpProxy {
   private trigger: Trigger | undefined;
   /** How many times an armed trigger fired. */
   fired = 0;
+  /** Sees every chunk as it arrives, both ways (e.g. to count the requests of one client). */
+  tap: ((direction: Direction, chunk: Buffer) => void) | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -126,26 +143,39 @@ export class TcpProxy {
   }
 
   private receive(link: Link, direction: Direction, chunk: Buffer): void {
+    this.tap?.(direction, chunk);
     const trigger = this.trigger;
-    if (direction === 'toServer' && trigger?.after && chunk.includes(trigger.after)) link.marked = true;
+    if (direction === 'toServer' && trigger?.after && includesAny(chunk, trigger.after)) link.marked = true;
     if (
       direction === 'toServer' &&
       trigger &&
-      chunk.includes(trigger.marker) &&
+      includesAny(chunk, trigger.marker) &&
       (!trigger.after || link.marked)
     ) {
       this.trigger = undefined;
       this.fired++;
-      if (trigger.then === 'reset') return this.reset(link);
-      if (trigger.then === 'hold') link.holding = { toServer: true, toClient: true };
-      else {
-        this.forward(link, direction, chunk);
-        link.holding.toClient = true;
-        return;
+      if (trigger.then === 'reset') {
+        this.reset(link);
+        return trigger.onFired?.();
       }
+      if (trigger.then === 'hold') {
+        link.holding = { toServer: true, toClient: true };
+        link.held.toServer.push(chunk);
+        return trigger.onFired?.();
+      }
+      this.forward(link, direction, chunk);
+      link.holding.toClient = true;
+      if (trigger.onFired) link.onAnswerHeld = { marker: trigger.answerMarker, fired: trigger.onFired };
+      return;
     }
-    if (link.holding[direction]) link.held[direction].push(chunk);
-    else this.forward(link, direction, chunk);
+    if (link.holding[direction]) {
+      link.held[direction].push(chunk);
+      const held = link.onAnswerHeld;
+      if (direction === 'toClient' && held && (!held.marker || chunk.includes(held.marker))) {
+        link.onAnswerHeld = undefined;
+        held.fired();
+      }
+    } else this.forward(link, direction, chunk);
   }
 
   private forward(link: Link, direction: Direction, chunk: Buffer): void {

@@ -65,7 +65,8 @@ export async function startPgBouncer({
     config,
     [
       '[databases]',
-      `* = host=${server.hostname} port=${server.port || 5432} user=${user}`,
+      // The upstream's password, when it has one (the embedded PostgreSQL of the reliability suite).
+      `* = host=${server.hostname} port=${server.port || 5432} user=${user}${server.password ? ` password=${decodeURIComponent(server.password)}` : ''}`,
       '[pgbouncer]',
       'listen_addr = 127.0.0.1',
       `listen_port = ${port}`,

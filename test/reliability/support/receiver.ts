@@ -12,7 +12,7 @@ import { sleep } from '../../support/wait.js';
 /** The built receiver (`npm run test:reliability` builds first). */
 export const MAIN_JS = resolve(process.cwd(), 'dist/src/main.js');
 
-/** Ports of this suite: 5300-5399 (one range per test file, see {@link portRange}). */
+/** Ports of this suite: 5300-5409 (one range per test file, see {@link portRange}). */
 const PORT_BASE = Number(process.env.RELIABILITY_PORT_BASE || 5300);
 
 /** `count` ports of the suite, at `offset` inside its range; test files use disjoint offsets. */
