@@ -33,7 +33,8 @@ export interface CertifyReport {
   debitAboveBalance: string;
   latency: { p50: number; p95: number; max: number; calls: number; warnMs: number; failMs: number };
   summary: { passed: number; failed: number; skipped: number; warnings: number };
-  verdict: 'passed' | 'failed';
+  /** `passed`: every scenario passed; `incomplete`: none failed, some skipped; `failed`: some failed. */
+  verdict: 'passed' | 'incomplete' | 'failed';
   scenarios: ScenarioResult[];
 }
 
@@ -74,6 +75,13 @@ async function runScenario(kit: Kit, scenario: Scenario): Promise<ScenarioResult
       return done('failed', failed.map((c) => `expected ${c.what}; saw ${c.seen}`).join(' | '));
     return done('passed', why);
   } catch (err) {
+    // A check that failed before the effect turned out unobservable still fails the scenario.
+    const failed = s.checks.filter((c) => !c.ok);
+    if (err instanceof Unobservable && failed.length)
+      return done(
+        'failed',
+        `${failed.map((c) => `expected ${c.what}; saw ${c.seen}`).join(' | ')} (${err.message})`,
+      );
     if (err instanceof NotApplicable || err instanceof Unobservable) return done('skipped', err.message);
     s.check(false, 'the scenario runs to its end', (err as Error).message, 'status');
     return done('failed', `error: ${(err as Error).message}`);
@@ -92,12 +100,13 @@ export async function certifyWallet(
   only?: string[],
 ): Promise<CertifyReport> {
   const kit = new Kit(options);
-  out(safetyNotice(kit));
+  out(`${safetyNotice(kit)}\n`);
   const startedAt = new Date().toISOString();
   const scenarios: ScenarioResult[] = [];
   try {
     await kit.start();
-    for (const scenario of SCENARIOS) if (!only || only.includes(scenario.id)) scenarios.push(await runScenario(kit, scenario));
+    for (const scenario of SCENARIOS)
+      if (!only || only.includes(scenario.id)) scenarios.push(await runScenario(kit, scenario));
   } finally {
     await kit.close();
   }
@@ -139,10 +148,19 @@ export async function certifyWallet(
       failMs: options.timeoutMs * LATENCY_FAIL,
     },
     summary,
-    verdict: summary.failed === 0 ? 'passed' : 'failed',
+    verdict: summary.failed ? 'failed' : summary.skipped ? 'incomplete' : 'passed',
     scenarios,
   };
 }
+
+const ids = (r: CertifyReport, status: ScenarioResult['status']) =>
+  r.scenarios
+    .filter((x) => x.status === status)
+    .map((x) => x.id)
+    .join(', ');
+
+/** Exit code of a verdict: 0 passed, 1 failed, 3 incomplete (2 is a usage error). */
+export const EXIT_CODE: Record<CertifyReport['verdict'], number> = { passed: 0, failed: 1, incomplete: 3 };
 
 const MARK: Record<ScenarioResult['status'], string> = { passed: 'PASS', failed: 'FAIL', skipped: 'SKIP' };
 
@@ -157,7 +175,10 @@ export function formatReport(r: CertifyReport, detail = 3): string {
   ];
   for (const x of r.scenarios) {
     lines.push(`${MARK[x.status]} ${x.id} — ${x.title}`);
-    lines.push(`     ${x.status === 'passed' ? 'why' : x.status === 'failed' ? 'FAILED' : 'skipped'}: ${x.why}`);
+    if (x.status === 'failed')
+      for (const c of x.checks.filter((k) => !k.ok))
+        lines.push(`     ✘ expected ${c.what}`, `       saw (${c.via}): ${c.seen.slice(0, 300)}`);
+    else lines.push(`     ${x.status === 'passed' ? 'why' : 'skipped'}: ${x.why}`);
     if (x.observations.length) lines.push(`     observed via: ${x.observations.join(', ')}`);
     for (const w of x.warnings) lines.push(`     WARNING: ${w}`);
     if (x.status === 'failed') {
@@ -175,10 +196,20 @@ export function formatReport(r: CertifyReport, detail = 3): string {
     `latency: p50 ${r.latency.p50} ms, p95 ${r.latency.p95} ms, max ${r.latency.max} ms over ${r.latency.calls} single calls (warn ≥ ${r.latency.warnMs} ms, fail ≥ ${r.latency.failMs} ms)`,
     `${r.scenarios.length} scenarios: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.warnings} warning(s)`,
     r.verdict === 'passed'
-      ? `VERDICT: PASSED${s.skipped ? ` (skipped scenarios are not certified: ${r.scenarios.filter((x) => x.status === 'skipped').map((x) => x.id).join(', ')})` : ''}`
-      : `VERDICT: FAILED (${r.scenarios.filter((x) => x.status === 'failed').map((x) => x.id).join(', ')})`,
+      ? 'VERDICT: PASSED (every scenario passed)'
+      : r.verdict === 'incomplete'
+        ? `VERDICT: INCOMPLETE (none failed; skipped, so not certified: ${ids(r, 'skipped')})`
+        : `VERDICT: FAILED (${ids(r, 'failed')})`,
   );
   return `${lines.join('\n')}\n`;
+}
+
+/** The summary table's `why`: a failure's first failed check, the rest in its details. */
+function shortWhy(x: ScenarioResult): string {
+  const failed = x.checks.filter((c) => !c.ok);
+  if (x.status !== 'failed' || !failed.length) return x.why;
+  const more = failed.length > 1 ? ` (+${failed.length - 1} more failed check(s))` : '';
+  return `expected ${failed[0].what}; saw ${failed[0].seen.slice(0, 160)}${more}`;
 }
 
 function esc(text: string): string {
@@ -190,11 +221,12 @@ const CONTRACT_DOC = 'docs/wallet-http-contract.md';
 /** The report as one self-contained HTML page (no script, no external resource). */
 export function htmlReport(r: CertifyReport): string {
   const s = r.summary;
-  const badge = (st: string) => `<span class="b ${st}">${esc(MARK[st as ScenarioResult['status']] ?? st)}</span>`;
+  const badge = (st: string) =>
+    `<span class="b ${st}">${esc(MARK[st as ScenarioResult['status']] ?? st)}</span>`;
   const rows = r.scenarios
     .map(
       (x) =>
-        `<tr class="${x.status}"><td>${badge(x.status)}</td><td><a href="#${esc(x.id)}"><code>${esc(x.id)}</code></a></td><td>${esc(x.title)}</td><td>${esc(x.why)}${x.warnings.map((w) => `<div class="w">warning: ${esc(w)}</div>`).join('')}</td><td>${esc(x.observations.join(', '))}</td></tr>`,
+        `<tr class="${x.status}"><td>${badge(x.status)}</td><td class="id"><a href="#${esc(x.id)}"><code>${esc(x.id)}</code></a></td><td>${esc(x.title)}</td><td>${esc(shortWhy(x))}${x.warnings.map((w) => `<div class="w">warning: ${esc(w)}</div>`).join('')}</td><td>${esc(x.observations.join(', '))}</td></tr>`,
     )
     .join('\n');
   const details = r.scenarios
@@ -216,7 +248,7 @@ export function htmlReport(r: CertifyReport): string {
         )
         .join('\n');
       return `<section id="${esc(x.id)}" class="${x.status}"><h3>${badge(x.status)} <code>${esc(x.id)}</code> ${esc(x.title)}</h3>
-<p>${esc(x.why)}</p><p class="m">contract: <code>${CONTRACT_DOC}${esc(x.contract)}</code>; group: ${esc(x.group)}</p>
+<p>${esc(x.status === 'failed' ? `${x.checks.filter((c) => !c.ok).length} check(s) failed:` : x.why)}</p><p class="m">contract: <code>${CONTRACT_DOC}${esc(x.contract)}</code>; group: ${esc(x.group)}</p>
 ${checks ? `<table class="c"><tr><th></th><th>expected</th><th>seen</th><th>via</th></tr>${checks}</table>` : ''}
 ${exchanges ? `<h4>Requests (${x.exchanges.length})</h4>${exchanges}` : ''}</section>`;
     })
@@ -235,19 +267,19 @@ ${exchanges ? `<h4>Requests (${x.exchanges.length})</h4>${exchanges}` : ''}</sec
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Wallet certification ${esc(r.runId)}: ${r.verdict.toUpperCase()}</title>
 <style>
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1150px;color:#1d2330;padding:0 16px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1150px;color:#1d2330;padding:0 16px;overflow-wrap:anywhere}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde}h3{font-size:15px;margin:0 0 6px}h4{margin:10px 0 4px;font-size:13px}
 table{border-collapse:collapse;width:100%;margin:6px 0}td,th{border-bottom:1px solid #e5e7ef;padding:5px 7px;text-align:left;vertical-align:top}th{background:#f4f5f9;font-weight:600}
 code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}pre{background:#f6f7fa;border:1px solid #e4e6ee;padding:8px;white-space:pre-wrap;word-break:break-all;font:12px ui-monospace,Menlo,monospace;margin:4px 0}
 .b{display:inline-block;min-width:38px;text-align:center;border-radius:4px;padding:1px 6px;font-weight:700;font-size:12px;color:#fff}.b.passed{background:#1e8e3e}.b.failed{background:#c5221f}.b.skipped{background:#80868b}
-.verdict{font-size:18px;font-weight:700;padding:10px 14px;border-radius:6px;margin:12px 0}.verdict.passed{background:#e6f4ea;color:#137333}.verdict.failed{background:#fce8e6;color:#a50e0e}
+.verdict{font-size:18px;font-weight:700;padding:10px 14px;border-radius:6px;margin:12px 0}.verdict.passed{background:#e6f4ea;color:#137333}.verdict.failed{background:#fce8e6;color:#a50e0e}.verdict.incomplete{background:#fef7e0;color:#8a5300}
 section{border:1px solid #e4e6ee;border-radius:6px;padding:12px 14px;margin:12px 0}section.failed{border-color:#f3b6b2;background:#fffafa}
-.m{color:#5f6368;font-size:12px;margin:2px 0}.w{color:#b06000;font-size:12px}summary{cursor:pointer;font-size:13px}dl{display:grid;grid-template-columns:220px 1fr;gap:3px 12px;margin:8px 0}dt{color:#5f6368}dd{margin:0}
+.id code{white-space:nowrap;word-break:normal}table.s{table-layout:fixed}table.s td:first-child{padding-right:10px}table.c td:first-child{width:18px;color:#c5221f}table.c td:last-child{width:64px;overflow-wrap:normal}.m{color:#5f6368;font-size:12px;margin:2px 0}.w{color:#b06000;font-size:12px}summary{cursor:pointer;font-size:13px}dl{display:grid;grid-template-columns:220px 1fr;gap:3px 12px;margin:8px 0}dt{color:#5f6368}dd{margin:0}
 </style></head><body>
 <h1>Wallet certification — ${esc(r.wallet)}</h1>
 <p class="m">npm run wallet:certify, run ${esc(r.runId)}, ${esc(r.startedAt)} to ${esc(r.finishedAt)}. The contract: ${CONTRACT_DOC}.</p>
-<div class="verdict ${r.verdict}">${r.verdict === 'passed' ? 'PASSED' : 'FAILED'}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.warnings} warning(s) of ${r.scenarios.length} scenarios</div>
-${s.skipped ? `<p>Skipped scenarios are not certified: ${esc(r.scenarios.filter((x) => x.status === 'skipped').map((x) => x.id).join(', '))}.</p>` : ''}
+<div class="verdict ${r.verdict}">${r.verdict.toUpperCase()}: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped, ${s.warnings} warning(s) of ${r.scenarios.length} scenarios</div>
+${s.skipped ? `<p>Skipped scenarios are not certified: ${esc(ids(r, 'skipped'))}.</p>` : ''}
 <dl>
 <dt>Accounts (${r.accountsFrom === 'given' ? 'given with --accounts' : 'named by the kit'})</dt><dd><code>${esc(r.accounts.join(', '))}</code> — no other account was touched</dd>
 <dt>Currency</dt><dd>${esc(r.currency)}</dd>
@@ -259,7 +291,7 @@ ${s.skipped ? `<p>Skipped scenarios are not certified: ${esc(r.scenarios.filter(
 <dt>Latency of single calls</dt><dd>p50 ${r.latency.p50} ms, p95 ${r.latency.p95} ms, max ${r.latency.max} ms over ${r.latency.calls} calls (warning from ${r.latency.warnMs} ms, failure from ${r.latency.failMs} ms)</dd>
 </dl>
 <h2>Scenarios</h2>
-<table><tr><th></th><th>id</th><th>scenario</th><th>why</th><th>observed via</th></tr>
+<table class="s"><colgroup><col style="width:52px"><col style="width:255px"><col style="width:28%"><col><col style="width:120px"></colgroup><tr><th></th><th>id</th><th>scenario</th><th>why</th><th>observed via</th></tr>
 ${rows}</table>
 <h2>How effects were observed</h2>
 <table><tr><th>via</th><th>what</th><th>scenarios</th></tr>${obs}</table>
@@ -273,13 +305,14 @@ export const USAGE = `usage: npm run wallet:certify -- --url URL --secret SECRET
        [--currency EUR] [--timeout-ms 5000] [--batch-size 16] [--report wallet-certification]
        [--only id,id]
 Sends test transactions to URL/transactions and checks each rule of docs/wallet-http-contract.md.
-Exit code 0: no scenario failed (skipped ones are listed, not certified); 1: some failed; 2: usage.
+Exit code 0: every scenario passed; 1: some failed; 3: none failed but some were skipped (not
+certified: no --batch, no export, ...); 2: a usage error.
 `;
 
 /**
  * `npm run wallet:certify -- …`: runs the kit, prints the report and writes it as
- * `<report>.json` and `<report>.html`. Exit code 0 when no scenario failed, 1 when one did, 2 on
- * a usage error.
+ * `<report>.json` and `<report>.html`. Exit code {@link EXIT_CODE}: 0 every scenario passed, 1
+ * one failed, 3 none failed but some were skipped; 2 a usage error.
  */
 export async function certifyCommand(
   argv: string[],
@@ -322,7 +355,12 @@ export async function certifyCommand(
     !(Number.isInteger(batchSize) && batchSize >= 2 && batchSize <= 256) && '--batch-size must be 2..256',
     accounts && accounts.length < 2 && '--accounts needs at least two test accounts',
     accounts && new Set(accounts).size !== accounts.length && '--accounts lists an account twice',
-  ].filter((p): p is string => typeof p === 'string');
+    values.only
+      ?.split(',')
+      .filter((id) => !SCENARIOS.some((x) => x.id === id))
+      .map((id) => `--only: no scenario ${id}`)
+      .join('\n'),
+  ].filter((p): p is string => typeof p === 'string' && p !== '');
   if (problems.length) return { code: 2, stderr: `${problems.join('\n')}\n${USAGE}` };
   const report = await certifyWallet(
     { url, secret, batch: values.batch, accounts, currency: values.currency, timeoutMs, batchSize },
@@ -335,5 +373,5 @@ export async function certifyCommand(
   writeFileSync(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(`${base}.html`, htmlReport(report));
   write(`report written to ${base}.json and ${base}.html\n`);
-  return { code: report.verdict === 'passed' ? 0 : 1, report, stderr: '' };
+  return { code: EXIT_CODE[report.verdict], report, stderr: '' };
 }

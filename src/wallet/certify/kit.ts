@@ -121,7 +121,9 @@ function shorten(text: string): string {
 function parse(text: string | undefined): Record<string, unknown> | undefined {
   try {
     const v = JSON.parse(text ?? '') as unknown;
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+    return typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -253,7 +255,12 @@ export class Kit {
    * secret); recorded in the scenario. Never throws: a transport error or timeout is an exchange
    * without status, read as `retry`.
    */
-  async post(label: string, body: Buffer, headers: Record<string, string>, single: boolean): Promise<Exchange> {
+  async post(
+    label: string,
+    body: Buffer,
+    headers: Record<string, string>,
+    single: boolean,
+  ): Promise<Exchange> {
     const started = performance.now();
     const exchange: Exchange = {
       label,
@@ -287,7 +294,12 @@ export class Kit {
   }
 
   /** A single call of `sent` as the receiver sends it, or with `headers` instead. */
-  async send(label: string, sent: Sent, headers?: Record<string, string>, body = sent.body): Promise<Answered> {
+  async send(
+    label: string,
+    sent: Sent,
+    headers?: Record<string, string>,
+    body = sent.body,
+  ): Promise<Answered> {
     const exchange = await this.post(
       label,
       body,
@@ -298,9 +310,17 @@ export class Kit {
     exchange.reading = `${outcome}${exchange.error ? ` (${exchange.error})` : ''}`;
     exchange.answer = exchange.answer === undefined ? undefined : shorten(exchange.answer);
     const json = parse(exchange.answer);
-    if (outcome === 'delivered' && body === sent.body && !this.answeredApplied.has(sent.transaction.transactionId))
+    if (
+      outcome === 'delivered' &&
+      body === sent.body &&
+      !this.answeredApplied.has(sent.transaction.transactionId)
+    )
       this.answeredApplied.set(sent.transaction.transactionId, sent.transaction);
-    if (outcome === 'delivered' && sent.transaction.direction === 'credit' && this.balanceInAnswers === undefined)
+    if (
+      outcome === 'delivered' &&
+      sent.transaction.direction === 'credit' &&
+      this.balanceInAnswers === undefined
+    )
       this.balanceInAnswers = balanceOf(json) !== undefined;
     return { exchange, outcome, json };
   }
@@ -366,7 +386,12 @@ export class Kit {
    * before (via a probe, when the wallet answers balances) and each of `times` is listed that many
    * times in the export (when it has one). @throws Unobservable when neither can be observed
    */
-  async effect(run: ScenarioRun, account: string, delta: Decimal.Value, times: [Sent, 0 | 1][]): Promise<void> {
+  async effect(
+    run: ScenarioRun,
+    account: string,
+    delta: Decimal.Value,
+    times: [Sent, 0 | 1][],
+  ): Promise<void> {
     const before = this.known.get(account);
     let observed = false;
     if (this.balanceInAnswers !== false && before !== undefined) {
@@ -376,8 +401,8 @@ export class Kit {
         const expected = before.plus(delta);
         run.check(
           now.eq(expected),
-          `balance of ${account} ${expected.toFixed()} (${before.toFixed()} ${signed(delta)})`,
-          `${now.toFixed()}`,
+          `balance of ${account} ${money(expected)} (${money(before)} ${signed(delta)})`,
+          money(now),
           'balance',
         );
       }
@@ -420,10 +445,16 @@ export function described(o: OutboxDelivery): string {
   return 'reason' in o && o.reason ? `${o.outcome} (${o.reason})` : o.outcome;
 }
 
-/** `+x` / `-x` of a delta. */
+/** A decimal as money: at least two fraction digits (`3` → `3.00`, `0.123` stays). */
+export function money(value: Decimal.Value): string {
+  const d = new Decimal(value);
+  return d.toFixed(Math.max(2, d.decimalPlaces()));
+}
+
+/** `+ x` / `- x` of a delta. */
 export function signed(delta: Decimal.Value): string {
   const d = new Decimal(delta);
-  return d.isNegative() ? `- ${d.abs().toFixed()}` : `+ ${d.toFixed()}`;
+  return d.isNegative() ? `- ${money(d.abs())}` : `+ ${money(d)}`;
 }
 
 /** The p-th percentile (0..100) of `values` by nearest rank. */

@@ -223,11 +223,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
   async deliverMany({ items, requestId, signal }: WalletBatchRequest): Promise<WalletDelivery[]> {
     const ids = items.map((i) => i.transaction.transactionId);
     try {
-      const res = await this.post(
-        batchCallBody(items.map((i) => i.body)),
-        requestId,
-        signal,
-      );
+      const res = await this.post(batchCallBody(items.map((i) => i.body)), requestId, signal);
       const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
       return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
     } catch (err) {
