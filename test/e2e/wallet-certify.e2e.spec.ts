@@ -85,6 +85,7 @@ describe('wallet:certify (issue 42)', () => {
       expect(json.scenarios.map((s) => [s.id, s.status])).toEqual(
         report!.scenarios.map((s) => [s.id, s.status]),
       );
+      expect(readFileSync(join(dir, 'r.json'), 'utf8')).not.toContain(SECRET);
       const html = readFileSync(join(dir, 'r.html'), 'utf8');
       expect(html).toContain('<div class="verdict incomplete">INCOMPLETE: 21 passed, 0 failed, 7 skipped');
       expect(html).not.toMatch(/<script|<link|src="http/);
@@ -92,6 +93,15 @@ describe('wallet:certify (issue 42)', () => {
       rmSync(dir, { recursive: true, force: true });
       await wallet.close();
     }
+  });
+
+  it('stops with exit code 2, sending nothing, when the wallet does not answer', async () => {
+    const wallet = await startWallet({ port: 0, secret: SECRET });
+    const { url } = wallet;
+    await wallet.close();
+    const r = await certifyCommand(['--url', url, '--secret', SECRET]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(new RegExp(`^the wallet at ${url} does not answer: ECONNREFUSED`));
   });
 
   it('refuses bad arguments with exit code 2', async () => {

@@ -306,13 +306,14 @@ export const USAGE = `usage: npm run wallet:certify -- --url URL --secret SECRET
        [--only id,id]
 Sends test transactions to URL/transactions and checks each rule of docs/wallet-http-contract.md.
 Exit code 0: every scenario passed; 1: some failed; 3: none failed but some were skipped (not
-certified: no --batch, no export, ...); 2: a usage error.
+certified: no --batch, no export, ...); 2: a usage error, or the wallet does not answer at all.
 `;
 
 /**
  * `npm run wallet:certify -- …`: runs the kit, prints the report and writes it as
  * `<report>.json` and `<report>.html`. Exit code {@link EXIT_CODE}: 0 every scenario passed, 1
- * one failed, 3 none failed but some were skipped; 2 a usage error.
+ * one failed, 3 none failed but some were skipped; 2 a usage error or a wallet that does not
+ * answer at all (nothing is sent then).
  */
 export async function certifyCommand(
   argv: string[],
@@ -362,11 +363,16 @@ export async function certifyCommand(
       .join('\n'),
   ].filter((p): p is string => typeof p === 'string' && p !== '');
   if (problems.length) return { code: 2, stderr: `${problems.join('\n')}\n${USAGE}` };
-  const report = await certifyWallet(
-    { url, secret, batch: values.batch, accounts, currency: values.currency, timeoutMs, batchSize },
-    write,
-    values.only?.split(','),
-  );
+  let report: CertifyReport;
+  try {
+    report = await certifyWallet(
+      { url, secret, batch: values.batch, accounts, currency: values.currency, timeoutMs, batchSize },
+      write,
+      values.only?.split(','),
+    );
+  } catch (err) {
+    return { code: 2, stderr: `${(err as Error).message}\n` };
+  }
   write(formatReport(report));
   const base = resolve(values.report);
   mkdirSync(dirname(base), { recursive: true });

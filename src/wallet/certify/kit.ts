@@ -190,8 +190,24 @@ export class Kit {
     });
   }
 
-  /** Reads the export once: whether it can serve as an observation. */
+  /**
+   * Checks that the wallet answers at all (`GET {url}/transactions`, whatever its status: nothing
+   * is sent to `POST`), then reads the export once: whether it can serve as an observation.
+   * @throws Error naming the URL when no HTTP answer comes (refused, unknown host, timeout)
+   */
   async start(): Promise<void> {
+    try {
+      const res = await request(`${this.options.url}/transactions`, { dispatcher: this.agent });
+      await res.body.dump();
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      throw new Error(
+        `the wallet at ${this.options.url} does not answer: ${e.code ?? e.name}: ${e.message}`,
+        {
+          cause: err,
+        },
+      );
+    }
     try {
       await walletExport(this.options.url, this.options.timeoutMs);
       this.exportProblem = undefined;

@@ -200,7 +200,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     });
   }
 
-  /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
+  /** A single call: the transaction's exact bytes, signed; its outcome by {@link outcomeOfStatus}. */
   async deliver({ transaction, body, requestId, signal }: WalletDeliveryRequest): Promise<WalletDelivery> {
     try {
       const res = await this.post(body, requestId, signal, transaction.transactionId);
