@@ -234,7 +234,7 @@ export function htmlReport(r: CertifyReport): string {
       const checks = x.checks
         .map(
           (c) =>
-            `<tr><td>${c.ok ? (c.warning ? '⚠' : '✔') : '✘'}</td><td>${esc(c.what)}</td><td><code>${esc(c.seen)}</code></td><td>${esc(c.via)}</td></tr>`,
+            `<tr><td class="${c.ok ? (c.warning ? 'warn' : 'ok') : 'bad'}">${c.ok ? (c.warning ? '⚠' : '✔') : '✘'}</td><td>${esc(c.what)}</td><td><code>${esc(c.seen)}</code></td><td>${esc(c.via)}</td></tr>`,
         )
         .join('');
       const exchanges = x.exchanges
@@ -274,7 +274,7 @@ code{font:12px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}pre{ba
 .b{display:inline-block;min-width:38px;text-align:center;border-radius:4px;padding:1px 6px;font-weight:700;font-size:12px;color:#fff}.b.passed{background:#1e8e3e}.b.failed{background:#c5221f}.b.skipped{background:#80868b}
 .verdict{font-size:18px;font-weight:700;padding:10px 14px;border-radius:6px;margin:12px 0}.verdict.passed{background:#e6f4ea;color:#137333}.verdict.failed{background:#fce8e6;color:#a50e0e}.verdict.incomplete{background:#fef7e0;color:#8a5300}
 section{border:1px solid #e4e6ee;border-radius:6px;padding:12px 14px;margin:12px 0}section.failed{border-color:#f3b6b2;background:#fffafa}
-.id code{white-space:nowrap;word-break:normal}table.s{table-layout:fixed}table.s td:first-child{padding-right:10px}table.c td:first-child{width:18px;color:#c5221f}table.c td:last-child{width:64px;overflow-wrap:normal}.m{color:#5f6368;font-size:12px;margin:2px 0}.w{color:#b06000;font-size:12px}summary{cursor:pointer;font-size:13px}dl{display:grid;grid-template-columns:220px 1fr;gap:3px 12px;margin:8px 0}dt{color:#5f6368}dd{margin:0}
+.id code{white-space:nowrap;word-break:normal}table.s{table-layout:fixed}table.s td:first-child{padding-right:10px}table.c td:first-child{width:18px}td.ok{color:#1e8e3e}td.bad{color:#c5221f;font-weight:700}td.warn{color:#b06000}table.o code{white-space:nowrap;word-break:normal}table.c td:last-child{width:64px;overflow-wrap:normal}.m{color:#5f6368;font-size:12px;margin:2px 0}.w{color:#b06000;font-size:12px}summary{cursor:pointer;font-size:13px}dl{display:grid;grid-template-columns:220px 1fr;gap:3px 12px;margin:8px 0}dt{color:#5f6368}dd{margin:0}
 </style></head><body>
 <h1>Wallet certification — ${esc(r.wallet)}</h1>
 <p class="m">npm run wallet:certify, run ${esc(r.runId)}, ${esc(r.startedAt)} to ${esc(r.finishedAt)}. The contract: ${CONTRACT_DOC}.</p>
@@ -294,7 +294,7 @@ ${s.skipped ? `<p>Skipped scenarios are not certified: ${esc(ids(r, 'skipped'))}
 <table class="s"><colgroup><col style="width:52px"><col style="width:255px"><col style="width:28%"><col><col style="width:120px"></colgroup><tr><th></th><th>id</th><th>scenario</th><th>why</th><th>observed via</th></tr>
 ${rows}</table>
 <h2>How effects were observed</h2>
-<table><tr><th>via</th><th>what</th><th>scenarios</th></tr>${obs}</table>
+<table class="o s"><colgroup><col style="width:90px"><col style="width:32%"><col></colgroup><tr><th>via</th><th>what</th><th>scenarios</th></tr>${obs}</table>
 <h2>Details</h2>
 ${details}
 </body></html>
