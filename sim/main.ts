@@ -42,11 +42,13 @@ export const USAGE = `usage: npm run sportapi -- <command> [options]
 
   wallet --port P --secret S [--host 127.0.0.1] [--fail-rate R] [--drop-after-apply R]
          [--element-fail-rate R] [--slow-ms N] [--seed 1] [--allow-negative]
+         [--accounts a,b]
       A stand-in wallet (docs/wallet-http-contract.md): POST /transactions signed with S, each
       transactionId applied once, a debit above the balance refused (402); also the batch call
       (a JSON array, one result per element). --fail-rate: answer 503 (half of them 429) before
       applying; --drop-after-apply: close the connection after a 200 (the answer is lost);
-      --element-fail-rate: answer a batch element transient; --slow-ms: wait before handling. GET /balances, /transactions,
+      --element-fail-rate: answer a batch element transient; --slow-ms: wait before handling; --accounts: the only accounts it knows (404 unknown_account for
+      others; default any, opened at its first transaction). GET /balances, /transactions,
       /stats; POST /accounts/{accountId}/deposits|withdrawals {amount, currency}.
 `;
 
@@ -247,6 +249,7 @@ async function wallet(args: string[], io: CliIo): Promise<number> {
       'slow-ms': { type: 'string' },
       seed: { type: 'string' },
       'allow-negative': { type: 'boolean' },
+      accounts: { type: 'string' },
     },
   });
   const port = number(values, 'port', NaN, integerFrom(0, 65_535), 'an integer from 0 to 65535');
@@ -262,6 +265,7 @@ async function wallet(args: string[], io: CliIo): Promise<number> {
     slowMs: number(values, 'slow-ms', 0, integerFrom(0, 600_000), 'an integer from 0 to 600000 (ms)'),
     seed: number(values, 'seed', 1, integerFrom(0, MAX_SEED), `an integer from 0 to ${MAX_SEED}`),
     allowNegative: values['allow-negative'],
+    accounts: values.accounts?.split(',').filter((a) => a !== ''),
     log: io.out,
   });
   io.out(

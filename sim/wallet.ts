@@ -37,6 +37,11 @@ export interface WalletOptions extends Omit<WalletFaults, 'down'> {
   seed?: number;
   /** Let debits take a balance below zero (default false: 402 insufficient_funds). */
   allowNegative?: boolean;
+  /**
+   * The only accounts it knows (a transaction of another is refused 404 `unknown_account`, not
+   * applied); default: any account, opened at its first transaction.
+   */
+  accounts?: readonly string[];
   /** Largest accepted body (default 1 MiB; 413 above). */
   bodyLimitBytes?: number;
   /** Clock of `appliedAt` (tests). */
@@ -306,9 +311,12 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
 
   /**
    * Moves `delta` units (digits: the amount's fraction digits) on (accountId, currency), or
-   * returns the 402 answer when a debit would take the balance below zero.
+   * returns the 402 answer when a debit would take the balance below zero (404 for an account
+   * outside `options.accounts`).
    */
   function move(accountId: string, currency: string, delta: bigint, digits: number): Account | Answer {
+    if (options.accounts && !options.accounts.includes(accountId))
+      return { status: 404, body: { error: 'unknown_account', detail: 'no such account' } };
     const current = accountOf(accountId, currency);
     const before = current?.units ?? 0n;
     if (delta < 0n && before + delta < 0n && !options.allowNegative) {
@@ -381,7 +389,8 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     );
     if ('status' in moved) {
       stats.refused++;
-      return { answer: moved, note: 'insufficient_funds (not applied)', id, kind: 'refused' };
+      const note = `${(moved.body as { error: string }).error} (not applied)`;
+      return { answer: moved, note, id, kind: 'refused' };
     }
     const balance = shown(moved).balance;
     const answer: Answer = {

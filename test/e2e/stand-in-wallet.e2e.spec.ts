@@ -367,6 +367,35 @@ describe('stand-in wallet (sim/wallet.ts, docs/wallet-http-contract.md)', () => 
     expect(negative.balances()).toEqual([{ accountId: 'p-1', currency: 'EUR', balance: '-10.00' }]);
   });
 
+  it('accounts: a transaction of an account it does not know is 404 unknown_account, alone or in an array, not applied', async () => {
+    const w = await wallet({ accounts: ['p-1'] });
+    const known = tx({ amount: '1.00' });
+    const stranger = tx({ transactionId: 'CPN9:0:final_credit', couponCode: 'CPN9', accountId: 'p-9' });
+    expect(seen(await post(w, known))).toEqual(applied(known, '1.00'));
+    const unknown = { status: 404, body: { error: 'unknown_account', detail: 'no such account' } };
+    expect(seen(await post(w, stranger))).toEqual(unknown);
+    const bytes = `[${JSON.stringify(stranger)}]`;
+    const array = await call(w.url, 'POST', '/transactions', bytes, {
+      'content-type': 'application/json',
+      'x-signature': signatureHeader(bytes, SECRET),
+    });
+    expect(seen(array)).toEqual({
+      status: 200,
+      body: {
+        results: [
+          {
+            transactionId: 'CPN9:0:final_credit',
+            status: 'refused',
+            code: 'unknown_account',
+            detail: 'no such account',
+          },
+        ],
+      },
+    });
+    expect(w.balances()).toEqual([{ accountId: 'p-1', currency: 'EUR', balance: '1.00' }]);
+    expect(w.stats()).toMatchObject({ applied: 1, refused: 2 });
+  });
+
   it('with a fixed seed, faults give the same sequence of answers; a 503 or 429 applies nothing', async () => {
     const answers = async () => {
       const w = await wallet({ failRate: 0.5, seed: 42 });

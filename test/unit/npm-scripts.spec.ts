@@ -32,6 +32,7 @@ describe('npm scripts', () => {
       'migration:run': scripts['migration:run'],
       'ledger:verify': scripts['ledger:verify'],
       'wallet:reconcile': scripts['wallet:reconcile'],
+      'wallet:certify': scripts['wallet:certify'],
       retention: scripts.retention,
       sportapi: scripts.sportapi,
     }).toEqual({
@@ -39,6 +40,7 @@ describe('npm scripts', () => {
       'migration:run': 'exec node scripts/run-built.js dist/src/database/migrate-cli.js',
       'ledger:verify': 'exec node scripts/run-built.js dist/src/ledger/verify-cli.js',
       'wallet:reconcile': 'exec node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
+      'wallet:certify': 'exec node scripts/run-built.js dist/src/wallet/wallet-certify-cli.js',
       retention: 'exec node scripts/run-built.js dist/src/retention/retention-cli.js',
       sportapi: 'exec node scripts/run-built.js dist/sim/cli.js',
     });
@@ -134,7 +136,14 @@ describe('scripts/run-built.js', () => {
 // supervisor, a script's `kill`) reaches the command itself (`exec node …`), as for `npm start`;
 // before, `sh -c` died and left, e.g., the stand-in wallet running with its port taken.
 describe('SIGTERM to npm run <operator command>', () => {
-  const commands = ['start:prod', 'migration:run', 'ledger:verify', 'wallet:reconcile', 'sportapi'];
+  const commands = [
+    'start:prod',
+    'migration:run',
+    'ledger:verify',
+    'wallet:reconcile',
+    'wallet:certify',
+    'sportapi',
+  ];
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'npm-signal-'));

@@ -133,6 +133,39 @@ export function outcomesOfBatchAnswer(
 }
 
 /**
+ * The headers of `POST {WALLET_URL}/transactions` (docs/wallet-http-contract.md, "The request"):
+ * `Content-Type`, `Idempotency-Key` for a single transaction (its id as a {@link headerToken}: the
+ * id itself unless it holds characters a header cannot carry; none for the batch call),
+ * `X-Request-Id`, and `X-Signature: sha256=<lowercase hex HMAC-SHA256 of body with secret>`. The
+ * connector and `npm run wallet:certify` both send these.
+ */
+export function walletRequestHeaders(
+  body: Buffer,
+  secret: string,
+  requestId: string,
+  idempotencyKey?: string,
+): Record<string, string> {
+  const signature = createHmac('sha256', secret).update(body).digest('hex');
+  return {
+    'content-type': 'application/json',
+    ...(idempotencyKey ? { 'idempotency-key': headerToken(idempotencyKey) } : {}),
+    'x-request-id': requestId,
+    'x-signature': `sha256=${signature}`,
+  };
+}
+
+/**
+ * The batch call's body (docs/wallet-http-contract.md#the-batch-call): `[`, each transaction's
+ * exact single-call bytes joined by `,`, `]`.
+ */
+export function batchCallBody(bodies: readonly Buffer[]): Buffer {
+  const parts: Buffer[] = [OPEN];
+  bodies.forEach((body, i) => parts.push(...(i ? [COMMA] : []), body));
+  parts.push(CLOSE);
+  return Buffer.concat(parts);
+}
+
+/**
  * The HTTP wallet connector (`WALLET_CONNECTOR=http`, the default when `WALLET_URL` is set):
  * `POST {WALLET_URL}/transactions` with the exact body bytes, `Idempotency-Key` (the transaction
  * id as a {@link headerToken}), `X-Request-Id` and `X-Signature: sha256=<HMAC-SHA256 of the body with WALLET_SECRET>`, on
@@ -167,7 +200,7 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     });
   }
 
-  /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
+  /** A single call: the transaction's exact bytes, signed; its outcome by {@link outcomeOfStatus}. */
   async deliver({ transaction, body, requestId, signal }: WalletDeliveryRequest): Promise<WalletDelivery> {
     try {
       const res = await this.post(body, requestId, signal, transaction.transactionId);
@@ -188,12 +221,9 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
 
   /** The batch call: the elements' exact bytes as one signed array; one outcome per element. */
   async deliverMany({ items, requestId, signal }: WalletBatchRequest): Promise<WalletDelivery[]> {
-    const parts: Buffer[] = [OPEN];
-    items.forEach((item, i) => parts.push(...(i ? [COMMA] : []), item.body));
-    parts.push(CLOSE);
     const ids = items.map((i) => i.transaction.transactionId);
     try {
-      const res = await this.post(Buffer.concat(parts), requestId, signal);
+      const res = await this.post(batchCallBody(items.map((i) => i.body)), requestId, signal);
       const text = await readText(res.body, BATCH_ANSWER_READ_LIMIT);
       return outcomesOfBatchAnswer(res.statusCode, text, ids, res.headers['retry-after']);
     } catch (err) {
@@ -204,21 +234,12 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     }
   }
 
-  /**
-   * `POST /transactions` of `body`, signed; `Idempotency-Key` for a single transaction: its id as a
-   * {@link headerToken} (the id itself unless it holds characters a header cannot carry).
-   */
+  /** `POST /transactions` of `body` with {@link walletRequestHeaders}. */
   private post(body: Buffer, requestId: string, signal: AbortSignal, idempotencyKey?: string) {
-    const signature = createHmac('sha256', this.secret).update(body).digest('hex');
     return request(this.url, {
       method: 'POST',
       dispatcher: this.agent,
-      headers: {
-        'content-type': 'application/json',
-        ...(idempotencyKey ? { 'idempotency-key': headerToken(idempotencyKey) } : {}),
-        'x-request-id': requestId,
-        'x-signature': `sha256=${signature}`,
-      },
+      headers: walletRequestHeaders(body, this.secret, requestId, idempotencyKey),
       body,
       signal,
     });
