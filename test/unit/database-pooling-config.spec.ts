@@ -1,8 +1,9 @@
 import { loadConfig } from '../../src/app.config.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Issue 39 (docs/production.md#pgbouncer): DATABASE_POOLED and DATABASE_DIRECT_URL.
 
-const base = { SPORTAPI_WEBHOOK_SECRETS: 's1', OPS_API_KEYS: 'k1' };
+const base = REQUIRED_ENV;
 
 describe('DATABASE_POOLED and DATABASE_DIRECT_URL (start-up check of the configuration)', () => {
   it('not pooled, no direct URL by default', () => {

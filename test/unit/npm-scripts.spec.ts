@@ -58,6 +58,7 @@ describe('npm scripts', () => {
       'bench:latency',
       'bench:open',
       'bench:retention',
+      'bench:topology',
       'build',
       'openapi',
       'prestart',
