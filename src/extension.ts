@@ -1,7 +1,7 @@
 import type { DynamicModule, Type } from '@nestjs/common';
 import Joi from 'joi';
 import type { ConfigFragment } from './config/config-fragment.js';
-import type { ExtensionSchemaEntry, MigrationClass } from './database/extension-schema.js';
+import type { ExtensionSchema, ExtensionSchemaEntry, MigrationClass } from './database/extension-schema.js';
 
 /**
  * A bookmaker's extension (docs/extending.md): its Nest module and what the receiver must know of
@@ -64,6 +64,8 @@ declare module './config/configuration.js' {
   interface AppConfig {
     /** Each extension entry's validated settings, for the start line (loadConfig with the extensions). */
     extensionSettings?: ExtensionSettings[];
+    /** The extensions' entities and migrations for the database (set by AppModule.forRoot; none without). */
+    extensionSchema?: ExtensionSchema;
   }
 }
 

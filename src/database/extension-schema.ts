@@ -1,4 +1,5 @@
-import { isAbsolute, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { MigrationInterface } from 'typeorm';
 
@@ -21,13 +22,6 @@ export interface ExtensionSchema {
   // eslint-disable-next-line @typescript-eslint/no-unsafe-function-type
   entities: Function[];
   migrations: MigrationClass[];
-}
-
-declare module '../config/configuration.js' {
-  interface AppConfig {
-    /** The extensions' entities and migrations (none without extensions). */
-    extensionSchema?: ExtensionSchema;
-  }
 }
 
 /** An extension's name: `partner`, `acme-bonus` (it prefixes its migrations and its variables). */
@@ -94,7 +88,7 @@ export const EXTENSIONS_VARIABLE = 'RECEIVER_EXTENSIONS';
 
 /**
  * The extension entries of the module named by `RECEIVER_EXTENSIONS` (a file path, relative to
- * the working directory, or a package specifier), read from its `extensions` export: how
+ * the working directory, or else a package specifier), read from its `extensions` export: how
  * `npm run migration:run` and the TypeORM CLI (`ormconfig.ts`: `schema:log`, `migration:show`)
  * learn of the extensions that `main({ extensions })` is given (docs/extending.md#schema).
  * @returns [] when the variable is unset.
@@ -105,7 +99,7 @@ export async function loadExtensionEntries(
 ): Promise<ExtensionSchemaEntry[]> {
   const spec = env[EXTENSIONS_VARIABLE]?.trim();
   if (!spec) return [];
-  const url = /^[./]/.test(spec) || isAbsolute(spec) ? pathToFileURL(resolve(spec)).href : spec;
+  const url = existsSync(resolve(spec)) ? pathToFileURL(resolve(spec)).href : spec;
   let loaded: { extensions?: unknown };
   try {
     loaded = (await import(url)) as { extensions?: unknown };

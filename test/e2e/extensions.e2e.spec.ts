@@ -57,7 +57,9 @@ describe('the example partner module, given to AppModule.forRoot', () => {
       'partner_wallet.balances',
       'partner_wallet.transactions',
     ]);
-    expect(t.config.extensionSettings).toEqual([{ name: 'partner', settings: ['PARTNER_POINTS_PER_UNIT=2'] }]);
+    expect(t.config.extensionSettings).toEqual([
+      { name: 'partner', settings: ['PARTNER_POINTS_PER_UNIT=2'] },
+    ]);
   });
 
   const points = async (account: string) =>
