@@ -1,7 +1,7 @@
 import { Injectable, Module } from '@nestjs/common';
 import { partnerExtension } from '../../examples/partner-module/extension.js';
 import { PartnerModule } from '../../examples/partner-module/partner.module.js';
-import { SettlementHook } from '../../src/extensions.js';
+import { AppModule, loadConfig, SettlementHook } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
 import {
   attemptsWritten,
@@ -15,6 +15,7 @@ import {
   createTestApp,
   useTestApp,
 } from '../support/test-app.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 import { eventually } from '../support/wait.js';
 
 // Issue 33: the bookmaker's module of examples/ (a wallet connector, a settlement hook, an event
@@ -174,6 +175,53 @@ class StuckHook extends SettlementHook {
 
 @Module({ providers: [StuckHook] })
 class StuckHookModule {}
+
+/** A hook that tries to end the batch's transaction itself (plain JS could send COMMIT as a query). */
+@Injectable()
+class CommittingHook extends SettlementHook {
+  readonly name = 'committing';
+
+  async onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
+    if (t.couponCode === 'COMMIT1') await context.tx.query('COMMIT');
+    if (t.couponCode === 'COMMIT2') context.write({ text: 'SELECT 1; ROLLBACK' });
+  }
+}
+
+@Module({ providers: [CommittingHook] })
+class CommittingHookModule {}
+
+describe('a hook that sends COMMIT or ROLLBACK', () => {
+  const t = useTestApp({}, { extensions: [CommittingHookModule] });
+
+  it('is refused: 503, nothing of the batch written; the batch commits as a whole or not at all', async () => {
+    for (const [batch, code] of [
+      ['commit-1', 'COMMIT1'],
+      ['commit-2', 'COMMIT2'],
+    ]) {
+      expectError(
+        await deliver(t.app, batchOf(batch, { code, status: 2, realWin: '3.00' })),
+        503,
+        'transient_failure',
+      );
+      const { rows } = await t.db.query(
+        `SELECT (SELECT count(*) FROM callback_batches WHERE batch_id = $1)::int AS batches,
+                (SELECT count(*) FROM coupon_snapshots WHERE coupon_code = $2)::int AS snapshots`,
+        [batch, code],
+      );
+      expect(rows).toEqual([{ batches: 0, snapshots: 0 }]);
+    }
+    expect((await deliver(t.app, batchOf('commit-3', { code: 'FINE1', status: 1 }))).status).toBe(200);
+  });
+});
+
+describe('an extension entry with settings, and a configuration loaded without it', () => {
+  it('refuses to build the app, naming the extension', () => {
+    const config = loadConfig(REQUIRED_ENV);
+    expect(() => AppModule.forRoot(config, { extensions: [partnerExtension] })).toThrow(
+      'the configuration of extension partner was not loaded: pass the extensions to loadConfig(env, extensions)',
+    );
+  });
+});
 
 describe('a hook that awaits past the deadline', () => {
   const t = useTestApp({ CALLBACK_DEADLINE_MS: '1500' }, { extensions: [StuckHookModule] });
