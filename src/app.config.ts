@@ -57,8 +57,9 @@ export function loadConfig(
 
 /**
  * Refuses an unknown name in `WALLET_CONNECTOR` or `EVENT_PUBLISHERS` before any database is
- * started or migrated (`startReceiver` calls it): the built-in connector (`http`) and publishers
- * (`rabbitmq`, `nats`) and the names the {@link Extension} entries declare are known. A bare
+ * started or migrated (`startReceiver` calls it), and in `RETENTION_ARCHIVE_CONNECTOR` when a class
+ * is archived: the built-in connector (`http`), publishers (`rabbitmq`, `nats`) and archive
+ * connector (`directory`) and the names the {@link Extension} entries declare are known. A bare
  * extension module (`true`, or one among `extensions`) declares none: its names are instance
  * properties, known only once Nest has created the providers, so nothing is refused here and
  * WalletOutbox and EventOutboxes refuse an unknown name then (docs/extending.md).
@@ -76,4 +77,11 @@ export function checkBuiltInNames(config: AppConfig, extensions: boolean | reado
   const known = [...BUILT_IN_EVENT_PUBLISHERS, ...publishers];
   const missing = config.events.publishers.filter((name) => !known.includes(name));
   if (missing.length) throw unknownEventPublishers(missing, publishers);
+  // The same refusal as ArchiveConnectors' at start-up, only when a class is archived.
+  const archives = ['directory', ...entries.flatMap((e) => e.archiveConnectors ?? [])];
+  const { archiveClasses, archiveConnector } = config.retention;
+  if (archiveClasses.length && !archives.includes(archiveConnector))
+    throw new Error(
+      `Invalid configuration:\n  - RETENTION_ARCHIVE_CONNECTOR: no connector '${archiveConnector}' (known: ${archives.join(', ')})`,
+    );
 }

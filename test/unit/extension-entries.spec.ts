@@ -145,6 +145,20 @@ describe('checkBuiltInNames with extension entries (before the database)', () =>
     );
   });
 
+  it('checks RETENTION_ARCHIVE_CONNECTOR when a class is archived, with the declared archive connectors', () => {
+    const archiving = defineExtension({
+      name: 'vault',
+      module: EmptyModule,
+      archiveConnectors: ['vault-s3'],
+    });
+    const env = { RETENTION_ARCHIVE: 'raw_bodies', RETENTION_ARCHIVE_DIR: '/tmp/archive' };
+    expect(refusal({ ...env, RETENTION_ARCHIVE_CONNECTOR: 'vault-s3' }, [archiving])).toBe(undefined);
+    expect(refusal({ ...env, RETENTION_ARCHIVE_CONNECTOR: 'vault-s4' }, [archiving])).toBe(
+      "Invalid configuration:\n  - RETENTION_ARCHIVE_CONNECTOR: no connector 'vault-s4' (known: directory, vault-s3)",
+    );
+    expect(refusal({ RETENTION_ARCHIVE_CONNECTOR: 'vault-s4' }, [archiving])).toBe(undefined);
+  });
+
   it('leaves the names to start-up when a bare module is among the extensions (it declares none)', () => {
     expect(refusal({ WALLET_CONNECTOR: 'nope' }, [partnerExtension, EmptyModule])).toBe(undefined);
   });
