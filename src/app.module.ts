@@ -1,4 +1,4 @@
-import { DynamicModule, Module, Type } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, RouterModule } from '@nestjs/core';
 import type { DestinationStream } from 'pino';
 import { AuditModule } from './audit/audit.module.js';
@@ -13,6 +13,10 @@ import { AppConfig } from './config/configuration.js';
 import { ConsoleModule } from './console/console.module.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
+import { extensionSchema } from './database/extension-schema.js';
+import { extensionModules, isExtension } from './extension.js';
+import type { ExtensionEntry } from './extension.js';
+import { MIGRATIONS } from '../migrations/index.js';
 import { DeliveriesModule } from './deliveries/deliveries.module.js';
 import { EventsModule } from './events/events.module.js';
 import { HealthModule } from './health/health.module.js';
@@ -34,12 +38,15 @@ export interface AppOptions {
   /** Replaces stdout for the JSON log lines (tests). */
   logDestination?: DestinationStream;
   /**
-   * The bookmaker's own modules (docs/extending.md): imported into the app, where the receiver
-   * finds, by their base class, the `WalletConnector`s (named by `WALLET_CONNECTOR`), the
-   * `SettlementHook`s (run in every settlement transaction) and the `EventPublisher`s (named by
-   * `EVENT_PUBLISHERS`) they provide. No file of the receiver changes to add one.
+   * The bookmaker's extensions (docs/extending.md): {@link Extension} entries (a module with its
+   * migrations, entities, configuration fragment and declared names) or bare modules. Each module
+   * is imported into the app, where the receiver finds, by their base class, the
+   * `WalletConnector`s (named by `WALLET_CONNECTOR`), the `SettlementHook`s (run in every
+   * settlement transaction) and the `EventPublisher`s (named by `EVENT_PUBLISHERS`) they provide;
+   * the entries' migrations run with ours. An entry with a configuration fragment needs the
+   * configuration of `loadConfig(env, extensions)`. No file of the receiver changes to add one.
    */
-  extensions?: (Type<unknown> | DynamicModule)[];
+  extensions?: ExtensionEntry[];
 }
 
 /** What the logs need to know of the features (observability imports none of them). */
@@ -64,6 +71,14 @@ export function appLogging(config: AppConfig): LoggingOptions {
 @Module({})
 export class AppModule {
   static forRoot(config: AppConfig, options: AppOptions = {}): DynamicModule {
+    const entries = (options.extensions ?? []).filter(isExtension);
+    const loaded = new Set((config.extensionSettings ?? []).map((s) => s.name));
+    const unloaded = entries.filter((e) => e.config && !loaded.has(e.name)).map((e) => e.name);
+    if (unloaded.length)
+      throw new Error(
+        `the configuration of extension ${unloaded.join(', ')} was not loaded: pass the extensions to loadConfig(env, extensions)`,
+      );
+    if (entries.length) config = { ...config, extensionSchema: extensionSchema(entries, MIGRATIONS) };
     return {
       module: AppModule,
       imports: [
@@ -89,7 +104,7 @@ export class AppModule {
         BulkActionsModule,
         RetentionModule,
         RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
-        ...(options.extensions ?? []),
+        ...extensionModules(options.extensions ?? []),
       ],
       providers: [
         { provide: APP_FILTER, useClass: AllExceptionsFilter },

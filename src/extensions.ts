@@ -4,13 +4,21 @@
  * `startReceiver({ extensions: [...] })`) and the providers it holds that extend these classes are
  * found at start: wallet connectors (named by `WALLET_CONNECTOR`), settlement hooks (all run),
  * event publishers (named by `EVENT_PUBLISHERS`) and archive connectors (named by
- * `RETENTION_ARCHIVE_CONNECTOR`). No file of the receiver changes to add one.
+ * `RETENTION_ARCHIVE_CONNECTOR`). No file of the receiver changes to add one. An extension entry
+ * (`defineExtension`) also brings its migrations, entities and configuration fragment.
  */
 export { AppModule } from './app.module.js';
 export type { AppOptions } from './app.module.js';
 export { loadConfig } from './app.config.js';
 export type { AppConfig } from './app.config.js';
 export { main, startReceiver } from './main.js';
+export { defineExtension } from './extension.js';
+export type { Extension, ExtensionEntry } from './extension.js';
+export type { MigrationClass } from './database/extension-schema.js';
+export { APP_CONFIG } from './config/configuration.js';
+export { configFragment, csv, duration } from './config/config-fragment.js';
+export type { ConfigFragment } from './config/config-fragment.js';
+export { default as Joi } from 'joi';
 export { WalletConnector } from './wallet/wallet-connector.js';
 export type {
   WalletBatchItem,
@@ -22,6 +30,7 @@ export type {
 export { SettlementHook } from './settlement/settlement-hook.js';
 export type {
   CouponTransition,
+  HookTx,
   SettlementHookContext,
   TransitionOperation,
 } from './settlement/settlement-hook.js';
@@ -32,4 +41,4 @@ export type { OutboxDelivery } from './outbox/outbox.types.js';
 export { OperationType } from './ledger/ledger.types.js';
 export { ArchiveConnector } from './retention/archive-connector.js';
 export type { ArchiveManifest } from './retention/archive-connector.js';
-export type { Statement, Tx } from './database/transaction.js';
+export type { SqlResult, Statement, Tx } from './database/transaction.js';

@@ -11,6 +11,7 @@ import type { AppOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { checkBuiltInNames, loadConfig } from './app.config.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
+import { describeExtensions } from './extension.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
 import { describeWalletConnector } from './wallet/wallet-connectors.js';
@@ -28,8 +29,8 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
   if (existsSync('.env')) process.loadEnvFile('.env');
   let config;
   try {
-    config = loadConfig(process.env);
-    checkBuiltInNames(config, (options.extensions ?? []).length > 0);
+    config = loadConfig(process.env, options.extensions);
+    checkBuiltInNames(config, options.extensions ?? []);
   } catch (err) {
     console.error((err as Error).message);
     process.exit(1);
@@ -104,7 +105,8 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
       (config.callbackMode === 'inbox'
         ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
         : '; CALLBACK_MODE=inline: batches applied before the answer') +
-      `; ${describeWalletConnector(config.wallet)}`,
+      `; ${describeWalletConnector(config.wallet)}` +
+      (config.extensionSettings?.length ? `; ${describeExtensions(config.extensionSettings)}` : ''),
   );
 }
 

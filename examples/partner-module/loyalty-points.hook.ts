@@ -1,47 +1,23 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import { OperationType, SettlementHook } from '../../src/extensions.js';
+import { Inject, Injectable } from '@nestjs/common';
+import { APP_CONFIG, OperationType, SettlementHook } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
-
-/** The partner's loyalty tables (an example: they live in the receiver's database, in a schema of their own). */
-const SCHEMA = `
-  CREATE SCHEMA IF NOT EXISTS partner_loyalty;
-  CREATE TABLE IF NOT EXISTS partner_loyalty.points (
-    operation_key text PRIMARY KEY,
-    account_id    text NOT NULL,
-    coupon_code   text NOT NULL,
-    points        bigint NOT NULL,
-    batch_id      text NOT NULL,
-    awarded_at    timestamptz NOT NULL DEFAULT now()
-  );
-  CREATE TABLE IF NOT EXISTS partner_loyalty.frozen_accounts (
-    account_id text PRIMARY KEY,
-    reason     text NOT NULL
-  );`;
+import type { PartnerAppConfig } from './partner.config.js';
 
 /**
  * An example settlement hook (docs/extending.md): each settled win of a registered coupon earns
- * the player one loyalty point per whole unit of its `final_credit`, written to the partner's
+ * the player `PARTNER_POINTS_PER_UNIT` loyalty points per whole unit of its `final_credit`
+ * (its tables: migrations/1796700000000-PartnerTables.ts), written to the partner's
  * table in the settlement transaction itself (`context.write`: with the batch's last group, no
  * round trip of its own), so points exist exactly when the win does. While the player's loyalty
  * account is frozen it refuses the settlement (it throws): the batch rolls back, the callback is
  * answered 503 and SportAPI delivers it again; once unfrozen, the redelivery applies it once.
  */
 @Injectable()
-export class LoyaltyPointsHook extends SettlementHook implements OnModuleInit {
+export class LoyaltyPointsHook extends SettlementHook {
   readonly name = 'loyalty-points';
 
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {
+  constructor(@Inject(APP_CONFIG) private readonly config: PartnerAppConfig) {
     super();
-  }
-
-  /** Creates the partner's tables when missing (one replica at a time). */
-  async onModuleInit(): Promise<void> {
-    await this.dataSource.transaction(async (m) => {
-      await m.query(`SELECT pg_advisory_xact_lock(hashtext('partner_loyalty schema'))`);
-      await m.query(SCHEMA);
-    });
   }
 
   async onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
@@ -57,8 +33,15 @@ export class LoyaltyPointsHook extends SettlementHook implements OnModuleInit {
       // Unnamed: the batch's group may hold several (a name is for a statement sent once per group).
       context.write({
         text: `INSERT INTO partner_loyalty.points (operation_key, account_id, coupon_code, points, batch_id)
-               VALUES ($1, $2, $3, floor($4::numeric)::bigint, $5) ON CONFLICT (operation_key) DO NOTHING`,
-        values: [op.operationKey, t.accountId, t.couponCode, op.amount, t.batchId],
+               VALUES ($1, $2, $3, floor($4::numeric)::bigint * $6, $5) ON CONFLICT (operation_key) DO NOTHING`,
+        values: [
+          op.operationKey,
+          t.accountId,
+          t.couponCode,
+          op.amount,
+          t.batchId,
+          this.config.partner.pointsPerUnit,
+        ],
       });
     }
   }

@@ -1,6 +1,6 @@
 import { main } from '../../src/extensions.js';
-import { PartnerModule } from './partner.module.js';
+import { extensions } from './extension.js';
 
-// The bookmaker's entry point: the receiver with its module (`npm run build`, then
+// The bookmaker's entry point: the receiver with its extension (`npm run build`, then
 // `WALLET_CONNECTOR=partner-table EVENT_PUBLISHERS=partner-table node dist/examples/partner-module/main.js`).
-main({ extensions: [PartnerModule] });
+main({ extensions });

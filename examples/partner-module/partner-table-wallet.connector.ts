@@ -1,55 +1,27 @@
 import { createHash } from 'node:crypto';
-import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { WalletConnector } from '../../src/extensions.js';
 import type { WalletDelivery, WalletDeliveryRequest } from '../../src/extensions.js';
 
 /**
- * The partner's own tables (an example: a real partner points at its wallet's database or API).
- * `transactions` keeps each transaction id once with the SHA-256 of its body; `balances` the
- * balance per account and currency.
- */
-const SCHEMA = `
-  CREATE SCHEMA IF NOT EXISTS partner_wallet;
-  CREATE TABLE IF NOT EXISTS partner_wallet.balances (
-    account_id text NOT NULL,
-    currency   text NOT NULL,
-    balance    numeric NOT NULL DEFAULT 0,
-    PRIMARY KEY (account_id, currency)
-  );
-  CREATE TABLE IF NOT EXISTS partner_wallet.transactions (
-    transaction_id text PRIMARY KEY,
-    body_sha256    text NOT NULL,
-    account_id     text NOT NULL,
-    currency       text NOT NULL,
-    amount         numeric NOT NULL,
-    applied_at     timestamptz NOT NULL DEFAULT now()
-  );`;
-
-/**
  * An example wallet connector (`WALLET_CONNECTOR=partner-table` with {@link PartnerModule} given
  * to `AppModule.forRoot`; docs/extending.md): instead of an HTTP call, it applies each transaction to tables of the
- * partner's own schema `partner_wallet` in one transaction of its own: a transaction id is applied
+ * partner's own schema `partner_wallet` (migrations/1796700000000-PartnerTables.ts: `transactions`
+ * keeps each transaction id once with the SHA-256 of its body, `balances` the balance per account
+ * and currency) in one transaction of its own: a transaction id is applied
  * once (the same body again is `delivered`, another body `conflict`), a debit above the balance is
  * `refused`, a database error `retry`. It runs on the receiver's database here; a partner's module
  * would use its own connection.
  */
 @Injectable()
-export class PartnerTableWalletConnector extends WalletConnector implements OnModuleInit {
+export class PartnerTableWalletConnector extends WalletConnector {
   readonly name = 'partner-table';
   private readonly logger = new Logger('PartnerTableWallet');
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     super();
-  }
-
-  /** Creates the partner's tables when missing (one replica at a time). */
-  async onModuleInit(): Promise<void> {
-    await this.dataSource.transaction(async (m) => {
-      await m.query(`SELECT pg_advisory_xact_lock(hashtext('partner_wallet schema'))`);
-      await m.query(SCHEMA);
-    });
   }
 
   async deliver({ transaction: t, body }: WalletDeliveryRequest): Promise<WalletDelivery> {

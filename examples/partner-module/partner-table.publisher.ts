@@ -1,38 +1,21 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { EventPublisher } from '../../src/extensions.js';
 import type { OutboxDelivery, PublishRequest } from '../../src/extensions.js';
 
-const SCHEMA = `
-  CREATE SCHEMA IF NOT EXISTS partner_events;
-  CREATE TABLE IF NOT EXISTS partner_events.received (
-    event_id    text PRIMARY KEY,
-    account_id  text NOT NULL,
-    body        jsonb NOT NULL,
-    received_at timestamptz NOT NULL DEFAULT now(),
-    seq         bigserial NOT NULL
-  );`;
-
 /**
  * An example event publisher (`EVENT_PUBLISHERS=partner-table` with the partner's module given to
  * `AppModule.forRoot`; docs/extending.md): instead of a broker, each settlement event lands in a
- * table of the partner's own schema, once per event id (a repeat is `delivered`: the consumer's
+ * table of the partner's own schema (`partner_events.received`, migrations/), once per event id (a repeat is `delivered`: the consumer's
  * idempotency), in the order the outbox hands them over (`seq`). A database error is `retry`.
  */
 @Injectable()
-export class PartnerTablePublisher extends EventPublisher implements OnModuleInit {
+export class PartnerTablePublisher extends EventPublisher {
   readonly name = 'partner-table';
 
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {
     super();
-  }
-
-  async onModuleInit(): Promise<void> {
-    await this.dataSource.transaction(async (m) => {
-      await m.query(`SELECT pg_advisory_xact_lock(hashtext('partner_events schema'))`);
-      await m.query(SCHEMA);
-    });
   }
 
   async publish({ events }: PublishRequest): Promise<OutboxDelivery[]> {

@@ -7,8 +7,9 @@ import { PartnerTableWalletConnector } from './partner-table-wallet.connector.js
 /**
  * The bookmaker's module of the example (docs/extending.md): a wallet connector (`partner-table`),
  * a settlement hook (loyalty points) and an event publisher (`partner-table`), given to the
- * receiver with `AppModule.forRoot(config, { extensions: [PartnerModule] })` (or
- * `startReceiver({ extensions: [PartnerModule] })`, see `main.ts` here) and chosen with
+ * receiver in its extension entry (`extension.ts`, with its migrations, entities and settings):
+ * `AppModule.forRoot(loadConfig(env, extensions), { extensions })` (or
+ * `startReceiver({ extensions })`, see `main.ts` here) and chosen with
  * `WALLET_CONNECTOR=partner-table EVENT_PUBLISHERS=partner-table`. No file of the receiver knows it.
  */
 @Module({

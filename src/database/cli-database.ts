@@ -2,6 +2,8 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { buildDataSourceOptions } from './data-source-options.js';
 import { EmbeddedPostgresServer } from './embedded-postgres.js';
+import { extensionSchema, loadExtensionEntries } from './extension-schema.js';
+import { MIGRATIONS } from '../../migrations/index.js';
 import { runMigrationsLocked } from './migrator.js';
 
 /** A command-line tool cannot reach a database: its message is printed, exit code 2. */
@@ -71,12 +73,17 @@ export function withCliDatabase<T>(work: (client: pg.Client) => Promise<T>): Pro
 /**
  * Applies the pending migrations (under the start-up's advisory lock) to the database of
  * {@link withCliDatabaseUrl}, initialising an empty embedded data folder: `npm run migration:run`.
+ * The extensions' migrations too, with `RECEIVER_EXTENSIONS` naming their module
+ * (docs/extending.md#schema).
  * @returns the names of the migrations applied, in order.
  */
-export function migrateCliDatabase(): Promise<string[]> {
+export async function migrateCliDatabase(): Promise<string[]> {
+  const extensions = extensionSchema(await loadExtensionEntries(), MIGRATIONS);
   return withCliDatabaseUrl(
     async (url) => {
-      const dataSource = await new DataSource(buildDataSourceOptions(url)).initialize();
+      const dataSource = await new DataSource(
+        buildDataSourceOptions(url, undefined, undefined, extensions),
+      ).initialize();
       try {
         return await runMigrationsLocked(dataSource);
       } finally {

@@ -1,6 +1,7 @@
 import { DataSourceOptions } from 'typeorm';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from '../../migrations/index.js';
+import type { ExtensionSchema } from './extension-schema.js';
 import { PooledClient } from './pooled-client.js';
 
 /**
@@ -33,7 +34,8 @@ export const APPLICATION_NAME = 'settlement-receiver';
 
 /**
  * TypeORM options for the app, the migration CLI (`ormconfig.ts`) and the tests: PostgreSQL at
- * `url`, the entities and migrations of this repository, never `synchronize`. Nothing is sent
+ * `url`, the entities and migrations of this repository and of the extensions (`extensions`,
+ * docs/extending.md#schema), never `synchronize`. Nothing is sent
  * at connection start but the application name: the same options work directly and through a
  * transaction-mode PgBouncer (the timeouts are set per transaction by {@link Tx}, §5).
  */
@@ -45,12 +47,13 @@ export function buildDataSourceOptions(
     idleInTransactionTimeoutMs: 5000,
   },
   poolSize = 16,
+  extensions?: ExtensionSchema,
 ): DataSourceOptions {
   return {
     type: 'postgres',
     url,
-    entities: ENTITIES,
-    migrations: MIGRATIONS,
+    entities: [...ENTITIES, ...(extensions?.entities ?? [])],
+    migrations: [...MIGRATIONS, ...(extensions?.migrations ?? [])],
     migrationsTableName: 'schema_migrations',
     synchronize: false,
     migrationsRun: false,

@@ -51,7 +51,12 @@ async function migrate(options: DataSourceOptions): Promise<void> {
     TypeOrmModule.forRootAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
-        ...buildDataSourceOptions(config.databaseUrl as string, sessionTimeouts(config), config.dbPoolSize),
+        ...buildDataSourceOptions(
+          config.databaseUrl as string,
+          sessionTimeouts(config),
+          config.dbPoolSize,
+          config.extensionSchema,
+        ),
         retryAttempts: 3,
         retryDelay: 1000,
         migrationsRunOnStart: config.runMigrationsOnStart,
@@ -86,7 +91,12 @@ async function migrate(options: DataSourceOptions): Promise<void> {
         const direct =
           config.databasePooled && config.databaseDirectUrl
             ? await new DataSource(
-                buildDataSourceOptions(config.databaseDirectUrl, sessionTimeouts(config), 4),
+                buildDataSourceOptions(
+                  config.databaseDirectUrl,
+                  sessionTimeouts(config),
+                  4,
+                  config.extensionSchema,
+                ),
               ).initialize()
             : undefined;
         try {

@@ -1,4 +1,4 @@
-import type { Statement, Tx } from '../database/transaction.js';
+import type { SqlResult, Statement } from '../database/transaction.js';
 import type { OperationType } from '../ledger/ledger.types.js';
 import type { SnapshotSource, TransitionName } from './rules/settlement.types.js';
 
@@ -36,14 +36,29 @@ export interface CouponTransition {
   posted: boolean;
 }
 
+/**
+ * What a hook may do in the batch's transaction (docs/extending.md#settlement-hooks): its own
+ * queries and the time left, nothing else. No commit, rollback, savepoint or other transaction:
+ * the batch commits or rolls back as a whole (a hook makes it roll back by throwing). A query that
+ * is a transaction-control or session statement (`COMMIT`, `ROLLBACK`, `BEGIN`, `SAVEPOINT`,
+ * `SET`, …) is refused (the hook fails, the batch rolls back).
+ */
+export interface HookTx {
+  /** One statement with positional parameters (`$1`…), in the batch's transaction: one round trip. */
+  query<R = Record<string, unknown>>(text: string, values?: unknown[]): Promise<SqlResult<R>>;
+  /** Milliseconds before the batch's deadline. @throws DeadlineExceededError when none is left. */
+  timeLeft(): number;
+  /** Epoch milliseconds: the batch's deadline. */
+  readonly deadline: number;
+}
+
 /** What a hook may use while it runs, inside the batch's transaction. */
 export interface SettlementHookContext {
   /**
-   * The batch's transaction (`tx.query`, `tx.send`: each is a round trip; prefer {@link write}).
-   * Never commit, roll back or open another transaction; never move money but through
-   * `LedgerService` (docs/extending.md).
+   * The batch's transaction, narrowed to what a hook may do ({@link HookTx}: `query` is a round
+   * trip; prefer {@link write}). Never move money but through `LedgerService` (docs/extending.md).
    */
-  tx: Tx;
+  tx: HookTx;
   /**
    * Adds a statement to the batch's last group, sent with its writes and its COMMIT: the hook's
    * own rows, written with the batch or not at all, at no round trip of their own.

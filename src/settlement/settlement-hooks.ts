@@ -4,7 +4,35 @@ import { discoverExtensions } from '../common/extension-discovery.js';
 import { TransientError } from '../common/transient-error.js';
 import { isRetryable } from '../database/pg-errors.js';
 import { DeadlineExceededError, Statement, StatementGroup, Tx } from '../database/transaction.js';
-import { CouponTransition, SettlementHook, SettlementHookContext } from './settlement-hook.js';
+import { CouponTransition, HookTx, SettlementHook, SettlementHookContext } from './settlement-hook.js';
+
+/**
+ * Transaction-control and session statements, anywhere a statement may start: a hook's query or
+ * write that is one is refused (the batch commits or rolls back as a whole; SET would outlive it).
+ */
+const CONTROL =
+  /(^|;)\s*(commit|rollback|abort|begin|start\s+transaction|end|savepoint|release|prepare\s+transaction|set|reset|discard|listen|unlisten)\b/i;
+
+/** @throws Error when `text` is a statement a hook may not send ({@link CONTROL}). */
+function refuseControl(text: string): void {
+  const found = CONTROL.exec(text);
+  if (found)
+    throw new Error(
+      `a hook may not send ${found[2].toUpperCase()} (the batch commits or rolls back as a whole)`,
+    );
+}
+
+/** The batch's transaction as a hook sees it: its own queries and the time left (CONTRACT §5 deadline). */
+function hookTx(tx: Tx): HookTx {
+  return Object.freeze({
+    deadline: tx.deadline,
+    timeLeft: () => tx.timeLeft(),
+    query: <R>(text: string, values?: unknown[]) => {
+      refuseControl(text);
+      return tx.query<R>(text, values);
+    },
+  });
+}
 
 /**
  * A settlement hook threw (or answered after the deadline's statement failed): the batch is
@@ -52,10 +80,11 @@ export class SettlementHooks implements OnModuleInit {
     const writes: Statement[] = [];
     const abort = new AbortController();
     const context: SettlementHookContext = {
-      tx,
+      tx: hookTx(tx),
       deadline: tx.deadline,
       signal: abort.signal,
       write: (statement) => {
+        refuseControl(statement.text);
         writes.push(statement);
       },
     };

@@ -1,6 +1,7 @@
 import { Injectable, Module } from '@nestjs/common';
+import { partnerExtension } from '../../examples/partner-module/extension.js';
 import { PartnerModule } from '../../examples/partner-module/partner.module.js';
-import { SettlementHook } from '../../src/extensions.js';
+import { AppModule, loadConfig, SettlementHook } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
 import {
   attemptsWritten,
@@ -14,12 +15,16 @@ import {
   createTestApp,
   useTestApp,
 } from '../support/test-app.js';
+import { REQUIRED_ENV } from '../support/secrets.js';
 import { eventually } from '../support/wait.js';
 
 // Issue 33: the bookmaker's module of examples/ (a wallet connector, a settlement hook, an event
 // publisher) wired only through AppModule.forRoot(config, { extensions }) (docs/extending.md);
 // a hook that throws rolls the batch back and the redelivery applies it once; a hook that awaits
 // past the deadline is cut there.
+// Issue 43: the example's extension entry brings its migrations (run with ours, recorded as
+// `partner.…`), its entities and its setting (PARTNER_POINTS_PER_UNIT); its hook sees a narrow
+// transaction.
 
 describe('the example partner module, given to AppModule.forRoot', () => {
   const t = useTestApp(
@@ -29,9 +34,34 @@ describe('the example partner module, given to AppModule.forRoot', () => {
       WALLET_POLL_INTERVAL_MS: '20',
       EVENT_POLL_INTERVAL_MS: '20',
       EVENT_RETRY_BASE_MS: '20',
+      PARTNER_POINTS_PER_UNIT: '2',
     },
-    { extensions: [PartnerModule] },
+    { extensions: [partnerExtension] },
   );
+
+  it("runs the extension's migration with ours: one history, its name prefixed, its tables there", async () => {
+    const { rows } = await t.db.query<{ name: string }>(
+      `SELECT name FROM schema_migrations ORDER BY timestamp DESC, id DESC LIMIT 2`,
+    );
+    expect(rows.map((r) => r.name)).toEqual([
+      'partner.PartnerTables1796700000000',
+      'OperatorActionClientAddress1796610000000',
+    ]);
+    const tables = await t.db.query<{ t: string }>(
+      `SELECT table_schema || '.' || table_name AS t FROM information_schema.tables
+        WHERE table_schema LIKE 'partner\\_%' ORDER BY 1`,
+    );
+    expect(tables.rows.map((r) => r.t)).toEqual([
+      'partner_events.received',
+      'partner_loyalty.frozen_accounts',
+      'partner_loyalty.points',
+      'partner_wallet.balances',
+      'partner_wallet.transactions',
+    ]);
+    expect(t.config.extensionSettings).toEqual([
+      { name: 'partner', settings: ['PARTNER_POINTS_PER_UNIT=2'] },
+    ]);
+  });
 
   const points = async (account: string) =>
     (
@@ -62,8 +92,8 @@ describe('the example partner module, given to AppModule.forRoot', () => {
     expect(
       (await deliver(t.app, batchOf('exta-1', { code: 'EXTA1', status: 2, realWin: '25.75' }))).status,
     ).toBe(200);
-    // The points are committed with the batch: there when the answer is.
-    expect(await points('ext-a')).toEqual(['EXTA1:0:final_credit 25']);
+    // The points are committed with the batch: there when the answer is (2 per unit: PARTNER_POINTS_PER_UNIT).
+    expect(await points('ext-a')).toEqual(['EXTA1:0:final_credit 50']);
     expect(
       await eventually(async () => {
         const got = await events('ext-a');
@@ -113,7 +143,7 @@ describe('the example partner module, given to AppModule.forRoot', () => {
       'EXTB1:0:final_credit=12.00',
       'EXTB1:0:stake_debit=5.00',
     ]);
-    expect(await points('ext-b')).toEqual(['EXTB1:0:final_credit 12']);
+    expect(await points('ext-b')).toEqual(['EXTB1:0:final_credit 24']);
     expect(await balance(t.app, 'ext-b')).toBe('27.00');
     expect(
       await eventually(async () => {
@@ -145,6 +175,53 @@ class StuckHook extends SettlementHook {
 
 @Module({ providers: [StuckHook] })
 class StuckHookModule {}
+
+/** A hook that tries to end the batch's transaction itself (plain JS could send COMMIT as a query). */
+@Injectable()
+class CommittingHook extends SettlementHook {
+  readonly name = 'committing';
+
+  async onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
+    if (t.couponCode === 'COMMIT1') await context.tx.query('COMMIT');
+    if (t.couponCode === 'COMMIT2') context.write({ text: 'SELECT 1; ROLLBACK' });
+  }
+}
+
+@Module({ providers: [CommittingHook] })
+class CommittingHookModule {}
+
+describe('a hook that sends COMMIT or ROLLBACK', () => {
+  const t = useTestApp({}, { extensions: [CommittingHookModule] });
+
+  it('is refused: 503, nothing of the batch written; the batch commits as a whole or not at all', async () => {
+    for (const [batch, code] of [
+      ['commit-1', 'COMMIT1'],
+      ['commit-2', 'COMMIT2'],
+    ]) {
+      expectError(
+        await deliver(t.app, batchOf(batch, { code, status: 2, realWin: '3.00' })),
+        503,
+        'transient_failure',
+      );
+      const { rows } = await t.db.query(
+        `SELECT (SELECT count(*) FROM callback_batches WHERE batch_id = $1)::int AS batches,
+                (SELECT count(*) FROM coupon_snapshots WHERE coupon_code = $2)::int AS snapshots`,
+        [batch, code],
+      );
+      expect(rows).toEqual([{ batches: 0, snapshots: 0 }]);
+    }
+    expect((await deliver(t.app, batchOf('commit-3', { code: 'FINE1', status: 1 }))).status).toBe(200);
+  });
+});
+
+describe('an extension entry with settings, and a configuration loaded without it', () => {
+  it('refuses to build the app, naming the extension', () => {
+    const config = loadConfig(REQUIRED_ENV);
+    expect(() => AppModule.forRoot(config, { extensions: [partnerExtension] })).toThrow(
+      'the configuration of extension partner was not loaded: pass the extensions to loadConfig(env, extensions)',
+    );
+  });
+});
 
 describe('a hook that awaits past the deadline', () => {
   const t = useTestApp({ CALLBACK_DEADLINE_MS: '1500' }, { extensions: [StuckHookModule] });

@@ -1,4 +1,4 @@
-import { PartnerModule } from '../../examples/partner-module/partner.module.js';
+import { partnerExtension } from '../../examples/partner-module/extension.js';
 import { batchOf, deliver, deposit, ops, register, useTestApp } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
 
@@ -18,7 +18,7 @@ describe('WALLET_CONNECTOR=partner-table (the example connector module), inbox m
       WALLET_POLL_INTERVAL_MS: '20',
       WALLET_RETRY_BASE_MS: '20',
     },
-    { extensions: [PartnerModule] },
+    { extensions: [partnerExtension] },
   );
 
   const partner = async (account: string) =>

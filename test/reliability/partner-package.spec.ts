@@ -27,6 +27,10 @@ import type { Receiver, SuiteDatabase } from './support/receiver.js';
 // receiver's own @nestjs/common, imports `sportapi-settlement-receiver/extensions` (the package's
 // `exports`, with its types), compiles with tsc and starts the receiver with its module: its
 // connector, hook and publisher are found and used. Nothing of it lives under src/ or examples/.
+// Issue 43: its extension entry brings a migration (run at start with ours, recorded as
+// `acme.…`; `npm run migration:run` of the checkout reads it with RECEIVER_EXTENSIONS), an entity
+// and settings (validated at start: a bad one stops it naming the variable; listed in the start
+// line, the token masked), and declares its names (a typo stops the start before the database).
 
 const ROOT = process.cwd();
 const [PORT] = portRange(98, 1);
@@ -39,6 +43,7 @@ const PACKAGE = {
   dependencies: {
     'sportapi-settlement-receiver': `file:${ROOT}`,
     '@nestjs/common': `file:${ROOT}/node_modules/@nestjs/common`,
+    typeorm: `file:${ROOT}/node_modules/typeorm`,
   },
   devDependencies: {
     '@types/node': `file:${ROOT}/node_modules/@types/node`,
@@ -60,10 +65,17 @@ function documentedTsconfig(page = readFileSync(join(ROOT, 'docs/extending.md'),
 }
 
 const MODULE = `import { appendFileSync } from 'node:fs';
-import { Injectable, Module } from '@nestjs/common';
-import { EventPublisher, SettlementHook, WalletConnector } from 'sportapi-settlement-receiver/extensions';
+import { Inject, Injectable, Module } from '@nestjs/common';
+import {
+  APP_CONFIG,
+  EventPublisher,
+  SettlementHook,
+  WalletConnector,
+} from 'sportapi-settlement-receiver/extensions';
 import type {
+  AppConfig,
   CouponTransition,
+  SettlementHookContext,
   OutboxDelivery,
   PublishRequest,
   WalletDelivery,
@@ -84,8 +96,16 @@ export class AcmeWallet extends WalletConnector {
 @Injectable()
 export class AcmeHook extends SettlementHook {
   readonly name = 'acme-hook';
-  onTransition(t: CouponTransition): void {
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig & { acme: { bonusPoints: number } }) {
+    super();
+  }
+  async onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
     note('hook ' + t.couponCode + ' ' + t.transition + ' posted=' + t.posted);
+    const { rows } = await context.tx.query<{ n: number }>('SELECT count(*)::int AS n FROM acme.bonus');
+    context.write({
+      text: 'INSERT INTO acme.bonus (coupon_code, points, seen) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+      values: [t.couponCode, this.config.acme.bonusPoints, rows[0].n],
+    });
   }
 }
 
@@ -104,10 +124,51 @@ export class AcmePublisher extends EventPublisher {
 export class AcmeModule {}
 `;
 
-const MAIN = `import { main } from 'sportapi-settlement-receiver/extensions';
-import { AcmeModule } from './acme.module.js';
+/** Its schema: a migration and an entity, importing TypeORM only (what RECEIVER_EXTENSIONS loads). */
+const SCHEMA = `import { Column, Entity, PrimaryColumn } from 'typeorm';
+import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-main({ extensions: [AcmeModule] });
+export class AcmeBonus1796800000000 implements MigrationInterface {
+  async up(q: QueryRunner): Promise<void> {
+    await q.query('CREATE SCHEMA acme; CREATE TABLE acme.bonus (coupon_code text PRIMARY KEY, points int NOT NULL, seen int NOT NULL)');
+  }
+  async down(q: QueryRunner): Promise<void> {
+    await q.query('DROP SCHEMA acme CASCADE');
+  }
+}
+
+@Entity({ schema: 'acme', name: 'bonus' })
+export class AcmeBonus {
+  @PrimaryColumn('text', { name: 'coupon_code', primaryKeyConstraintName: 'bonus_pkey' }) couponCode!: string;
+  @Column('int') points!: number;
+  @Column('int') seen!: number;
+}
+
+export const acmeSchema = { name: 'acme', migrations: [AcmeBonus1796800000000], entities: [AcmeBonus] };
+export const extensions = [acmeSchema];
+`;
+
+const MAIN = `import { configFragment, defineExtension, Joi, main } from 'sportapi-settlement-receiver/extensions';
+import { AcmeModule } from './acme.module.js';
+import { acmeSchema } from './schema.js';
+
+main({
+  extensions: [
+    defineExtension({
+      ...acmeSchema,
+      module: AcmeModule,
+      config: configFragment({
+        schema: {
+          ACME_BONUS_POINTS: Joi.number().integer().min(1).default(1),
+          ACME_API_TOKEN: Joi.string().min(8).required(),
+        },
+        build: (v) => ({ acme: { bonusPoints: v.ACME_BONUS_POINTS as number } }),
+      }),
+      walletConnectors: ['acme-wallet'],
+      eventPublishers: ['acme-pub'],
+    }),
+  ],
+});
 `;
 
 describe("a bookmaker's module in its own package, outside this repository", () => {
@@ -122,6 +183,7 @@ describe("a bookmaker's module in its own package, outside this repository", () 
     mkdirSync(join(dir, 'src'));
     writeFileSync(join(dir, 'src/acme.module.ts'), MODULE);
     writeFileSync(join(dir, 'src/main.ts'), MAIN);
+    writeFileSync(join(dir, 'src/schema.ts'), SCHEMA);
   }, 60_000);
   afterAll(async () => {
     await stopReceiver(receiver);
@@ -161,6 +223,34 @@ describe("a bookmaker's module in its own package, outside this repository", () 
     expect({ status: tsc.status, output: tsc.stdout + tsc.stderr }).toEqual({ status: 0, output: '' });
     expect(existsSync(join(dir, 'dist/main.js'))).toBe(true);
 
+    // A bad setting of the extension, or an unknown connector name: the start stops at once,
+    // before any database (none is given here), naming the variable.
+    const refused = (env: Record<string, string>) => {
+      const run = spawnSync(process.execPath, ['dist/main.js'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: {
+          PATH: process.env.PATH,
+          PORT: String(PORT),
+          HOST: '127.0.0.1',
+          DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+          SPORTAPI_WEBHOOK_SECRETS: 'acme-secret-0123456789',
+          OPS_API_KEYS: 'acme-ops-key-0123456789',
+          ...env,
+        },
+      });
+      return { status: run.status, stderr: run.stderr.trim() };
+    };
+    expect(refused({ ACME_API_TOKEN: 'acme-token-1', ACME_BONUS_POINTS: 'many' })).toEqual({
+      status: 1,
+      stderr: 'Invalid configuration:\n  - ACME_BONUS_POINTS: "ACME_BONUS_POINTS" must be a number',
+    });
+    expect(refused({ ACME_API_TOKEN: 'acme-token-1', WALLET_CONNECTOR: 'acme-walet' })).toEqual({
+      status: 1,
+      stderr:
+        "Invalid configuration:\n  - WALLET_CONNECTOR: no connector 'acme-walet' (known: http, acme-wallet, none)",
+    });
+
     const log = join(dir, 'acme.log');
     receiver = await startReceiver(
       PORT,
@@ -169,6 +259,8 @@ describe("a bookmaker's module in its own package, outside this repository", () 
         WALLET_CONNECTOR: 'acme-wallet',
         EVENT_PUBLISHERS: 'acme-pub',
         ACME_LOG: log,
+        ACME_BONUS_POINTS: '3',
+        ACME_API_TOKEN: 'acme-token-secret-1',
         WALLET_POLL_INTERVAL_MS: '50',
         EVENT_POLL_INTERVAL_MS: '50',
       },
@@ -179,7 +271,10 @@ describe("a bookmaker's module in its own package, outside this repository", () 
     const started = receiver.output();
     expect(started).toContain('settlement hooks: acme-hook');
     expect(started).toContain('wallet connector acme-wallet');
-    expect(started).toContain('; wallet connector: acme-wallet"');
+    expect(started).toContain(
+      '; wallet connector: acme-wallet; extensions: acme (ACME_BONUS_POINTS=3, ACME_API_TOKEN=***)"',
+    );
+    expect(started).not.toContain('acme-token-secret-1');
 
     await fundCoupons(
       receiver.url,
@@ -203,5 +298,32 @@ describe("a bookmaker's module in its own package, outside this repository", () 
       'hook ACME1 settled posted=true',
       'wallet ACME1:0:final_credit credit 12.50',
     ]);
-  }, 180_000);
+    // Its migration ran with ours at start, recorded under its name; its hook wrote its row.
+    const { rows } = await db.pool.query<{ name: string }>(
+      `SELECT name FROM schema_migrations WHERE name LIKE 'acme.%'`,
+    );
+    expect(rows).toEqual([{ name: 'acme.AcmeBonus1796800000000' }]);
+    expect((await db.pool.query('SELECT coupon_code, points, seen FROM acme.bonus')).rows).toEqual([
+      { coupon_code: 'ACME1', points: 3, seen: 0 },
+    ]);
+    // The checkout's migration:run and the TypeORM CLI learn of it from RECEIVER_EXTENSIONS.
+    const cliEnv = { ...process.env, DATABASE_URL: db.url, RECEIVER_EXTENSIONS: join(dir, 'dist/schema.js') };
+    const migrate = spawnSync('npm', ['run', '--silent', 'migration:run'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: cliEnv,
+    });
+    expect({ status: migrate.status, stderr: migrate.stderr.trim() }).toEqual({
+      status: 0,
+      stderr: 'no pending migrations',
+    });
+    const schemaLog = spawnSync('npm', ['run', '--silent', 'typeorm', '--', 'schema:log'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      env: cliEnv,
+    });
+    expect(schemaLog.stdout.trim()).toBe(
+      'Your schema is up to date - there are no queries to be executed by schema synchronization.',
+    );
+  }, 240_000);
 });

@@ -71,23 +71,26 @@ export async function createTestApp(
   } = {},
 ): Promise<TestContext> {
   const database = await createTestDatabase();
-  const config = loadConfig({
-    DATABASE_URL: options.via ? options.via(database.url) : database.url,
-    ...(!options.via && pooled(database.url)),
-    SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
-    OPS_API_KEYS: TEST_OPS_API_KEYS,
-    AUTH_FAILURE_LIMIT: '1000',
-    HOUSE_SUB_ACCOUNTS: '1',
-    DELIVERY_ROLLUP_INTERVAL: 'off',
-    BULK_ACTION_POLL_INTERVAL: 'off',
-    RETENTION_INTERVAL: 'off',
-    RUN_MIGRATIONS_ON_START: '1',
-    DB_POOL_SIZE: '12',
-    LOG_LEVEL: 'fatal',
-    // The console built for this run by the browser tests' global set-up (else dist/console).
-    ...(process.env.CONSOLE_DIR && { CONSOLE_DIR: process.env.CONSOLE_DIR }),
-    ...env,
-  });
+  const config = loadConfig(
+    {
+      DATABASE_URL: options.via ? options.via(database.url) : database.url,
+      ...(!options.via && pooled(database.url)),
+      SPORTAPI_WEBHOOK_SECRETS: `${SECRET},${OTHER_SECRET}`,
+      OPS_API_KEYS: TEST_OPS_API_KEYS,
+      AUTH_FAILURE_LIMIT: '1000',
+      HOUSE_SUB_ACCOUNTS: '1',
+      DELIVERY_ROLLUP_INTERVAL: 'off',
+      BULK_ACTION_POLL_INTERVAL: 'off',
+      RETENTION_INTERVAL: 'off',
+      RUN_MIGRATIONS_ON_START: '1',
+      DB_POOL_SIZE: '12',
+      LOG_LEVEL: 'fatal',
+      // The console built for this run by the browser tests' global set-up (else dist/console).
+      ...(process.env.CONSOLE_DIR && { CONSOLE_DIR: process.env.CONSOLE_DIR }),
+      ...env,
+    },
+    options.extensions,
+  );
   const app = await startApp(config, options);
   await app.listen(0, '127.0.0.1');
   const db = new pg.Pool({ connectionString: database.url, max: 4 });
