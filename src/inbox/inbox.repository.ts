@@ -110,7 +110,7 @@ export class InboxRepository {
                              ELSE 'conflict' END AS result
                ), att AS (
                  ${this.attempts.insertFromSql(
-                   `SELECT $1, $7, $8, result, $9, $10, $3, $11, $2, NULL FROM result WHERE result <> 'conflict'`,
+                   `SELECT $1, $7, $8, result, $9, $10, $3, $11, $2, NULL, $12 FROM result WHERE result <> 'conflict'`,
                  )}
                )
                SELECT result, (SELECT id::text FROM ins) AS id FROM result`,
@@ -126,6 +126,7 @@ export class InboxRepository {
           a[4],
           a[5],
           a[7],
+          a[10],
         ],
       } as Statement<{ result: InboxAppendResult; id: string | null }>,
     });

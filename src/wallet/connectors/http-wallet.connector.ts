@@ -1,3 +1,4 @@
+import { traceContextHeaders } from '../../observability/tracing.js';
 import { createHmac } from 'node:crypto';
 import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
@@ -218,6 +219,8 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
         ...(idempotencyKey ? { 'idempotency-key': headerToken(idempotencyKey) } : {}),
         'x-request-id': requestId,
         'x-signature': `sha256=${signature}`,
+        // The push's span (docs/operating.md, "Traces"), when tracing is on.
+        ...traceContextHeaders(),
       },
       body,
       signal,
