@@ -23,12 +23,13 @@ export function tracingEnabled(): boolean {
 }
 
 /**
- * Runs `work` inside a span `name` (a child of the active span), ended when it settles; a throw
+ * Runs `work` inside a span `name` (a child of the active span; none without one), ended when it settles; a throw
  * marks the span ERROR with the error's name only (messages may quote a body). Tracing off: runs
  * `work` alone.
  */
 export function traced<T>(name: string, work: () => Promise<T>, attributes?: Attributes): Promise<T> {
-  if (!enabled) return work();
+  // Only inside a trace: a background loop's transactions (claims, records) start none of their own.
+  if (!enabled || !trace.getActiveSpan()) return work();
   return trace.getTracer(TRACER).startActiveSpan(name, { attributes }, async (span) => {
     try {
       return await work();
@@ -43,7 +44,7 @@ export function traced<T>(name: string, work: () => Promise<T>, attributes?: Att
 
 /** Synchronous {@link traced}. */
 export function tracedSync<T>(name: string, work: () => T, attributes?: Attributes): T {
-  if (!enabled) return work();
+  if (!enabled || !trace.getActiveSpan()) return work();
   return trace.getTracer(TRACER).startActiveSpan(name, { attributes }, (span) => {
     try {
       return work();
@@ -194,4 +195,12 @@ export function traceContextHeaders(): Record<string, string> | undefined {
   const carrier: Record<string, string> = {};
   propagation.inject(context.active(), carrier);
   return carrier.traceparent ? carrier : undefined;
+}
+
+/**
+ * Runs `work` outside any trace (background work started from a request, e.g. the writer of
+ * several deliveries' attempts, belongs to none of them); directly when tracing is off.
+ */
+export function detached<T>(work: () => T): T {
+  return enabled ? context.with(ROOT_CONTEXT, work) : work();
 }
