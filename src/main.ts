@@ -13,6 +13,7 @@ import { checkBuiltInNames, loadConfig } from './app.config.js';
 import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
+import { shutdownTracing } from './observability/tracing.js';
 import { describeWalletConnector } from './wallet/wallet-connectors.js';
 
 /**
@@ -90,6 +91,7 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
     // HTTP closes and TypeORM ends the pool (onApplicationShutdown).
     await app.close().catch((e: unknown) => logger.error(String(e)));
     await embedded?.stop().catch((e: unknown) => logger.error(String(e)));
+    await shutdownTracing(); // the spans not yet exported, when tracing is on
     logger.log(`${signal}: stopped`);
     process.exit(0);
   };
