@@ -6,7 +6,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * their partitioned table): `delivery_attempts.trace_id`, `wallet_delivery_attempts.trace_id` and
  * `event_delivery_attempts.trace_id`, the trace id (32 hex) of the attempt, shown with it;
  * `wallet_outbox.traceparent` and `event_outbox.traceparent`, the W3C trace context of the
- * transaction that wrote the row (as Debezium's outbox router keeps it), which its deliveries join.
+ * transaction that wrote the row (as Debezium's outbox router keeps it), which its deliveries join;
+ * `callback_inbox.traceparent`, the accepting delivery's, which the row's apply joins.
  * As `migration:generate` writes it (test/e2e/schema.e2e.spec.ts checks the entities against it).
  */
 export class TraceContext1796620000000 implements MigrationInterface {
@@ -18,9 +19,11 @@ export class TraceContext1796620000000 implements MigrationInterface {
     await queryRunner.query(`ALTER TABLE "event_delivery_attempts" ADD "trace_id" character(32)`);
     await queryRunner.query(`ALTER TABLE "wallet_outbox" ADD "traceparent" text`);
     await queryRunner.query(`ALTER TABLE "event_outbox" ADD "traceparent" text`);
+    await queryRunner.query(`ALTER TABLE "callback_inbox" ADD "traceparent" text`);
   }
 
   public async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`ALTER TABLE "callback_inbox" DROP COLUMN "traceparent"`);
     await queryRunner.query(`ALTER TABLE "event_outbox" DROP COLUMN "traceparent"`);
     await queryRunner.query(`ALTER TABLE "wallet_outbox" DROP COLUMN "traceparent"`);
     await queryRunner.query(`ALTER TABLE "event_delivery_attempts" DROP COLUMN "trace_id"`);

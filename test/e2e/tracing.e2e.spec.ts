@@ -75,13 +75,23 @@ function rootOf(spans: ReadableSpan[], name: string): ReadableSpan {
   return root;
 }
 
+beforeAll(() => {
+  provider.register();
+  enableTracing();
+});
+afterAll(async () => {
+  enableTracing(false);
+  await provider.shutdown();
+  trace.disable();
+  context.disable();
+  propagation.disable();
+});
+
 describe('OpenTelemetry traces (issue 41)', () => {
   let wallet: RunningWallet;
   let t: TestContext;
 
   beforeAll(async () => {
-    provider.register();
-    enableTracing();
     wallet = await startWallet({ port: 0, secret: WALLET_SECRET, seed: 41 });
     t = await createTestApp(
       {
@@ -102,11 +112,6 @@ describe('OpenTelemetry traces (issue 41)', () => {
   afterAll(async () => {
     await t?.close();
     await wallet?.close();
-    enableTracing(false);
-    await provider.shutdown();
-    trace.disable();
-    context.disable();
-    propagation.disable();
   });
 
   const delivered = (table: string, key: string) =>
@@ -147,6 +152,9 @@ describe('OpenTelemetry traces (issue 41)', () => {
       `SELECT outcome, trace_id FROM delivery_attempts WHERE batch_id = 'tr-a-1'`,
     );
     expect(rows).toEqual([{ outcome: 'processed', trace_id: SENDER_TRACE }]);
+    // The delivery audit shows it.
+    const audit = await ops(t.app).get('/callbacks/deliveries?batchId=tr-a-1');
+    expect((audit.body.items as { traceId: string }[]).map((a) => a.traceId)).toEqual([SENDER_TRACE]);
   });
 
   it('a 503 the sender retries: two traces, the retried transaction attempts visible', async () => {
@@ -291,6 +299,38 @@ describe('OpenTelemetry traces (issue 41)', () => {
     );
     expect(wallet.traceparents().slice(pushedBefore)).toEqual([
       `00-${push.spanContext().traceId}-${push.spanContext().spanId}-01`,
+    ]);
+  });
+});
+
+describe('OpenTelemetry traces in inbox mode (issue 41)', () => {
+  let t: TestContext;
+  beforeAll(async () => {
+    t = await createTestApp({ CALLBACK_MODE: 'inbox', INBOX_POLL_INTERVAL_MS: '20' });
+  }, 60_000);
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it("the inbox apply joins the accepting delivery's trace", async () => {
+    exporter.reset();
+    const res = await deliver(t.app, batchOf('tr-i-1', { code: 'TRI', status: 1 }), {
+      headers: { traceparent: SENDER_TRACEPARENT },
+    });
+    expect(res.status).toBe(200);
+    const apply = await eventually(
+      async () => exporter.getFinishedSpans().find((s) => s.name === 'inbox.apply'),
+      'the inbox.apply span',
+    );
+    const spans = callbackSpans(SENDER_TRACE);
+    const transaction = spans.find((s) => s.name === 'db.transaction');
+    expect(apply.spanContext().traceId).toBe(SENDER_TRACE);
+    expect(apply.parentSpanContext?.spanId).toBe(transaction?.spanContext().spanId);
+    const { rows } = await t.db.query<{ status: string; traceparent: string }>(
+      `SELECT status, traceparent FROM callback_inbox WHERE batch_id = 'tr-i-1'`,
+    );
+    expect(rows).toEqual([
+      { status: 'done', traceparent: `00-${SENDER_TRACE}-${transaction?.spanContext().spanId}-01` },
     ]);
   });
 });
