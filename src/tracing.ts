@@ -30,7 +30,10 @@ export function tracesRequested(env: NodeJS.ProcessEnv): boolean {
 }
 
 async function startTracing(): Promise<void> {
-  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
+  // Only the ES modules an instrumentation patches go through the hook (each wrapped module costs).
+  register('@opentelemetry/instrumentation/hook.mjs', import.meta.url, {
+    data: { include: ['@nestjs/core', 'express', 'pg', 'pg-pool', 'undici', 'amqplib'] },
+  });
   const [{ NodeSDK }, http, express, nest, pgi, undici, amqp] = await Promise.all([
     import('@opentelemetry/sdk-node'),
     import('@opentelemetry/instrumentation-http'),
@@ -47,7 +50,15 @@ async function startTracing(): Promise<void> {
         // Probes and scrapes are not deliveries: no trace of their own.
         ignoreIncomingRequestHook: (req) => /^\/(health|metrics)(\/|\?|$)/.test(req.url ?? ''),
       }),
-      new express.ExpressInstrumentation(),
+      // Not a span per middleware and router layer (a dozen per request): the HTTP span, Nest's
+      // and the receiver's own say where the time went.
+      new express.ExpressInstrumentation({
+        ignoreLayersType: [
+          express.ExpressLayerType.MIDDLEWARE,
+          express.ExpressLayerType.ROUTER,
+          express.ExpressLayerType.REQUEST_HANDLER,
+        ],
+      }),
       new nest.NestInstrumentation(),
       // Statement texts only, never their parameters; no spans for the pool's own queries.
       new pgi.PgInstrumentation({ enhancedDatabaseReporting: false, requireParentSpan: true }),
