@@ -13,6 +13,7 @@ import { WalletStatusNeverChanged1796510000000 } from './1796510000000-WalletSta
 import { RetentionPartitions1796600000000 } from './1796600000000-RetentionPartitions.js';
 import { RetentionAgeIndexes1796600100000 } from './1796600100000-RetentionAgeIndexes.js';
 import { OperatorActionClientAddress1796610000000 } from './1796610000000-OperatorActionClientAddress.js';
+import { TraceContext1796620000000 } from './1796620000000-TraceContext.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   RetentionPartitions1796600000000,
   RetentionAgeIndexes1796600100000,
   OperatorActionClientAddress1796610000000,
+  TraceContext1796620000000,
 ];

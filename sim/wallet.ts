@@ -103,6 +103,8 @@ export interface RunningWallet {
   balances: () => WalletBalance[];
   /** Every applied transaction in application order (as `GET /transactions`). */
   transactions: () => WalletTransaction[];
+  /** The W3C `traceparent` header of every `POST /transactions` in arrival order (null: none). */
+  traceparents: () => (string | null)[];
   setFaults: (faults: WalletFaults) => void;
   close: () => Promise<void>;
 }
@@ -285,6 +287,7 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
   const limit = options.bodyLimitBytes ?? 1_048_576;
   const now = options.now ?? (() => new Date());
   const log = options.log ?? (() => undefined);
+  const traceparents: (string | null)[] = [];
   const stats: WalletStats = {
     applied: 0,
     repeats: 0,
@@ -534,6 +537,7 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
   }
 
   async function postTransaction(req: IncomingMessage, res: ServerResponse, raw: Buffer, requestId?: string) {
+    traceparents.push(header(req, 'traceparent') ?? null);
     // One draw per request (and one more for the kind of a fault), before any delay: the sequence
     // of answers of a seed depends only on the order requests arrive in.
     const fault = rng.chance(faults.failRate) ? (rng.chance(0.5) ? 429 : 503) : null;
@@ -647,6 +651,7 @@ export async function startWallet(options: WalletOptions): Promise<RunningWallet
     stats: snapshot,
     balances,
     transactions: () => history.map((t) => ({ ...t })),
+    traceparents: () => [...traceparents],
     setFaults,
     close: () => {
       stopping.abort();

@@ -14,6 +14,7 @@ import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
 import { describeExtensions } from './extension.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { loggerParams } from './observability/logging.js';
+import { shutdownTracing } from './observability/tracing.js';
 import { describeWalletConnector } from './wallet/wallet-connectors.js';
 
 /**
@@ -91,6 +92,7 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
     // HTTP closes and TypeORM ends the pool (onApplicationShutdown).
     await app.close().catch((e: unknown) => logger.error(String(e)));
     await embedded?.stop().catch((e: unknown) => logger.error(String(e)));
+    await shutdownTracing(); // the spans not yet exported, when tracing is on
     logger.log(`${signal}: stopped`);
     process.exit(0);
   };

@@ -151,6 +151,8 @@ export interface DeliveryAttempt {
   durationMs: number;
   payloadHash: string | null;
   actor: string | null;
+  /** OpenTelemetry trace id; null when tracing was off. */
+  traceId: string | null;
 }
 
 export interface BatchAudit {

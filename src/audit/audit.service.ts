@@ -27,6 +27,7 @@ function attemptView(a: AttemptRecord): DeliveryAttemptView {
     durationMs: a.durationMs,
     payloadHash: a.payloadHash,
     actor: a.actor,
+    traceId: a.traceId,
   };
 }
 

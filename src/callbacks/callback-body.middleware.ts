@@ -1,8 +1,10 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { raw } from 'express';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import type { CallbackRequest } from './callback-request.js';
+import type { CallbackRequest, CallbackRequestState } from './callback-request.js';
 import { requestIdOf } from '../observability/request-id.js';
+import { contextOf, startServerSpan } from '../observability/tracing.js';
+import { context } from '@opentelemetry/api';
 
 const ACCEPTED_ENCODINGS = new Set(['identity', 'gzip', 'x-gzip', 'deflate']);
 
@@ -25,10 +27,24 @@ const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
 export function callbackBodyMiddleware(limit: number, maxInflightBytes: number): RequestHandler {
   let inflightBytes = 0;
   const parser = raw({ type: () => true, limit, inflate: true });
-  return (req: Request, res: Response, next: NextFunction) => {
-    const state = { receivedAt: Date.now(), requestId: requestIdOf(req) };
+  return (req: Request, res: Response, proceed: NextFunction) => {
+    const state: CallbackRequestState = { receivedAt: Date.now(), requestId: requestIdOf(req) };
     (req as CallbackRequest).callback = state;
     res.setHeader('X-Request-Id', state.requestId);
+    // Tracing on: the delivery's span, ended once the answer is written; the rest runs inside it.
+    const span = startServerSpan('callback', req.headers, { 'http.request.method': req.method });
+    let next = proceed;
+    if (span) {
+      state.traceId = span.spanContext().traceId;
+      const active = contextOf(span);
+      next = (err?: unknown) => context.with(active, () => proceed(err));
+      res.once('close', () => {
+        span.setAttribute('http.response.status_code', res.statusCode);
+        const c = (req as CallbackRequest).callback;
+        if (c?.batchId) span.setAttribute('settlement.batch_id', c.batchId);
+        span.end();
+      });
+    }
     const fail = (error: DomainException) => {
       (req as CallbackRequest).callback = { ...state, bodyError: error };
       req.resume();

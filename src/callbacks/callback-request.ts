@@ -15,6 +15,8 @@ export interface CallbackRequestState {
   batchId?: string;
   couponCount?: number;
   payloadHash?: string;
+  /** The delivery's trace id (32 hex) when tracing is on; stored with its attempt. */
+  traceId?: string;
 }
 
 /** Express request with the callback state attached by the callback body middleware. */

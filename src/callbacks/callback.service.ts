@@ -13,6 +13,7 @@ import { SettlementService } from '../settlement/settlement.service.js';
 import { batchIdHint } from '../settlement/batch-parser.js';
 import { parseDelivery } from './callback-body.parser.js';
 import type { CallbackRequestState } from './callback-request.js';
+import { tracedSync } from '../observability/tracing.js';
 
 /** What the callback answers after COMMIT (CONTRACT §5); `accepted`: committed to the inbox. */
 export interface CallbackResult {
@@ -76,7 +77,7 @@ export class CallbackService {
   }
 
   private parse(request: CallbackRequestState): ParsedBatch {
-    return parseDelivery(request, this.config.currencies.maxMinorUnits);
+    return tracedSync('callback.parse', () => parseDelivery(request, this.config.currencies.maxMinorUnits));
   }
 
   /**
@@ -96,6 +97,7 @@ export class CallbackService {
       errorCode: null,
       durationMs: Date.now() - request.receivedAt,
       payloadHash,
+      traceId: request.traceId ?? null,
     });
     try {
       const { committed } = await this.transactions.run((tx) => tx.commitWith({ committed: statement }), {

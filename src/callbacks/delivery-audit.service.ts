@@ -60,6 +60,7 @@ export class DeliveryAuditService {
       couponCount: state?.couponCount ?? null,
       durationMs: Date.now() - receivedAt,
       payloadHash: state?.signatureVerified ? (state.payloadHash ?? null) : null,
+      traceId: state?.traceId ?? null,
     };
   }
 

@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/configuration.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { secureEquals } from '../common/secure-compare.js';
+import { tracedSync } from '../observability/tracing.js';
 
 /**
  * The signature header's value in the API description (the parameter and the security scheme):
@@ -47,7 +48,9 @@ export class SignatureGuard implements CanActivate {
     if (state.bodyError) throw state.bodyError;
     const header = req.headers[this.config.signatureHeader];
     const value = Array.isArray(header) ? undefined : header;
-    if (!verifySignature(state.rawBody ?? Buffer.alloc(0), value, this.config.webhookSecrets)) {
+    const body = state.rawBody ?? Buffer.alloc(0);
+    const secrets = this.config.webhookSecrets;
+    if (!tracedSync('callback.signature', () => verifySignature(body, value, secrets))) {
       throw new DomainException(ErrorCode.INVALID_SIGNATURE, 'signature missing or wrong');
     }
     state.signatureVerified = true;

@@ -6,6 +6,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { PooledClient } from './pooled-client.js';
 import { isConnectionLoss, isRetryable } from './pg-errors.js';
+import { activeTraceparent, traced } from '../observability/tracing.js';
 import { SessionDatabase } from './session-database.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
@@ -187,6 +188,11 @@ export class Tx {
     return left;
   }
 
+  /** @internal SET LOCAL `name` to `value` (a checked literal), sent with the first group. */
+  setLocal(name: string, value: string): void {
+    this.pending.push({ text: `SET LOCAL ${name} = '${value}'` });
+  }
+
   /** Registers a callback run only after this transaction has committed (metrics, caches). */
   afterCommit(hook: () => void): void {
     this.commitHooks.push(hook);
@@ -213,7 +219,7 @@ export class Tx {
    * @throws the first failing statement's error; nothing was committed then.
    */
   commitWith<G extends StatementGroup>(group: G): Promise<GroupResults<G>> {
-    return this.dispatch(group, true);
+    return traced('db.commit', () => this.dispatch(group, true));
   }
 
   /**
@@ -392,6 +398,13 @@ export class Tx {
   }
 }
 
+/**
+ * The transaction-local setting that carries the W3C `traceparent` of the active span into SQL
+ * while tracing is on (the outboxes' inserts store it with their rows); never set when it is off.
+ */
+export const TRACEPARENT_SETTING = 'otel.traceparent';
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 /** Options of {@link TransactionRunner.run}. */
 export interface RunOptions {
   /** Epoch milliseconds after which nothing more is attempted; the transaction rolls back. */
@@ -423,7 +436,9 @@ export class TransactionRunner {
     const retries = options.retries ?? this.config.transientRetries;
     for (let n = 0; ; n++) {
       try {
-        return await this.once(work, deadline);
+        return await traced('db.transaction', () => this.once(work, deadline), {
+          'db.transaction.attempt': n + 1,
+        });
       } catch (err) {
         const timeLeft = deadline - Date.now();
         if (!isRetryable(err) || n >= retries || timeLeft < 100) throw err;
@@ -470,6 +485,8 @@ export class TransactionRunner {
         idleInTransactionTimeoutMs: this.config.idleInTransactionTimeoutMs,
         namedStatements: !this.config.databasePooled,
       });
+      const traceparent = activeTraceparent();
+      if (traceparent && TRACEPARENT.test(traceparent)) tx.setLocal(TRACEPARENT_SETTING, traceparent);
       const result = await work(tx);
       await tx.finish();
       return result;

@@ -15,13 +15,15 @@ export interface DeliveryAttemptRow {
   payloadHash: string | null;
   /** Name of the partner API key of a quarantine replay; absent or null for SportAPI's deliveries. */
   actor?: string | null;
+  /** The delivery's trace id (32 hex) when tracing was on; absent or null otherwise. */
+  traceId?: string | null;
 }
 
 /** The columns every insert names, in the order of {@link attemptValues}. */
 const COLUMNS =
-  'batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash, actor';
+  'batch_id, request_id, received_at, outcome, http_status, error_code, coupon_count, duration_ms, payload_hash, actor, trace_id';
 
-/** Parameters `$1`…`$10` of a delivery attempt, in the order of the table's insert columns. */
+/** Parameters `$1`…`$11` of a delivery attempt, in the order of the table's insert columns. */
 export function attemptValues(a: DeliveryAttemptRow): unknown[] {
   return [
     a.batchId,
@@ -34,6 +36,7 @@ export function attemptValues(a: DeliveryAttemptRow): unknown[] {
     a.durationMs,
     a.payloadHash,
     a.actor ?? null,
+    a.traceId ?? null,
   ];
 }
 
@@ -49,7 +52,7 @@ export class DeliveryAttemptRepository {
   insertStatement(attempt: DeliveryAttemptRow): Statement {
     return {
       name: 'da_insert',
-      text: `INSERT INTO delivery_attempts (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      text: `INSERT INTO delivery_attempts (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       values: attemptValues(attempt),
       // Sent between the batch's apply and the posting, which run under generic plans: the same
       // mode spares two SET LOCAL statements per batch (a plain insert plans the same either way).
@@ -66,7 +69,7 @@ export class DeliveryAttemptRepository {
     return {
       name: 'da_insert_if_stored',
       text: `INSERT INTO delivery_attempts (${COLUMNS})
-             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11
               WHERE EXISTS (SELECT 1 FROM callback_batches WHERE batch_id = $1 AND payload_hash = $9::char(64))`,
       values: attemptValues(attempt),
       genericPlan: true,
@@ -90,16 +93,16 @@ export class DeliveryAttemptRepository {
                SELECT batch_id, coupon_count FROM callback_batches WHERE payload_hash = $7::char(64) LIMIT 1
              ), a AS (
                INSERT INTO delivery_attempts (${COLUMNS})
-               SELECT h.batch_id, $1, $2, $3, $4, $5, h.coupon_count, $6, $7, NULL FROM h
+               SELECT h.batch_id, $1, $2, $3, $4, $5, h.coupon_count, $6, $7, NULL, $8 FROM h
              )
              SELECT batch_id AS "batchId", coupon_count AS "couponCount" FROM h`,
-      values: [v[1], v[2], v[3], v[4], v[5], v[7], v[8]],
+      values: [v[1], v[2], v[3], v[4], v[5], v[7], v[8], v[10]],
     };
   }
 
   /**
    * The SQL of an insert whose rows come from `select` (a CTE of another statement that decides
-   * the attempt in the same statement, e.g. an inbox append): `select` yields the ten columns of
+   * the attempt in the same statement, e.g. an inbox append): `select` yields the eleven columns of
    * {@link attemptValues} in that order.
    */
   insertFromSql(select: string): string {
@@ -111,8 +114,8 @@ export class DeliveryAttemptRepository {
     const column = (i: number) => attempts.map((a) => attemptValues(a)[i]);
     await tx.query(
       `INSERT INTO delivery_attempts (${COLUMNS})
-       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::char(64)[], $10::text[])`,
-      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(column),
+       SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::text[], $7::int[], $8::int[], $9::char(64)[], $10::text[], $11::char(32)[])`,
+      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(column),
     );
   }
 }

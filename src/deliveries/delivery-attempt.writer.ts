@@ -1,3 +1,4 @@
+import { detached } from '../observability/tracing.js';
 import { BeforeApplicationShutdown, Injectable, Logger } from '@nestjs/common';
 import { TransactionRunner } from '../database/transaction.js';
 import { DeliveryMetrics } from './delivery-metrics.js';
@@ -37,7 +38,7 @@ export class DeliveryAttemptWriter implements BeforeApplicationShutdown {
   enqueue(attempt: DeliveryAttemptRow): void {
     if (this.stopped || this.backlog.length >= MAX_BACKLOG) return this.unrecorded([attempt], 'backlog full');
     this.backlog.push(attempt);
-    this.writing ??= this.drain().finally(() => (this.writing = undefined));
+    this.writing ??= detached(() => this.drain()).finally(() => (this.writing = undefined));
   }
 
   /** Attempts not written yet. */

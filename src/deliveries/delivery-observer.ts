@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { startSpan } from '../observability/tracing.js';
 import { Injectable, Logger } from '@nestjs/common';
 import type { DeliveryAttemptRow } from './delivery-attempt.repository.js';
 import { DeliveryOutcome } from './delivery.types.js';
@@ -30,9 +31,14 @@ export class DeliveryObserver {
     done?: (a: DeliveryAttemptRow) => void,
   ): void {
     let seen = false;
+    const span = startSpan('callback.answer', {
+      'http.response.status_code': status,
+      'delivery.outcome': attempt.outcome,
+    });
     const answered = () => {
       if (seen) return;
       seen = true;
+      span?.end();
       const final = { ...attempt, durationMs: Date.now() - attempt.receivedAt.getTime() };
       this.delivered(final, status);
       done?.(final);

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { LessThan } from 'typeorm';
-import { Statement, Tx } from '../database/transaction.js';
+import { Statement, TRACEPARENT_SETTING, Tx } from '../database/transaction.js';
 import { BatchRepository } from '../settlement/batch.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import {
@@ -41,6 +41,8 @@ export interface ClaimedInboxRow {
   /** Failed applications so far (this claim not counted). */
   attempts: number;
   requestId: string | null;
+  /** W3C trace context of the delivery that accepted it (tracing on then), else null. */
+  traceparent: string | null;
 }
 
 /** What is known about a batch id in the inbox. */
@@ -99,8 +101,9 @@ export class InboxRepository {
         text: `WITH applied AS (
                  SELECT payload_hash FROM callback_batches WHERE batch_id = $1
                ), ins AS (
-                 INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id)
-                 SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM applied)
+                 INSERT INTO callback_inbox (batch_id, payload_hash, coupon_count, coupon_codes, payload, request_id, traceparent)
+                 SELECT $1, $2, $3, $4, $5, $6, nullif(current_setting('${TRACEPARENT_SETTING}', true), '')
+                  WHERE NOT EXISTS (SELECT 1 FROM applied)
                  ON CONFLICT (batch_id) DO NOTHING RETURNING id
                ), result AS (
                  SELECT CASE WHEN EXISTS (SELECT 1 FROM ins) THEN 'accepted'
@@ -110,7 +113,7 @@ export class InboxRepository {
                              ELSE 'conflict' END AS result
                ), att AS (
                  ${this.attempts.insertFromSql(
-                   `SELECT $1, $7, $8, result, $9, $10, $3, $11, $2, NULL FROM result WHERE result <> 'conflict'`,
+                   `SELECT $1, $7, $8, result, $9, $10, $3, $11, $2, NULL, $12 FROM result WHERE result <> 'conflict'`,
                  )}
                )
                SELECT result, (SELECT id::text FROM ins) AS id FROM result`,
@@ -126,6 +129,7 @@ export class InboxRepository {
           a[4],
           a[5],
           a[7],
+          a[10],
         ],
       } as Statement<{ result: InboxAppendResult; id: string | null }>,
     });
@@ -160,8 +164,9 @@ export class InboxRepository {
       payload_hash: string;
       attempts: number;
       request_id: string | null;
+      traceparent: string | null;
     }>(
-      `SELECT i.id, i.batch_id, i.payload_hash, i.attempts, i.request_id
+      `SELECT i.id, i.batch_id, i.payload_hash, i.attempts, i.request_id, i.traceparent
          FROM callback_inbox i
         WHERE i.status = 'pending' AND i.next_attempt_at <= clock_timestamp()
           AND NOT EXISTS (
@@ -179,6 +184,7 @@ export class InboxRepository {
       payloadHash: r.payload_hash,
       attempts: r.attempts,
       requestId: r.request_id,
+      traceparent: r.traceparent,
     }));
   }
 

@@ -1,3 +1,4 @@
+import { activeTraceId } from '../observability/tracing.js';
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { InlineDelivery } from '../settlement/settlement.service.js';
@@ -122,6 +123,7 @@ export class InboxService implements OnModuleInit {
             couponCount: batch.couponCount,
             durationMs: Date.now() - request.receivedAt,
             payloadHash: batch.payloadHash,
+            traceId: activeTraceId(),
           },
         );
         if (result === 'conflict') {

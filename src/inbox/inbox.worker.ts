@@ -1,3 +1,5 @@
+import { SpanKind } from '@opentelemetry/api';
+import { tracedDelivery } from '../observability/tracing.js';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
@@ -81,20 +83,28 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           const postings: Posting[] = [];
           for (const row of rows) {
             try {
-              const outcome = await tx.savepoint('inbox_apply', async () => {
-                // Parsed when this process accepted it; else read and parsed here (another replica's).
-                const parsed =
-                  this.inbox.takeParsed(row.id) ??
-                  parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
-                const batch = { ...parsed, inboxId: row.id };
-                const own: Posting[] = [];
-                const { claim } = await this.settlement.apply(tx, batch, {
-                  source: SnapshotSource.CALLBACK,
-                  postingsInto: own,
-                });
-                postings.push(...own);
-                return claim === 'claimed' ? 'processed' : 'duplicate';
-              });
+              // Tracing on: the apply joins the trace of the delivery that accepted the row.
+              const outcome = await tracedDelivery(
+                'inbox.apply',
+                [row.traceparent],
+                () =>
+                  tx.savepoint('inbox_apply', async () => {
+                    // Parsed when this process accepted it; else read and parsed here (another replica's).
+                    const parsed =
+                      this.inbox.takeParsed(row.id) ??
+                      parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
+                    const batch = { ...parsed, inboxId: row.id };
+                    const own: Posting[] = [];
+                    const { claim } = await this.settlement.apply(tx, batch, {
+                      source: SnapshotSource.CALLBACK,
+                      postingsInto: own,
+                    });
+                    postings.push(...own);
+                    return claim === 'claimed' ? 'processed' : 'duplicate';
+                  }),
+                { 'inbox.row_id': row.id },
+                SpanKind.CONSUMER,
+              );
               done.push({ id: row.id, outcome });
             } catch (err) {
               // The apply is undone; the failure is counted while this worker still holds the row.

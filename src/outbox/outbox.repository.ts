@@ -1,6 +1,7 @@
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { Statement, StatementGroup, Tx } from '../database/transaction.js';
 import { OperationType } from '../ledger/ledger.types.js';
+import { TRACEPARENT_SETTING } from '../database/transaction.js';
 import type { OutboxStep } from './outbox-rules.js';
 import type {
   AttemptOutcome,
@@ -20,6 +21,8 @@ export interface ClaimedOutboxRow extends OutboxOperation {
   retryFrom: Date;
   /** Whether an operator released it from parked (only such a row may have flagged its coupon). */
   retried: boolean;
+  /** W3C trace context of the transaction that wrote the row (tracing on then), else null. */
+  traceparent: string | null;
 }
 
 /** One attempt to record with its row's next step. */
@@ -35,6 +38,8 @@ export interface RecordedAttempt {
   /** Excerpt of the wallet's answer or of the error (at most 500 characters). */
   answer: string | null;
   step: OutboxStep;
+  /** The attempt's trace id (32 hex) when tracing was on. */
+  traceId?: string | null;
 }
 
 /** An outbox row as operators see it, with its ledger operation. */
@@ -145,8 +150,9 @@ export class OutboxRepository {
     const types = this.destination.operationTypes;
     if (!types.length) return '';
     const scope = this.destination.scope;
-    return `INSERT INTO ${this.t.outbox} (operation_id, operation_key, account_id${scope ? `, ${scope.column}` : ''})
-               SELECT id, operation_key, account_id${scope ? `, '${scope.value}'` : ''} FROM ${inserted}
+    // The transaction's trace context, set by Tx only while tracing is on (TRACEPARENT_SETTING).
+    return `INSERT INTO ${this.t.outbox} (operation_id, operation_key, account_id, traceparent${scope ? `, ${scope.column}` : ''})
+               SELECT id, operation_key, account_id, nullif(current_setting('${TRACEPARENT_SETTING}', true), '')${scope ? `, '${scope.value}'` : ''} FROM ${inserted}
                 WHERE type IN (${types.map((t) => `'${t}'`).join(', ')}) ORDER BY id`;
   }
 
@@ -210,7 +216,7 @@ export class OutboxRepository {
                FROM next, financial_operations f
               WHERE o.id = next.id AND f.id = o.operation_id
              RETURNING o.id, o.attempts AS attempt, o.body, o.retry_from AS "retryFrom",
-                       o.retried_at IS NOT NULL AS retried,
+                       o.retried_at IS NOT NULL AS retried, o.traceparent,
                        f.operation_key AS "operationKey", f.type, f.account_id AS "accountId",
                        f.amount::text AS amount, f.currency::text AS currency, f.coupon_code AS "couponCode",
                        f.generation, f.batch_id AS "batchId", f.created_at AS "createdAt"`,
@@ -266,10 +272,10 @@ export class OutboxRepository {
         // no line. After the rows' steps, whose row locks wait for a first run still committing, so
         // that this statement's snapshot sees that run's lines.
         text: `INSERT INTO ${history}
-                 (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
+                 (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer, trace_id)
                SELECT a.* FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
-                                      $6::int[], $7::text[], $8::int[], $9::text[])
-                        AS a(outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer)
+                                      $6::int[], $7::text[], $8::int[], $9::text[], $10::char(32)[])
+                        AS a(outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer, trace_id)
                 WHERE NOT EXISTS (SELECT 1 FROM ${history} w
                                    WHERE w.outbox_id = a.outbox_id AND w.request_id = a.request_id)`,
         values: [
@@ -282,6 +288,7 @@ export class OutboxRepository {
           col((a) => a.outcome),
           col((a) => a.httpStatus),
           col((a) => a.answer),
+          col((a) => a.traceId ?? null),
         ],
       },
     };

@@ -7,6 +7,8 @@ import { checkedDelivery, excerpt, nextStep, permanentFailure } from './outbox-r
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
 import type { OutboxDeliverer, OutboxDelivery, OutboxMessage } from './outbox.types.js';
 import type { OutboxMetrics } from './outbox-metrics.js';
+import type { Attributes } from '@opentelemetry/api';
+import { activeTraceId, tracedDelivery } from '../observability/tracing.js';
 
 /** Milliseconds given to each short transaction of a claim (claim, bodies, record). */
 const TRANSACTION_DEADLINE_MS = 5000;
@@ -127,7 +129,31 @@ export class OutboxWorker {
   }
 
   /** One delivery attempt of a claimed row: the destination's answer and the row's next step, logged. */
-  private async attempt(message: OutboxMessage & { row: ClaimedOutboxRow }): Promise<RecordedAttempt> {
+  private attempt(message: OutboxMessage & { row: ClaimedOutboxRow }): Promise<RecordedAttempt> {
+    return tracedDelivery(this.spanName, [message.row.traceparent], () => this.attemptNow(message), {
+      ...this.spanAttributes(1),
+      'outbox.row_id': message.row.id,
+      'outbox.attempt': message.row.attempt,
+    });
+  }
+
+  /** The receiver's span of one delivery (docs/operating.md, "Traces"). */
+  private get spanName(): string {
+    return this.outbox.destination.name === 'wallet' ? 'wallet.push' : 'events.publish';
+  }
+
+  private spanAttributes(count: number): Attributes {
+    const name = this.outbox.destination.name;
+    return name === 'wallet'
+      ? { 'wallet.connector': this.deliverer.name, 'messaging.batch.message_count': count }
+      : {
+          'messaging.system': name,
+          'messaging.operation.type': 'send',
+          'messaging.batch.message_count': count,
+        };
+  }
+
+  private async attemptNow(message: OutboxMessage & { row: ClaimedOutboxRow }): Promise<RecordedAttempt> {
     const requestId = randomUUID();
     const startedAt = new Date();
     const delivery = await this.bounded<OutboxDelivery>(
@@ -144,7 +170,16 @@ export class OutboxWorker {
    * One batch call of claimed rows (distinct accounts, docs/wallet-http-contract.md#the-batch-call):
    * each row's attempt with its element's answer, all under the call's request id.
    */
-  private async attemptBatch(
+  private attemptBatch(messages: (OutboxMessage & { row: ClaimedOutboxRow })[]): Promise<RecordedAttempt[]> {
+    return tracedDelivery(
+      this.spanName,
+      messages.map((m) => m.row.traceparent),
+      () => this.attemptBatchNow(messages),
+      this.spanAttributes(messages.length),
+    );
+  }
+
+  private async attemptBatchNow(
     messages: (OutboxMessage & { row: ClaimedOutboxRow })[],
   ): Promise<RecordedAttempt[]> {
     const requestId = randomUUID();
@@ -201,6 +236,7 @@ export class OutboxWorker {
       httpStatus: delivery.status ?? null,
       answer,
       step,
+      traceId: activeTraceId(),
     };
   }
 

@@ -6,6 +6,7 @@ import { CouponRepository, LockedCoupon } from '../coupons/coupon.repository.js'
 import { StatementGroup, Tx } from '../database/transaction.js';
 import { DeliveryAttemptRepository, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
+import { activeTraceId } from '../observability/tracing.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { Posting } from '../ledger/ledger.types.js';
 import { BatchRepository, CLAIMED_BY_THIS_TRANSACTION } from './batch.repository.js';
@@ -172,6 +173,7 @@ export class SettlementService {
       couponCount: batch.couponCount,
       durationMs: Date.now() - delivery.receivedAt,
       payloadHash: batch.payloadHash,
+      traceId: activeTraceId(),
     };
   }
 }

@@ -36,7 +36,8 @@ describe('npm scripts', () => {
       retention: scripts.retention,
       sportapi: scripts.sportapi,
     }).toEqual({
-      'start:prod': 'exec node --max-semi-space-size=64 scripts/run-built.js dist/src/main.js',
+      'start:prod':
+        'exec node --max-semi-space-size=64 --import=./scripts/tracing.js scripts/run-built.js dist/src/main.js',
       'migration:run': 'exec node scripts/run-built.js dist/src/database/migrate-cli.js',
       'ledger:verify': 'exec node scripts/run-built.js dist/src/ledger/verify-cli.js',
       'wallet:reconcile': 'exec node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
@@ -152,6 +153,8 @@ describe('SIGTERM to npm run <operator command>', () => {
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module', scripts: only }));
     mkdirSync(join(dir, 'scripts'));
     copyFileSync(RUN_BUILT, join(dir, 'scripts/run-built.js'));
+    // start:prod preloads the traces' set-up, which does nothing without dist/src/tracing.js.
+    copyFileSync(RUN_BUILT.replace(/run-built\.js$/, 'tracing.js'), join(dir, 'scripts/tracing.js'));
     // Each built file is a stand-in that writes its pid and runs until a signal stops it.
     for (const name of commands) {
       const file = join(dir, /dist\/\S+\.js/.exec(scripts[name])![0]);

@@ -42,6 +42,7 @@ function AttemptsTable({ attempts, withBatch }: { attempts: DeliveryAttempt[]; w
           <th scope="col">ms</th>
           <th scope="col">payload hash</th>
           <th scope="col">request id</th>
+          <th scope="col">trace id</th>
           <th scope="col">by</th>
         </tr>
       </thead>
@@ -68,6 +69,9 @@ function AttemptsTable({ attempts, withBatch }: { attempts: DeliveryAttempt[]; w
             </td>
             <td>
               <code>{a.requestId ?? ''}</code>
+            </td>
+            <td>
+              <code>{a.traceId ?? '—'}</code>
             </td>
             <td>{a.actor ?? 'SportAPI'}</td>
           </tr>

@@ -30,6 +30,14 @@ export class DeliveryAttemptView {
     description: "name of the partner API key of a quarantine replay; null for SportAPI's deliveries",
   })
   actor: string | null;
+  @ApiProperty({
+    example: '4bf92f3577b34da6a3ce929d0e0e4736',
+    type: String,
+    nullable: true,
+    description:
+      "the delivery's OpenTelemetry trace id; null when tracing was off (docs/operating.md, Traces)",
+  })
+  traceId: string | null;
 }
 
 /** A coupon snapshot of the batch: what the batch said and what it did (CONTRACT §6). */

@@ -27,4 +27,6 @@ export class DeliveryAttemptEntity {
   @Column('int', { name: 'duration_ms' }) durationMs: number;
   @Column('char', { name: 'payload_hash', length: 64, nullable: true }) payloadHash: string | null;
   @Column('text', { nullable: true }) actor: string | null;
+  /** The delivery's OpenTelemetry trace id (32 hex) when tracing was on (docs/operating.md, "Traces"). */
+  @Column('char', { name: 'trace_id', length: 32, nullable: true }) traceId: string | null;
 }

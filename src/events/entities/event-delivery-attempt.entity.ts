@@ -44,4 +44,6 @@ export class EventDeliveryAttemptEntity {
   @Column('text') outcome: AttemptOutcome;
   @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;
   @Column('text', { nullable: true }) answer: string | null;
+  /** The attempt's OpenTelemetry trace id (32 hex) when tracing was on; null otherwise. */
+  @Column('char', { name: 'trace_id', length: 32, nullable: true }) traceId: string | null;
 }

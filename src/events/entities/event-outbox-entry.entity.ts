@@ -65,4 +65,9 @@ export class EventOutboxEntryEntity {
   @Column('text', { name: 'skip_reason', nullable: true }) skipReason: string | null;
   @Column('timestamptz', { name: 'retried_at', nullable: true }) retriedAt: Date | null;
   @Column('text', { name: 'retried_by', nullable: true }) retriedBy: string | null;
+  /**
+   * W3C `traceparent` of the transaction that wrote the row, when tracing was on: its deliveries
+   * join that batch's trace (docs/operating.md, "Traces"); null otherwise.
+   */
+  @Column('text', { nullable: true }) traceparent: string | null;
 }

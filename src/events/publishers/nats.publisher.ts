@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger, Module, OnModuleDestroy } from '@nestjs/common';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
+import { connect, headers } from '@nats-io/transport-node';
+import type { MsgHdrs } from '@nats-io/transport-node';
+import { traceContextHeaders } from '../../observability/tracing.js';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { APP_CONFIG } from '../../config/configuration.js';
 import type { AppConfig } from '../../config/configuration.js';
@@ -55,6 +57,8 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
           const ack = await js.publish(this.subjectOf(e.event), e.body, {
             msgID: headerToken(e.event.eventId),
             timeout: this.timeoutMs,
+            // No instrumentation exists for NATS: the publish span's trace context by hand.
+            ...natsTraceHeaders(),
           });
           return {
             outcome: 'delivered',
@@ -126,3 +130,12 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
 /** The NATS JetStream publisher, added when `EVENT_PUBLISHERS` names `nats`. */
 @Module({ providers: [NatsPublisher] })
 export class NatsPublisherModule {}
+
+/** The active trace context as NATS message headers (`traceparent`, `tracestate`), or none. */
+function natsTraceHeaders(): { headers?: MsgHdrs } {
+  const context = traceContextHeaders();
+  if (!context) return {};
+  const h = headers();
+  for (const [name, value] of Object.entries(context)) h.set(name, value);
+  return { headers: h };
+}

@@ -1,3 +1,4 @@
+import { traceContextHeaders } from '../../observability/tracing.js';
 import { Inject, Injectable, Logger, Module, OnModuleDestroy } from '@nestjs/common';
 import amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
@@ -68,6 +69,8 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
             type: e.event.eventType,
             timestamp: Math.floor(Date.now() / 1000),
             appId: 'settlement-receiver',
+            // The publish span's trace context (docs/operating.md, "Traces"), when tracing is on.
+            ...withHeaders(traceContextHeaders()),
           },
           (err: unknown) =>
             resolve(
@@ -128,3 +131,8 @@ function errorText(err: unknown): string {
 /** The RabbitMQ publisher, added when `EVENT_PUBLISHERS` names `rabbitmq`. */
 @Module({ providers: [RabbitMqPublisher] })
 export class RabbitMqPublisherModule {}
+
+/** amqplib's `headers` option, or none. */
+function withHeaders(headers: Record<string, string> | undefined): { headers?: Record<string, string> } {
+  return headers ? { headers } : {};
+}

@@ -25,6 +25,8 @@ export class InboxEntryEntity {
   @Column('text', { name: 'coupon_codes', array: true }) couponCodes: string[];
   @Column('bytea') payload: Buffer;
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
+  /** W3C `traceparent` of the delivery that accepted it, when tracing was on: its apply joins that trace. */
+  @Column('text', { nullable: true }) traceparent: string | null;
   @Column('text', { default: 'pending' }) status: InboxStatus;
   @Column('int', { default: 0 }) attempts: number;
   @Column('timestamptz', { name: 'next_attempt_at', default: () => 'now()' }) nextAttemptAt: Date;

@@ -1,3 +1,4 @@
+import { traceContextHeaders } from '../../observability/tracing.js';
 import { createHmac } from 'node:crypto';
 import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
@@ -239,7 +240,11 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
     return request(this.url, {
       method: 'POST',
       dispatcher: this.agent,
-      headers: walletRequestHeaders(body, this.secret, requestId, idempotencyKey),
+      headers: {
+        ...walletRequestHeaders(body, this.secret, requestId, idempotencyKey),
+        // The push's span (docs/operating.md, "Traces"), when tracing is on.
+        ...traceContextHeaders(),
+      },
       body,
       signal,
     });
