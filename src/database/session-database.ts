@@ -21,27 +21,48 @@ export class SessionDatabase implements OnApplicationShutdown {
   }
 }
 
+/** Rounds of {@link sharesServerConnections}' probe: each misses only when other clients happen to
+ * take the very server connection it looks for, so a miss in every round is vanishingly rare. */
+const POOLER_PROBE_ROUNDS = 16;
+
 /**
- * Whether two connections of `dataSource` held at once were served by the same server process:
- * true only behind a transaction- (or statement-) mode pooler, which hands the server connection
- * a transaction used to the next one (PgBouncer reuses the last one freed first); a direct
- * connection, or a session-mode pooler, has a backend of its own per client. false proves nothing
- * (another client may have taken that server connection in between).
+ * Whether `dataSource` reaches PostgreSQL through a transaction- (or statement-) mode pooler,
+ * probed with two connections held at once, A and B: A asks for its server process
+ * (`pg_backend_pid()`), then in up to `rounds` rounds B opens a transaction and asks, A asks while
+ * B holds it and again after. A direct connection, or a session-mode pooler, has one backend per
+ * client for its life: A always meets the same one and B never meets it. Behind a
+ * transaction-mode pooler each statement outside a transaction may get any free server
+ * connection: B meets A's (PgBouncer hands out the last one freed first), or A meets another one.
+ * true: a pooler for certain; false: none seen (other clients may have taken the server
+ * connections every time).
  */
-export async function sharesServerConnections(dataSource: DataSource): Promise<boolean> {
+export async function sharesServerConnections(
+  dataSource: DataSource,
+  rounds = POOLER_PROBE_ROUNDS,
+): Promise<boolean> {
   // A pool of one connection cannot hold two at once (and never meets itself).
   if (((dataSource.options.extra as { max?: number } | undefined)?.max ?? 10) < 2) return false;
-  const first = dataSource.createQueryRunner();
-  const second = dataSource.createQueryRunner();
+  const a = dataSource.createQueryRunner();
+  const b = dataSource.createQueryRunner();
+  const pid = async (runner: typeof a) =>
+    ((await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[])[0].pid;
   try {
-    const pid = async (runner: typeof first) =>
-      ((await runner.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[])[0].pid;
-    const a = await pid(first);
-    const b = await pid(second);
-    return a === b;
+    const first = await pid(a);
+    for (let round = 0; round < rounds; round++) {
+      await b.startTransaction();
+      try {
+        const held = await pid(b);
+        const during = await pid(a);
+        if (held === first || during !== first) return true;
+      } finally {
+        await b.rollbackTransaction();
+      }
+      if ((await pid(a)) !== first) return true;
+    }
+    return false;
   } finally {
-    await first.release();
-    await second.release();
+    await a.release();
+    await b.release();
   }
 }
 
@@ -56,7 +77,7 @@ export async function checkPooling(
   direct: DataSource | undefined,
   pooled: boolean,
 ): Promise<void> {
-  const why = '(two connections held at once were served by the same PostgreSQL process)';
+  const why = '(two connections held at once met the same PostgreSQL process, or one met two)';
   if (main && !pooled && (await sharesServerConnections(main)))
     throw new Error(
       `DATABASE_URL goes through a transaction-mode pooler ${why}: set DATABASE_POOLED=1, and DATABASE_DIRECT_URL to the PostgreSQL server itself (docs/production.md#pgbouncer)`,

@@ -1,6 +1,9 @@
 import pg from 'pg';
+import { DataSource } from 'typeorm';
 import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
+import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
+import { checkPooling } from '../../src/database/session-database.js';
 import { ScheduledReconciliation } from '../../src/reconciliation/scheduled-reconciliation.js';
 import { RetentionJob } from '../../src/retention/retention.job.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
@@ -120,6 +123,47 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
       );
       return rows[0].n === 0;
     }, 'wallet outbox delivered');
+
+  // The breaker's finding: with a single probe a replica started without DATABASE_POOLED while
+  // other clients loaded the pool was let through 2 times in 5, then held session locks on shared
+  // server connections. Twenty start-up checks under such a load must all refuse.
+  it('the start-up check refuses an undeclared pooler every time while other clients load it', async () => {
+    t = await createTestApp(walletEnv());
+    const directUrl = t.config.databaseDirectUrl!;
+    const through = new DataSource(buildDataSourceOptions(pooled(directUrl).DATABASE_URL, undefined, 4));
+    const direct = new DataSource(buildDataSourceOptions(directUrl, undefined, 4));
+    await through.initialize();
+    await direct.initialize();
+    const load = new pg.Pool({ connectionString: pooled(directUrl).DATABASE_URL, max: 3 });
+    let loading = true;
+    const loaders = Array.from({ length: 3 }, async () => {
+      while (loading) await load.query('SELECT pg_sleep(0.002)');
+    });
+    try {
+      const outcomes: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        outcomes.push(
+          await checkPooling(through, undefined, false).then(
+            () => 'started',
+            (err: Error) =>
+              /DATABASE_URL goes through a transaction-mode pooler/.test(err.message)
+                ? 'refused'
+                : err.message,
+          ),
+        );
+      }
+      expect(outcomes).toEqual(Array(20).fill('refused'));
+      // The same server directly: never taken for a pooler.
+      for (let i = 0; i < 5; i++)
+        await expect(checkPooling(direct, undefined, false)).resolves.toBeUndefined();
+    } finally {
+      loading = false;
+      await Promise.all(loaders);
+      await load.end();
+      await through.destroy();
+      await direct.destroy();
+    }
+  });
 
   it('inline callback, registrations, deposits, wallet outbox, retention and reconciliation runs', async () => {
     t = await createTestApp(walletEnv());
