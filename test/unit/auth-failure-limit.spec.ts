@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { clientAddressKey, PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
+import { clientAddressOf } from '../../src/observability/client-address.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Failed authentications per client address (CONTRACT §10, issues 16 and 38): AUTH_FAILURE_LIMIT
@@ -117,5 +118,27 @@ describe('TRUSTED_PROXIES', () => {
       'Invalid configuration:\n  - TRUSTED_PROXIES: not an IP address, CIDR block or ' +
         'loopback/linklocal/uniquelocal: 10.0.0.0/33, balancer',
     );
+  });
+});
+
+// The breaker's finding: a trusted hop that passes `X-Forwarded-For` on unchanged let any value
+// (`garbage`, `5.5.5.5:1234`, 8 000 characters) become the logged address and a failure counter.
+describe('clientAddressOf', () => {
+  const req = (ip: string | undefined) =>
+    ({ ip, socket: { remoteAddress: '127.0.0.2' } }) as unknown as Parameters<typeof clientAddressOf>[0];
+
+  it.each(['203.0.113.7', '2001:db8::1', '::ffff:10.0.0.1'])('takes the forwarded address %s', (ip) => {
+    expect(clientAddressOf(req(ip))).toBe(ip);
+  });
+
+  it.each(['garbage', 'unknown', '999.1.1.1', '5.5.5.5:1234', '', 'x'.repeat(8000)])(
+    'takes the TCP peer instead of %s',
+    (ip) => {
+      expect(clientAddressOf(req(ip))).toBe('127.0.0.2');
+    },
+  );
+
+  it('takes the TCP peer when Express gave no req.ip', () => {
+    expect(clientAddressOf(req(undefined))).toBe('127.0.0.2');
   });
 });
