@@ -21,6 +21,7 @@ const REDELIVERY_EXAMPLE = {
   durationMs: 4,
   payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
   actor: null,
+  traceId: '0af7651916cd43dd8448eb211c80319c',
 };
 
 @ApiTags(API_TAGS.deliveryAudit.name)
@@ -82,6 +83,7 @@ export class AuditController {
           durationMs: 31,
           payloadHash: '3f0a7c2d9e1b4a5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9012345678',
           actor: null,
+          traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
         },
         REDELIVERY_EXAMPLE,
       ],
