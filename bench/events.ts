@@ -19,6 +19,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { OPS_KEY, SECRET } from './credentials.js';
 import { runCli } from '../sim/main.js';
 import { startServe } from '../sim/serve.js';
 import { TcpProxy } from '../sim/tcp-proxy.js';
@@ -52,8 +53,6 @@ if (args.help) {
 
 const ROOT = process.cwd();
 const RUN = `${process.pid}`;
-const SECRET = 'bench-webhook-secret';
-const OPS_KEY = 'bench-ops-key-0a4f91c2';
 const PORT = Number(args['port-base']) + 1;
 const EXCHANGE = `bench-events-${RUN}`;
 const STREAM = `BENCH_EVENTS_${RUN}`;

@@ -87,8 +87,7 @@ export const SLICES = Number(args.slices ?? (QUICK ? 1 : 3));
 export const CONCURRENCY = ((args.concurrency as string | undefined) ?? '1,8,32').split(',').map(Number);
 export const PORT_BASE = Number(args['port-base']);
 export const RATIO_CONCURRENCY = CONCURRENCY.includes(8) ? 8 : CONCURRENCY[0];
-export const SECRET = 'bench-webhook-secret';
-export const OPS_KEY = 'bench-ops-key-0a4f91c2';
+export { OPS_KEY, SECRET, WALLET_SECRET } from './credentials.js';
 export const ROOT = process.cwd();
 /** The checkout whose receiver runs: this one, or `--receiver-build`'s. */
 export const RECEIVER_BUILD = args['receiver-build'] ? resolve(args['receiver-build']) : undefined;
@@ -114,7 +113,6 @@ export const DRAIN_TIMEOUT_MS = Number(args['drain-timeout']) * 1000;
 /** Concurrencies of the wallet run: --concurrency when given, else 8 alone. */
 export const WALLET_CONCURRENCY = args.concurrency ? CONCURRENCY : [8];
 /** Shared secret of the wallet run's receiver and stand-in wallet. */
-export const WALLET_SECRET = 'bench-wallet-secret-0123456789';
 /** Interval of the wallet run's `GET /wallet/status` polls, ms. */
 export const WALLET_POLL_MS = 500;
 
