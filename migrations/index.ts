@@ -14,6 +14,7 @@ import { RetentionPartitions1796600000000 } from './1796600000000-RetentionParti
 import { RetentionAgeIndexes1796600100000 } from './1796600100000-RetentionAgeIndexes.js';
 import { OperatorActionClientAddress1796610000000 } from './1796610000000-OperatorActionClientAddress.js';
 import { TraceContext1796620000000 } from './1796620000000-TraceContext.js';
+import { LeanerOutbox1796630000000 } from './1796630000000-LeanerOutbox.js';
 
 /** Every migration, in order. A migration never changes after it lands; add a new file instead. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   RetentionAgeIndexes1796600100000,
   OperatorActionClientAddress1796610000000,
   TraceContext1796620000000,
+  LeanerOutbox1796630000000,
 ];

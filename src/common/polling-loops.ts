@@ -7,10 +7,18 @@ import { Logger } from '@nestjs/common';
 export type Permit = (signal: AbortSignal) => Promise<(() => void) | undefined>;
 
 /**
+ * What a step found: `false` no work (the loop sleeps); `true` work, done (the loop steps again at
+ * once); `'more'` work, and more waiting than one step takes (it also wakes one sleeping loop).
+ */
+export type StepFound = boolean | 'more';
+
+/**
  * `count` worker loops calling `step` back to back while it finds work, sleeping `intervalMs` when
  * it finds none (woken early by {@link wake}). A plain loop rather than a scheduler interval: a
  * worker drains a backlog without pause, never runs twice at once, and {@link stop} lets each
- * finish the step in hand. A step that throws is logged and counts as no work found. With
+ * finish the step in hand. A step that throws is logged and counts as no work found. A step that
+ * finds more work than it takes wakes one more loop, not all: loops join one by one as a backlog
+ * needs them, and no crowd of loops polls for the same few rows (issue 40). With
  * `permit`, each step first waits for one (held during the step only), so that fewer loops than
  * `count` may work at once (docs/background-work.md). Used by the inbox and wallet outbox workers.
  */
@@ -22,7 +30,7 @@ export class PollingLoops {
 
   constructor(
     private readonly logger: Logger,
-    private readonly step: () => Promise<boolean>,
+    private readonly step: () => Promise<StepFound>,
     private readonly permit?: Permit,
   ) {}
 
@@ -53,9 +61,15 @@ export class PollingLoops {
     this.loops = [];
   }
 
+  /** Ends the sleep of one idle loop, if one sleeps. */
+  private wakeOne(): void {
+    const [first] = this.sleepers;
+    first?.();
+  }
+
   private async loop(intervalMs: number): Promise<void> {
     while (this.running) {
-      let found = false;
+      let found: StepFound = false;
       const release = this.permit ? await this.permit(this.stopping.signal) : () => undefined;
       if (!release) break;
       try {
@@ -65,9 +79,8 @@ export class PollingLoops {
       } finally {
         release();
       }
-      // Finished work may have made more due (e.g. later rows of the same coupons or account).
-      if (found) this.wake();
-      else if (this.running) await this.sleep(intervalMs);
+      if (found === 'more') this.wakeOne();
+      else if (!found && this.running) await this.sleep(intervalMs);
     }
   }
 

@@ -4,7 +4,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { BackgroundGovernor } from '../background/background-governor.js';
-import { PollingLoops } from '../common/polling-loops.js';
+import { PollingLoops, StepFound } from '../common/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { Posting } from '../ledger/ledger.types.js';
@@ -66,10 +66,11 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
    * that transaction; the others go on. When the transaction itself fails (the common posting,
    * a lost connection, the deadline), its rows are tried again one per transaction, where a
    * failure is counted for its row (in a new transaction when the transaction itself is lost).
-   * @returns false when no row was due; true when rows were applied or their failures recorded.
+   * @returns false when no row was due; true when rows were applied or their failures recorded,
+   * `'more'` when as many as one claim takes (more may be due: {@link PollingLoops}).
    * @throws only when claiming itself failed (e.g. the database is down).
    */
-  async applyNext(): Promise<boolean> {
+  async applyNext(): Promise<StepFound> {
     const size = this.oneByOne > 0 ? 1 : ROWS_PER_TRANSACTION;
     let claimed: ClaimedInboxRow[] = [];
     try {
@@ -115,7 +116,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
             ...(postings.length ? this.ledger.postingStatements(tx, postings) : {}),
             ...(done.length ? { done: this.rows.markDoneStatement(done) } : {}),
           });
-          return true;
+          return rows.length >= size ? ('more' as const) : true;
         },
         { deadline: Date.now() + this.config.callbackDeadlineMs },
       );

@@ -111,6 +111,14 @@ const ROW_VIEW = `o.id, o.status, o.attempts, o.next_attempt_at AS "nextAttemptA
   f.created_at AS "createdAt"`;
 
 /**
+ * SQL condition: row `alias` has `status`, written so that no partial index's predicate follows from
+ * it. A statement that finds its rows by id then reads them by the primary key: the partial indexes
+ * of open rows, analysed while they were small (a quiet hour, or an empty table), look free to scan
+ * whole, and were scanned whole at every record once a backlog grew (issue 40).
+ */
+const BY_PRIMARY_KEY = (alias: string, status: OutboxStatus) => `${alias}.status || '' = '${status}'`;
+
+/**
  * The SQL of one outbox destination (docs/wallet.md; docs/extending.md, "Outboxes"): the one
  * writer of its tables. The posting statement inserts its rows through {@link insertSql}; claims,
  * attempts, operator actions and the pause state are here. Every statement is limited to the
@@ -165,6 +173,9 @@ export class OutboxRepository {
    * the 64 oldest pending rows usually hold a due head; when they do not (one account's long
    * backlog whose head is in flight, parked or waiting to be retried), one index probe per account
    * with open rows finds the heads, rather than one per row (docs/wallet.md, "Claim cost").
+   * Every part is an index step or probe whatever the statistics say: a generic plan (or
+   * statistics) made while the table was small once scanned and sorted every pending row at every
+   * claim (issue 40; {@link recordStatements}).
    */
   claimStatement(leaseMs: number, limit: number): Statement<ClaimedOutboxRow> {
     const { outbox, state } = this.t;
@@ -179,10 +190,20 @@ export class OutboxRepository {
       text: `WITH RECURSIVE running AS MATERIALIZED (
                -- No state row yet (a publisher named for the first time): not paused.
                SELECT coalesce((SELECT NOT paused FROM ${state} WHERE ${this.stateRow}), true) AS yes
+             ), walk AS (
+               -- The 64 oldest pending rows, one index step at a time: a plain ORDER BY id LIMIT 64
+               -- was planned as a sort of every pending row when the statistics called them few.
+               (SELECT id, account_id, status, next_attempt_at, leased_until, 1 AS n FROM ${outbox} w
+                 WHERE ${this.mine('w')} AND status = 'pending' AND (SELECT yes FROM running)
+                 ORDER BY id LIMIT 1)
+               UNION ALL
+               SELECT x.*, p.n + 1 FROM walk p CROSS JOIN LATERAL (
+                 SELECT w.id, w.account_id, w.status, w.next_attempt_at, w.leased_until FROM ${outbox} w
+                  WHERE ${this.mine('w')} AND w.status = 'pending' AND w.id > p.id
+                  ORDER BY w.id LIMIT 1) x
+                WHERE p.n < 64
              ), oldest AS MATERIALIZED (
-               SELECT id, account_id, status, next_attempt_at, leased_until FROM ${outbox} w
-                WHERE ${this.mine('w')} AND status = 'pending' AND (SELECT yes FROM running)
-                ORDER BY id LIMIT 64
+               SELECT id, account_id, status, next_attempt_at, leased_until FROM walk
              ), quick AS MATERIALIZED (
                SELECT w.id FROM oldest w
                 WHERE ${due('w')} AND w.id = ${head('w')}
@@ -236,6 +257,11 @@ export class OutboxRepository {
    * pauses all delivery of the destination. Committed without waiting for the WAL flush
    * (`synchronous_commit = off`): a record lost in a crash of PostgreSQL leaves its rows pending
    * under their leases, delivered again later with the stored bytes and answered as repeats.
+   * Its statements are unnamed (planned at each record from the table's size then, as the claim
+   * and the bodies) and find their rows by the primary key ({@link BY_PRIMARY_KEY}): a generic plan
+   * made while the outbox was small, or statistics taken then, scanned a whole index of pending
+   * rows (or every attempt) at every record once a backlog grew, so that a growing backlog made
+   * every record slower (issue 40; docs/architecture.md, "Generic plans").
    */
   recordStatements(attempts: RecordedAttempt[]): StatementGroup {
     const { outbox, attempts: history } = this.t;
@@ -243,7 +269,6 @@ export class OutboxRepository {
     const group: StatementGroup = {
       asyncCommit: { text: "SELECT set_config('synchronous_commit', 'off', true)" },
       steps: {
-        name: `${this.p}_steps`,
         text: `UPDATE ${outbox} o
                   SET leased_until = NULL, last_status = r.http_status, last_error = r.error,
                       status = CASE r.kind WHEN 'delivered' THEN 'delivered' WHEN 'park' THEN 'parked' ELSE o.status END,
@@ -255,7 +280,7 @@ export class OutboxRepository {
                                              ELSE o.next_attempt_at END
                  FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::float8[])
                       AS r(id, attempt, http_status, error, kind, reason, delay_ms)
-                WHERE o.id = r.id AND o.attempts = r.attempt AND o.status = 'pending'`,
+                WHERE o.id = r.id AND o.id = ANY ($1::bigint[]) AND o.attempts = r.attempt AND ${BY_PRIMARY_KEY('o', 'pending')}`,
         values: [
           col((a) => a.row.id),
           col((a) => a.row.attempt),
@@ -267,17 +292,14 @@ export class OutboxRepository {
         ],
       },
       history: {
-        name: `${this.p}_attempts`,
         // Once per row and request id: a record run again (a COMMIT whose outcome was unknown) adds
-        // no line. After the rows' steps, whose row locks wait for a first run still committing, so
-        // that this statement's snapshot sees that run's lines.
+        // no line; one still committing is waited for by the unique index.
         text: `INSERT INTO ${history}
                  (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer, trace_id)
                SELECT a.* FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::timestamptz[],
                                       $6::int[], $7::text[], $8::int[], $9::text[], $10::char(32)[])
                         AS a(outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome, http_status, answer, trace_id)
-                WHERE NOT EXISTS (SELECT 1 FROM ${history} w
-                                   WHERE w.outbox_id = a.outbox_id AND w.request_id = a.request_id)`,
+               ON CONFLICT (outbox_id, request_id, started_at) DO NOTHING`,
         values: [
           col((a) => a.row.id),
           col((a) => a.row.attempt),
@@ -308,11 +330,10 @@ export class OutboxRepository {
     if (codes.length) group.lockCoupons = this.coupons.lockStatement([...new Set(codes)]);
     if (flagged.length) {
       group.flag = {
-        name: `${this.p}_flag_coupons`,
         text: `UPDATE coupons c SET needs_review = true, review_reason = $3, updated_at = now()
                  FROM unnest($1::bigint[], $2::text[], $4::int[]) AS f(id, code, attempt)
-                 JOIN ${outbox} o ON o.id = f.id AND o.status = 'parked' AND o.attempts = f.attempt
-                WHERE c.coupon_code = f.code AND NOT c.needs_review`,
+                 JOIN ${outbox} o ON o.id = f.id AND o.id = ANY ($1::bigint[]) AND ${BY_PRIMARY_KEY('o', 'parked')} AND o.attempts = f.attempt
+                WHERE c.coupon_code = f.code AND c.coupon_code = ANY ($2::text[]) AND NOT c.needs_review`,
         values: [
           flagged.map((a) => a.row.id),
           flagged.map((a) => a.row.couponCode),
@@ -330,13 +351,13 @@ export class OutboxRepository {
   /**
    * Stores the message bodies of rows at their first claim, before they are sent: every later
    * attempt sends these bytes (docs/wallet.md, "Byte-identical"). Never replaces a stored body.
+   * Unnamed ({@link recordStatements}).
    */
   bodiesStatement(rows: { id: string; body: Buffer }[]): Statement {
     return {
-      name: `${this.p}_bodies`,
       text: `UPDATE ${this.t.outbox} o SET body = b.body
                FROM unnest($1::bigint[], $2::bytea[]) AS b(id, body)
-              WHERE o.id = b.id AND o.body IS NULL`,
+              WHERE o.id = b.id AND o.id = ANY ($1::bigint[]) AND o.body IS NULL`,
       values: [rows.map((r) => r.id), rows.map((r) => r.body)],
     };
   }
@@ -463,7 +484,6 @@ export class OutboxRepository {
    */
   private unflagStatement(ids: string[]): Statement {
     return {
-      name: `${this.p}_unflag_coupons`,
       text: `UPDATE coupons c SET needs_review = false, review_reason = NULL, updated_at = now()
                FROM ${this.t.outbox} o JOIN financial_operations f ON f.id = o.operation_id
               WHERE o.id = ANY($1::bigint[]) AND o.status IN ('delivered', 'skipped')

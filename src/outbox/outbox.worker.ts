@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { WorkGate } from '../background/background-governor.js';
-import { PollingLoops } from '../common/polling-loops.js';
+import { PollingLoops, StepFound } from '../common/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { checkedDelivery, excerpt, nextStep, permanentFailure } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';
@@ -76,9 +76,11 @@ export class OutboxWorker {
    * transaction, or, when that fails, each in its own. A row whose record fails is delivered again
    * after its lease with the same key and body (the wallet applies a transaction id once). Two
    * short transactions per claim, whatever its size (docs/wallet.md).
-   * @returns false when no row was due.
+   * @returns false when no row was due; `'more'` when the claim was full (more may be due: another
+   * worker joins, {@link PollingLoops}); else true (this worker claims again at once: the next
+   * rows of the accounts it delivered are due now).
    */
-  async deliverNext(): Promise<boolean> {
+  async deliverNext(): Promise<StepFound> {
     const requests = await this.transactions.run(
       async (tx) => {
         const { claimed } = await tx.send({
@@ -101,11 +103,12 @@ export class OutboxWorker {
       for (const r of requests) calls.push(this.attempt(r).then((a) => [a]));
     }
     const attempts = (await Promise.all(calls)).flat();
-    if (await this.record(attempts)) return true;
+    const found = requests.length >= this.settings.claimSize ? 'more' : true;
+    if (await this.record(attempts)) return found;
     // One row's record may fail alone (its coupon's flag waiting on a lock): record each by
     // itself, so that the others are not delivered again after their leases.
     if (attempts.length > 1) for (const a of attempts) await this.record([a]);
-    return true;
+    return found;
   }
 
   /**

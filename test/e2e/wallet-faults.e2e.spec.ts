@@ -793,3 +793,139 @@ function mostRows(plan: PlanNode): number {
   const visited = (plan['Actual Rows'] + (plan['Rows Removed by Filter'] ?? 0)) * plan['Actual Loops'];
   return Math.max(visited, ...(plan.Plans ?? []).map(mostRows));
 }
+
+describe('the record of a claim planned while the outbox was empty, run on a backlog (issue 40)', () => {
+  let db: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+  const repository = new OutboxRepository(
+    walletDestination(loadConfig(REQUIRED_ENV)),
+    new CouponRepository(),
+  );
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    // Statistics taken while the outbox was empty (as after a deployment), then a backlog of 4000
+    // pending rows of 40 accounts, and 4000 attempts of earlier rows: no ANALYZE since.
+    await client.query('VACUUM ANALYZE wallet_outbox');
+    await client.query('VACUUM ANALYZE wallet_delivery_attempts');
+    await client.query(`
+      INSERT INTO accounts (id, kind, currency) SELECT 'acc' || g, 'player', 'EUR' FROM generate_series(1, 40) g;
+      INSERT INTO financial_operations (operation_key, type, coupon_code, generation, account_id, amount, currency)
+        SELECT 'B' || g || ':0:final_credit', 'final_credit', 'B' || g, 0, 'acc' || (1 + g % 40), 1, 'EUR'
+          FROM generate_series(1, 4000) g;
+      INSERT INTO wallet_outbox (operation_id, operation_key, account_id, attempts)
+        SELECT id, operation_key, account_id, 1 FROM financial_operations ORDER BY id;
+      INSERT INTO wallet_delivery_attempts (outbox_id, attempt, request_id, connector, started_at, duration_ms, outcome)
+        SELECT id, 1, 'earlier-' || id, 'http', now(), 1, 'retry' FROM wallet_outbox;`);
+  }, 60_000);
+  afterAll(async () => {
+    await client?.end();
+    await db?.drop();
+  });
+
+  it('each statement of the record is planned at each run and visits the rows it records, not the backlog', async () => {
+    const { rows } = await client.query<{ id: string; code: string }>(
+      `SELECT o.id::text, f.coupon_code AS code FROM wallet_outbox o JOIN financial_operations f ON f.id = o.operation_id
+        WHERE o.id % 500 = 0 ORDER BY o.id`,
+    );
+    expect(rows).toHaveLength(8);
+    const attempts: RecordedAttempt[] = rows.map((r, i) => ({
+      row: { id: r.id, attempt: 1, couponCode: r.code, retried: false } as ClaimedOutboxRow,
+      requestId: 'record-request',
+      connector: 'http',
+      startedAt: new Date(),
+      durationMs: 1,
+      // Every kind of step: delivered, retried, and parked as refused (which flags the coupon).
+      ...(i % 3 === 0
+        ? {
+            outcome: 'delivered' as const,
+            httpStatus: 200,
+            answer: null,
+            step: { kind: 'delivered' as const },
+          }
+        : i % 3 === 1
+          ? {
+              outcome: 'retry' as const,
+              httpStatus: 503,
+              answer: 'busy',
+              step: { kind: 'retry' as const, delayMs: 10 },
+            }
+          : {
+              outcome: 'refused' as const,
+              httpStatus: 422,
+              answer: 'no',
+              step: { kind: 'park' as const, reason: 'refused' as const },
+            }),
+    }));
+    const group = repository.recordStatements(attempts);
+    const statements = {
+      steps: group.steps,
+      history: group.history,
+      flag: group.flag,
+      bodies: repository.bodiesStatement(rows.map((r) => ({ id: r.id, body: Buffer.from('{}') }))),
+    };
+    const visited: Record<string, number> = {};
+    for (const [name, statement] of Object.entries(statements)) {
+      if (!statement) throw new Error(`no ${name} statement`);
+      await client.query('BEGIN');
+      try {
+        // Unnamed: planned at each run, never a generic plan cached while the table was small.
+        expect([name, statement.name]).toEqual([name, undefined]);
+        await client.query(`SET LOCAL plan_cache_mode = force_custom_plan`);
+        // EXPLAIN EXECUTE takes no bound parameters: the arrays as literals.
+        const args = (statement.values ?? []).map((v) =>
+          client.escapeLiteral(Array.isArray(v) ? arrayLiteral(v) : String(v)),
+        );
+        await client.query(`PREPARE explained AS ${statement.text}`);
+        const { rows: plan } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+          `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE explained(${args.join(', ')})`,
+        );
+        visited[name] = mostRows(plan[0]['QUERY PLAN'][0].Plan);
+      } finally {
+        await client.query('ROLLBACK');
+        await client.query('DEALLOCATE ALL');
+      }
+    }
+    // Before, as generic plans made while the outbox was empty: the steps and the bodies scanned all
+    // 4000 pending rows, the history all 4000 attempts. Now each visits at most its 8 ids once per id.
+    expect(Object.entries(visited).filter(([, n]) => n > 64)).toEqual([]);
+  });
+
+  it('the claim, as a generic plan on these statistics, steps through 64 rows, not the backlog', async () => {
+    const claim = repository.claimStatement(20_000, 8);
+    await client.query('BEGIN');
+    try {
+      await client.query(`SET LOCAL plan_cache_mode = force_generic_plan`);
+      await client.query(`PREPARE explained_claim AS ${claim.text}`);
+      const { rows: plan } = await client.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE explained_claim(20000, 8)`,
+      );
+      const { rows } = await client.query<{ key: string }>(
+        `SELECT operation_key AS key FROM wallet_outbox WHERE leased_until IS NOT NULL ORDER BY id`,
+      );
+      // The heads of the first 8 accounts (the rows B1..B8), each an index step; before, the sort
+      // of all 4000 pending rows.
+      expect(rows.map((r) => r.key)).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((g) => `B${g}:0:final_credit`));
+      expect(mostRows(plan[0]['QUERY PLAN'][0].Plan)).toBeLessThanOrEqual(64);
+    } finally {
+      await client.query('ROLLBACK');
+      await client.query('DEALLOCATE ALL');
+    }
+  });
+});
+
+/** A PostgreSQL array literal of `values` (strings, numbers, dates, byte buffers, nulls). */
+function arrayLiteral(values: unknown[]): string {
+  const element = (v: unknown): string => {
+    if (v === null || v === undefined) return 'NULL';
+    const text = Buffer.isBuffer(v)
+      ? `\\x${v.toString('hex')}`
+      : v instanceof Date
+        ? v.toISOString()
+        : String(v);
+    return `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+  };
+  return `{${values.map(element).join(',')}}`;
+}

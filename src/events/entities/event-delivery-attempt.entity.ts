@@ -23,7 +23,8 @@ import { EventOutboxEntryEntity } from './event-outbox-entry.entity.js';
   "outcome IN ('delivered', 'retry', 'refused', 'conflict', 'unauthorized')",
 )
 @Check('event_delivery_attempts_duration_check', 'duration_ms >= 0')
-@Index('event_delivery_attempts_outbox_idx', ['outboxId', 'id'])
+// One line per row and request (a record run again adds none: ON CONFLICT); also the row's history.
+@Index('event_delivery_attempts_outbox_request_key', ['outboxId', 'requestId', 'startedAt'], { unique: true })
 @Index('event_delivery_attempts_request_idx', ['requestId'])
 export class EventDeliveryAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_delivery_attempts_pkey' })

@@ -38,7 +38,8 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 // The retention policy finds finished rows by age (docs/retention.md).
 @Index('event_outbox_delivered_idx', ['deliveredAt'], { where: "status = 'delivered'" })
 @Index('event_outbox_skipped_idx', ['skippedAt'], { where: "status = 'skipped'" })
-@Index('event_outbox_status_idx', ['publisher', 'status', 'id'])
+// The operators' lists of parked and skipped rows (see wallet_outbox_held_idx).
+@Index('event_outbox_held_idx', ['publisher', 'id'], { where: "status IN ('parked', 'skipped')" })
 export class EventOutboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_outbox_pkey' }) id: string;
   @Column('text') publisher: string;

@@ -23,7 +23,10 @@ import { WalletOutboxEntryEntity } from './wallet-outbox-entry.entity.js';
   "outcome IN ('delivered', 'retry', 'refused', 'conflict', 'unauthorized')",
 )
 @Check('wallet_delivery_attempts_duration_check', 'duration_ms >= 0')
-@Index('wallet_delivery_attempts_outbox_idx', ['outboxId', 'id'])
+// One line per row and request (a record run again adds none: ON CONFLICT); also the row's history.
+@Index('wallet_delivery_attempts_outbox_request_key', ['outboxId', 'requestId', 'startedAt'], {
+  unique: true,
+})
 @Index('wallet_delivery_attempts_request_idx', ['requestId'])
 export class WalletDeliveryAttemptEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_delivery_attempts_pkey' })

@@ -39,7 +39,9 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 // The retention policy finds finished rows by age (docs/retention.md).
 @Index('wallet_outbox_delivered_idx', ['deliveredAt'], { where: "status = 'delivered'" })
 @Index('wallet_outbox_skipped_idx', ['skippedAt'], { where: "status = 'skipped'" })
-@Index('wallet_outbox_status_idx', ['status', 'id'])
+// The operators' lists of parked and skipped rows, newest first (rare rows: the index is rarely
+// written; pending rows have theirs, delivered ones are most of the table).
+@Index('wallet_outbox_held_idx', ['id'], { where: "status IN ('parked', 'skipped')" })
 export class WalletOutboxEntryEntity {
   @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'wallet_outbox_pkey' }) id: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
