@@ -23,6 +23,7 @@ import {
   backendCpu,
   backendCpuUsed,
   cpuMsOf,
+  runBench,
   sleep,
   startChild,
   startScriptNodeFlags,
@@ -140,7 +141,9 @@ const POOL: PoolSpec = {
 };
 /** The capacity criteria of issue 31. */
 const LIMITS = { p99: 1, lag: 5 };
-const WARMUP = 80;
+const WARMUP = 160;
+/** The quiet spell between the warm-up and the load. */
+const QUIET_MS = 12_000;
 
 /** A background queue whose lag is measured: the wallet outbox, the inbox, the events' outbox. */
 type Queue = 'wallet' | 'inbox' | 'broker';
@@ -452,10 +455,15 @@ async function withMode<T>(mode: Mode, work: (r: Receiver, client: pg.Client) =>
     const pool = receiverPool(r.url);
     let i = 0;
     const warm = r.deliveries(WARMUP);
-    await closedLoop(pool, CALLBACK_PATH, () => warm[i++ % WARMUP], 8, 0.001 + WARMUP / 200);
+    // As many at once as the receiver's pool holds (DB_POOL_SIZE, 16): every connection opened
+    // and its statements prepared, as in a receiver that has been running.
+    await closedLoop(pool, CALLBACK_PATH, () => warm[i++ % WARMUP], 16, 0.001 + WARMUP / 200);
     await pool.close();
     await drain(client, mode.queue, DRAIN_TIMEOUT_MS);
     await client.query('VACUUM (ANALYZE)');
+    // A quiet spell before the load, longer than an idle connection lives in node-postgres' pool by
+    // default (10 s): the burst meets the pool a quiet minute leaves.
+    await sleep(QUIET_MS);
     return await work(r, client);
   } finally {
     await client.end().catch(() => undefined);
@@ -628,15 +636,4 @@ async function cleanup(): Promise<void> {
   await Promise.all(children.map((c) => c.stop().catch(() => undefined)));
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: stopping the servers`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-main().catch(async (err: unknown) => {
-  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await cleanup();
-  process.exit(1);
-});
+runBench(main, cleanup);

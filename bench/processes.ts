@@ -164,3 +164,22 @@ export function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
+
+/**
+ * Runs a benchmark's `main`. On SIGINT or SIGTERM, or when `main` fails (the error printed with
+ * its stack), `cleanup` stops its servers and drops what it made; then the process exits with 130
+ * (a signal) or 1 (a failure).
+ */
+export function runBench(main: () => Promise<void>, cleanup: () => Promise<void>): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: stopping the servers`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+  main().catch(async (err: unknown) => {
+    console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await cleanup();
+    process.exit(1);
+  });
+}

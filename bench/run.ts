@@ -8,6 +8,7 @@
  * lists the options; docs/benchmark.md explains the figures. The last line is always (today's mix, when it ran)
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
  */
+import { runBench } from './processes.js';
 import { createMigratedDatabase, databaseUrl, dropDatabases, preload } from './setup.js';
 import { inboxRatioLine } from './run-inbox.js';
 import { RunStats } from './run-load.js';
@@ -86,15 +87,4 @@ async function main(): Promise<void> {
   }
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: stopping the servers`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-main().catch(async (err: unknown) => {
-  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await cleanup();
-  process.exit(1);
-});
+runBench(main, cleanup);

@@ -24,7 +24,7 @@ import { pushedOperations, reconcileWallet } from '../src/wallet/wallet-reconcil
 import { Balancer, startBalancer } from './balancer.js';
 import { CALLBACK_PATH, LoadGenerator, PoolSpec, poolCoupons, poolPlayers } from './load.js';
 import { closedLoop, LoadResult, openLoop, receiverPool } from './open-loop-sender.js';
-import { sleep, startChild, startScriptNodeFlags, stopChild } from './processes.js';
+import { runBench, sleep, startChild, startScriptNodeFlags, stopChild } from './processes.js';
 import {
   cloneDatabase,
   createMigratedDatabase,
@@ -506,15 +506,4 @@ async function cleanup(): Promise<void> {
   await wallet?.close();
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    console.error(`${signal}: stopping the servers`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
-main().catch(async (err: unknown) => {
-  console.error(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  await cleanup();
-  process.exit(1);
-});
+runBench(main, cleanup);

@@ -46,7 +46,8 @@ export interface BacklogCounts {
 }
 
 /**
- * One outbox's {@link OutboxFigures} as a jsonb expression, over its status index (`(…, status, id)`):
+ * One outbox's {@link OutboxFigures} as a jsonb expression, over its partial indexes (`…_pending_idx`,
+ * `…_held_idx` of parked and skipped rows):
  * `rows` picks its rows (alias `o`), `stateRow` its pause state (alias `s`; none: not paused).
  * Delivered rows are not counted: on a large outbox that count would read the whole index.
  */
@@ -70,7 +71,7 @@ const COLUMNS = DELIVERY_OUTCOMES.join(', ');
  * The SQL of the overview (docs/api.md#overview): `delivery_minutes`, the rollup of delivery
  * attempts per closed minute that the rollup job writes, and the counts of every backlog, each
  * over an index (the partial indexes of flagged and unallocated coupons, of unreplayed quarantine
- * entries, of pending inbox rows; the outboxes' status indexes).
+ * entries, of pending inbox rows; the outboxes' pending and held indexes).
  */
 @Injectable()
 export class OverviewRepository {

@@ -63,6 +63,10 @@ export function buildDataSourceOptions(
     poolSize,
     extra: {
       max: poolSize,
+      // A connection once opened stays (no idle timeout below the maximum): a burst after a quiet
+      // minute found the pool emptied and paid for new connections, their catalog caches and
+      // prepared statements, under load: seconds of answers at its start (issue 40).
+      min: poolSize,
       Client: PooledClient,
       connectionTimeoutMillis: timeouts.connectionWaitMs ?? 3000,
       // A connection whose peer vanished (host down, partition) is noticed by TCP keepalive.

@@ -30,16 +30,19 @@ export function tracingEnabled(): boolean {
 export function traced<T>(name: string, work: () => Promise<T>, attributes?: Attributes): Promise<T> {
   // Only inside a trace: a background loop's transactions (claims, records) start none of their own.
   if (!enabled || !trace.getActiveSpan()) return work();
-  return trace.getTracer(TRACER).startActiveSpan(name, { attributes }, async (span) => {
-    try {
-      return await work();
-    } catch (err) {
-      failSpan(span, err);
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return trace.getTracer(TRACER).startActiveSpan(name, { attributes }, (span) => asSpan(span, work));
+}
+
+/** Runs `work` as `span`'s body: the span ends when it settles, marked ERROR on a throw ({@link failSpan}). */
+async function asSpan<T>(span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    failSpan(span, err);
+    throw err;
+  } finally {
+    span.end();
+  }
 }
 
 /** Synchronous {@link traced}. */
@@ -174,16 +177,9 @@ export function tracedDelivery<T>(
   const single = traceparents.length === 1 ? traceparents[0] : undefined;
   const parent = single ? propagation.extract(ROOT_CONTEXT, { traceparent: single }) : ROOT_CONTEXT;
   const links = single ? undefined : linksTo(traceparents);
-  return trace.getTracer(TRACER).startActiveSpan(name, { kind, attributes, links }, parent, async (span) => {
-    try {
-      return await work();
-    } catch (err) {
-      failSpan(span, err);
-      throw err;
-    } finally {
-      span.end();
-    }
-  });
+  return trace
+    .getTracer(TRACER)
+    .startActiveSpan(name, { kind, attributes, links }, parent, (span) => asSpan(span, work));
 }
 
 /**
