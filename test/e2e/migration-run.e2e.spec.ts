@@ -67,7 +67,6 @@ describe('npm run migration:run next to a running embedded PostgreSQL', () => {
       [`using the running embedded PostgreSQL at 127.0.0.1:${port}`],
     ]);
     expect(applied).toEqual(MIGRATIONS.map((m) => m.name));
-    expect(applied).toHaveLength(16);
     expect(again).toEqual([]);
     const client = new pg.Client({ connectionString: live.url });
     await client.connect();
