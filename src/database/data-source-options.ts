@@ -67,6 +67,8 @@ export function buildDataSourceOptions(
       // minute found the pool emptied and paid for new connections, their catalog caches and
       // prepared statements, under load: seconds of answers at its start (issue 40).
       min: poolSize,
+      // Idle connections do not keep the process alive (a pool a failed start left behind).
+      allowExitOnIdle: true,
       Client: PooledClient,
       connectionTimeoutMillis: timeouts.connectionWaitMs ?? 3000,
       // A connection whose peer vanished (host down, partition) is noticed by TCP keepalive.
