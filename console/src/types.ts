@@ -220,6 +220,7 @@ export interface OutboxDetail extends OutboxRow {
     outcome: string;
     httpStatus: number | null;
     answer: string | null;
+    traceId: string | null;
   }[];
   body: string | null;
 }

@@ -76,6 +76,8 @@ export interface OutboxAttemptView {
   outcome: AttemptOutcome;
   httpStatus: number | null;
   answer: string | null;
+  /** The attempt's OpenTelemetry trace id (32 hex) when tracing was on, else null (issue 41). */
+  traceId: string | null;
 }
 
 /** The pause state of a destination. */
@@ -439,7 +441,7 @@ export class OutboxRepository {
   async attemptsOf(tx: Tx, id: string): Promise<OutboxAttemptView[]> {
     const { rows } = await tx.query<OutboxAttemptView>(
       `SELECT attempt, request_id AS "requestId", connector, started_at AS "startedAt", duration_ms AS "durationMs",
-              outcome, http_status AS "httpStatus", answer
+              outcome, http_status AS "httpStatus", answer, trace_id AS "traceId"
          FROM ${this.t.attempts} WHERE outbox_id = $1 ORDER BY id`,
       [id],
     );

@@ -265,6 +265,17 @@ describe('OpenTelemetry traces (issue 41)', () => {
         WHERE o.operation_key = 'TRC:0:final_credit'`,
     );
     expect(attempts.rows).toEqual([{ trace_id: traceId }, { trace_id: traceId }]);
+    // The console's row screens show each attempt's trace id.
+    for (const destination of ['wallet', 'events/traced']) {
+      const page = await ops(t.app).get(`/${destination}/outbox`);
+      const row = (page.body.items as { id: string; operationKey: string }[]).find(
+        (r) => r.operationKey === 'TRC:0:final_credit',
+      );
+      const detail = await ops(t.app).get(`/${destination}/outbox/${row?.id}`);
+      expect((detail.body.deliveryAttempts as { traceId: string }[]).map((a) => a.traceId)).toEqual([
+        traceId,
+      ]);
+    }
   });
 
   it("a wallet batch call links to each row's trace", async () => {

@@ -505,6 +505,7 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
                 <th scope="col">answer</th>
                 <th scope="col">ms</th>
                 <th scope="col">request id</th>
+                <th scope="col">trace id</th>
               </tr>
             </thead>
             <tbody>
@@ -525,6 +526,9 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
                   <td>{a.durationMs}</td>
                   <td>
                     <code>{a.requestId}</code>
+                  </td>
+                  <td>
+                    <code>{a.traceId ?? '—'}</code>
                   </td>
                 </tr>
               ))}

@@ -104,6 +104,13 @@ export class WalletAttemptView {
   @ApiProperty({ example: 503, type: Number, nullable: true }) httpStatus: number | null;
   @ApiProperty({ example: 'HTTP 503: {"error":"unavailable"}', type: String, nullable: true })
   answer: string | null;
+  @ApiProperty({
+    example: '4bf92f3577b34da6a3ce929d0e0e4736',
+    type: String,
+    nullable: true,
+    description: "the attempt's OpenTelemetry trace id (32 hex) when tracing was on, else null",
+  })
+  traceId: string | null;
 }
 
 /** An outbox row with every attempt and the exact request body once one was recorded. */
