@@ -5,6 +5,7 @@ import type { Application, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
 import { API_TAGS } from './common/api-tags.js';
 import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
+import { DeliveryObserver } from './deliveries/delivery-observer.js';
 import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
 import { CallbackCouponDto, realWinSchema } from './settlement/dto/callback-batch.dto.js';
 import { partnerBodyMiddleware } from './common/partner-body.js';
@@ -47,7 +48,10 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
         ? opsHeaders
         : secureHeaders)(req, res, next),
   );
-  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes);
+  const observer = app.get(DeliveryObserver, { strict: false });
+  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes, () =>
+    observer.received(),
+  );
   const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
   const partnerReader = partnerBodyMiddleware();
   app.use((req: Request, res: Response, next: NextFunction) => {

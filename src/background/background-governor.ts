@@ -24,6 +24,7 @@ export const BACKGROUND_METRIC = {
   inFlight: 'settlement_background_in_flight',
   changes: 'settlement_background_limit_changes_total',
   intakeP99: 'settlement_background_intake_p99_seconds',
+  oldestInFlight: 'settlement_background_intake_oldest_in_flight_seconds',
   poolWaiting: 'settlement_background_pool_waiting',
   eventLoopP99: 'settlement_background_event_loop_delay_p99_seconds',
 } as const;
@@ -180,10 +181,17 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
   private readonly policy: LimitPolicy;
   /** Answer times (ms) with when they were answered, oldest first. */
   private readonly answers: { at: number; ms: number }[] = [];
+  /** Callbacks received and not answered yet, with when they were received, oldest first. */
+  private readonly inFlight = new Set<{ at: number }>();
   private poolSamples = 0;
   private poolBusySamples = 0;
   private lastPoolWaiting = 0;
-  private lastSignals: IntakeSignals = { intakeP99Ms: null, poolBusyShare: 0, eventLoopP99Ms: 0 };
+  private lastSignals: IntakeSignals = {
+    intakeP99Ms: null,
+    oldestInFlightMs: 0,
+    poolBusyShare: 0,
+    eventLoopP99Ms: 0,
+  };
   private stops: (() => void)[] = [];
   private readonly limitGauge: Gauge<'kind'>;
   private readonly maxGauge: Gauge<'kind'>;
@@ -246,6 +254,11 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
       () => (this.lastSignals.intakeP99Ms ?? 0) / 1000,
     );
     signal(
+      BACKGROUND_METRIC.oldestInFlight,
+      'Age of the oldest callback received and not answered yet, as the governor last saw it (0: none)',
+      () => this.lastSignals.oldestInFlightMs / 1000,
+    );
+    signal(
       BACKGROUND_METRIC.poolWaiting,
       'Requests waiting for a database pool connection at the last sample',
       () => this.lastPoolWaiting,
@@ -259,6 +272,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
 
   onModuleInit(): void {
     this.observer.onAnswered((durationMs) => this.intakeAnswered(durationMs));
+    this.observer.onReceived(() => this.intakeReceived());
     if (!this.config.background.enabled) return;
     this.stops.push(this.probes.every(POOL_SAMPLE_MS, () => this.samplePool()));
     this.stops.push(this.probes.every(EVALUATE_EVERY_MS, () => this.evaluate()));
@@ -297,6 +311,13 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
     if (this.answers.length > MAX_SAMPLES) this.answers.splice(0, this.answers.length - MAX_SAMPLES);
   }
 
+  /** One callback received; @returns the function to call once it is answered. */
+  intakeReceived(): () => void {
+    const entry = { at: this.probes.now() };
+    this.inFlight.add(entry);
+    return () => this.inFlight.delete(entry);
+  }
+
   /** The signals as of the last evaluation. */
   get signals(): IntakeSignals {
     return { ...this.lastSignals };
@@ -307,6 +328,12 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
     this.lastPoolWaiting = this.probes.poolWaiting();
     this.poolSamples++;
     if (this.lastPoolWaiting > 0) this.poolBusySamples++;
+  }
+
+  /** Age of the oldest callback in flight at `now`, ms; 0 when none (a Set keeps insertion order). */
+  private oldestInFlightMs(now: number): number {
+    const oldest = this.inFlight.values().next().value;
+    return oldest ? Math.max(0, now - oldest.at) : 0;
   }
 
   /** Reads the signals and moves every kind's limit (every {@link EVALUATE_EVERY_MS}). */
@@ -321,6 +348,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
         this.answers.map((a) => a.ms),
         99,
       ),
+      oldestInFlightMs: this.oldestInFlightMs(now),
       poolBusyShare: this.poolSamples ? this.poolBusySamples / this.poolSamples : 0,
       eventLoopP99Ms: this.probes.eventLoopP99Ms(),
     };
@@ -353,5 +381,6 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
 /** The signals in a log line. */
 function describe(s: IntakeSignals): string {
   const p99 = s.intakeP99Ms === null ? 'no answers' : `answers p99 ${Math.round(s.intakeP99Ms)} ms`;
-  return `${p99}, pool busy in ${Math.round(100 * s.poolBusyShare)} % of samples, event loop p99 ${Math.round(s.eventLoopP99Ms)} ms`;
+  const open = s.oldestInFlightMs > 0 ? `, oldest in flight ${Math.round(s.oldestInFlightMs)} ms` : '';
+  return `${p99}${open}, pool busy in ${Math.round(100 * s.poolBusyShare)} % of samples, event loop p99 ${Math.round(s.eventLoopP99Ms)} ms`;
 }

@@ -29,6 +29,11 @@ export const QUIET_REASONS: readonly LimitReason[] = ['intake_quiet', 'intake_id
 export interface IntakeSignals {
   /** 99th percentile of the callback's answer times in the window, ms; null when none was answered. */
   intakeP99Ms: number | null;
+  /**
+   * Age of the oldest callback received and not answered yet, ms; 0 when none is in flight. A
+   * burst after a quiet spell shows here before any of its answers does.
+   */
+  oldestInFlightMs: number;
   /** Share (0..1) of the pool samples since the last evaluation that had a request waiting for a connection. */
   poolBusyShare: number;
   /** 99th percentile of the event loop's delay since the last evaluation, ms. */
@@ -68,11 +73,21 @@ export interface LimitState {
   lastIncreaseAt: number | null;
 }
 
-/** The signal over its bound, in this order; null when none is. A window without answers has none. */
+/**
+ * The slowest the intake is seen to be, ms: its answers' p99 or the oldest callback still in
+ * flight, whichever is longer; null when the window had no answer and none is in flight (idle).
+ */
+export function intakeSlowestMs(signals: IntakeSignals): number | null {
+  if (signals.intakeP99Ms === null && signals.oldestInFlightMs <= 0) return null;
+  return Math.max(signals.intakeP99Ms ?? 0, signals.oldestInFlightMs);
+}
+
+/** The signal over its bound, in this order; null when none is. An idle intake has none. */
 export function pressureOf(signals: IntakeSignals, policy: LimitPolicy): LimitReason | null {
+  const slowest = intakeSlowestMs(signals);
   // Nothing to protect without an intake: background work takes what the machine has.
-  if (signals.intakeP99Ms === null) return null;
-  if (signals.intakeP99Ms > policy.targetMs) return 'intake_slow';
+  if (slowest === null) return null;
+  if (slowest > policy.targetMs) return 'intake_slow';
   if (signals.poolBusyShare >= policy.poolBusyShare) return 'pool_busy';
   if (signals.eventLoopP99Ms > policy.eventLoopDelayMs) return 'event_loop_delay';
   return null;
@@ -81,8 +96,8 @@ export function pressureOf(signals: IntakeSignals, policy: LimitPolicy): LimitRe
 /**
  * The next state of a kind at `now`, and the reason when its limit changed (undefined: unchanged).
  * Under pressure: `floor(limit × decrease)`, at least `min`, unless a back-off happened less than
- * `cooldownMs` ago (the window still holds answers given before it). Quiet (no answer in the
- * window, or p99 at most half the target, and nothing over its bound): one more, at most `max`,
+ * `cooldownMs` ago (the window still holds answers given before it). Quiet (an idle intake, or
+ * its slowest ({@link intakeSlowestMs}) at most half the target, and nothing over its bound): one more, at most `max`,
  * once a whole window has passed since the last back-off and `growEveryMs` since the last
  * increase. Otherwise (between half the target and the target) it holds.
  */
@@ -100,7 +115,8 @@ export function nextLimit(
     if (lowered >= state.limit || since(state.lastDecreaseAt) < policy.cooldownMs) return { state };
     return { state: { ...state, limit: lowered, lastDecreaseAt: now }, reason: pressure };
   }
-  const quiet = signals.intakeP99Ms === null || signals.intakeP99Ms <= policy.targetMs / 2;
+  const slowest = intakeSlowestMs(signals);
+  const quiet = slowest === null || slowest <= policy.targetMs / 2;
   if (
     !quiet ||
     state.limit >= bounds.max ||
@@ -112,7 +128,7 @@ export function nextLimit(
   }
   return {
     state: { ...state, limit: Math.min(bounds.max, state.limit + 1), lastIncreaseAt: now },
-    reason: signals.intakeP99Ms === null ? 'intake_idle' : 'intake_quiet',
+    reason: slowest === null ? 'intake_idle' : 'intake_quiet',
   };
 }
 

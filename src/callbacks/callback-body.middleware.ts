@@ -23,13 +23,20 @@ const JSON_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-?8"?\s*)?$/i;
  * decoded bytes. Problems are not answered here: they are kept on `req.callback.bodyError` and
  * thrown by the signature guard, so every delivery goes through the same filter and audit.
  * Bodies being processed at once are limited to `maxInflightBytes` (a 503 beyond it).
+ * `received` is told of each delivery at once; what it returns is called when its answer is
+ * written or its connection closed (the governor's callbacks in flight, docs/background-work.md).
  */
-export function callbackBodyMiddleware(limit: number, maxInflightBytes: number): RequestHandler {
+export function callbackBodyMiddleware(
+  limit: number,
+  maxInflightBytes: number,
+  received?: () => () => void,
+): RequestHandler {
   let inflightBytes = 0;
   const parser = raw({ type: () => true, limit, inflate: true });
   return (req: Request, res: Response, proceed: NextFunction) => {
     const state: CallbackRequestState = { receivedAt: Date.now(), requestId: requestIdOf(req) };
     (req as CallbackRequest).callback = state;
+    if (received) res.once('close', received());
     res.setHeader('X-Request-Id', state.requestId);
     // Tracing on: the delivery's span, ended once the answer is written; the rest runs inside it.
     const span = startServerSpan('callback', req.headers, { 'http.request.method': req.method });

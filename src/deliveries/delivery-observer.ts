@@ -17,6 +17,7 @@ import { DeliveryMetrics } from './delivery-metrics.js';
 export class DeliveryObserver {
   private readonly logger = new Logger('Delivery');
   private readonly answeredListeners: ((durationMs: number) => void)[] = [];
+  private readonly receivedListeners: (() => () => void)[] = [];
 
   constructor(private readonly metrics: DeliveryMetrics) {}
 
@@ -53,6 +54,29 @@ export class DeliveryObserver {
    */
   onAnswered(listener: (durationMs: number) => void): void {
     this.answeredListeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` at the receipt of every callback delivery from now on; the function it returns
+   * is called once that delivery is answered or its connection closed (the governor's count of
+   * callbacks in flight). Neither may throw.
+   */
+  onReceived(listener: () => () => void): void {
+    this.receivedListeners.push(listener);
+  }
+
+  /**
+   * A callback delivery was received (the body reader calls it first).
+   * @returns the function to call once it is answered or its connection closed (idempotent).
+   */
+  received(): () => void {
+    const ends = this.receivedListeners.map((listener) => listener());
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      for (const end of ends) end();
+    };
   }
 
   /** @param attempt the delivery attempt as recorded; `status` is what was answered (may differ: 503). */

@@ -1,3 +1,5 @@
+import { request as httpRequest, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import {
   BACKGROUND_PROBES,
@@ -218,5 +220,42 @@ describe('the background-work governor under a synthetic intake (docs/background
     for (let i = 0; i < 20; i++) tick(null); // no answer at all: nothing to protect
     expect(await limits()).toEqual({ wallet: 4, inbox: 8, reconciliation: 1 });
     expect(await changes('wallet', 'intake_idle')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a callback in flight past the target backs off before any answer (a burst begins)', async () => {
+    const server = t.app.getHttpServer() as Server;
+    if (!server.listening) await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+    // Headers and half a body: the delivery is received, and not answered until the rest comes.
+    const req = httpRequest({
+      host: '127.0.0.1',
+      port: (server.address() as AddressInfo).port,
+      method: 'POST',
+      path: '/sportapi/callback',
+      headers: { 'content-type': 'application/json', 'content-length': '64' },
+    });
+    req.on('error', () => undefined);
+    req.write('{"batchId":');
+    await eventually(async () => {
+      probes.advance(250);
+      return governor.signals.oldestInFlightMs > 0;
+    }, 'the delivery in flight');
+    expect(governor.signals.intakeP99Ms).toBeNull();
+    const before = Number(await changes('wallet', 'intake_slow'));
+    probes.advance(4000); // older than BACKGROUND_TARGET_MS, and still no answer
+    expect(await limits()).toEqual({ wallet: 2, inbox: 4, reconciliation: 0 });
+    expect(await changes('wallet', 'intake_slow')).toBe(before + 1);
+    expect(
+      sample(await scrape(t.app), 'settlement_background_intake_oldest_in_flight_seconds'),
+    ).toBeGreaterThan(4);
+    const warned = lines.filter((l) => l.level === 40 && l.msg.startsWith('wallet: background limit 4 → 2'));
+    expect(warned.at(-1)?.msg).toMatch(/\(intake_slow: no answers, oldest in flight \d+ ms,/);
+    // The connection goes: the delivery is no longer in flight, and the intake is idle again.
+    req.destroy();
+    await eventually(async () => {
+      probes.advance(250);
+      return governor.signals.oldestInFlightMs === 0;
+    }, 'no delivery in flight');
+    for (let i = 0; i < 20; i++) tick(null);
+    expect(await limits()).toEqual({ wallet: 4, inbox: 8, reconciliation: 1 });
   });
 });

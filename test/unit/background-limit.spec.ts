@@ -21,8 +21,9 @@ const POLICY: LimitPolicy = {
   growEveryMs: 500,
 };
 const BOUNDS = { min: 1, max: 8 };
-const quiet: IntakeSignals = { intakeP99Ms: 40, poolBusyShare: 0, eventLoopP99Ms: 12 };
-const slow: IntakeSignals = { intakeP99Ms: 900, poolBusyShare: 0, eventLoopP99Ms: 12 };
+const quiet: IntakeSignals = { intakeP99Ms: 40, oldestInFlightMs: 0, poolBusyShare: 0, eventLoopP99Ms: 12 };
+const slow: IntakeSignals = { intakeP99Ms: 900, oldestInFlightMs: 0, poolBusyShare: 0, eventLoopP99Ms: 12 };
+const idle: IntakeSignals = { intakeP99Ms: null, oldestInFlightMs: 0, poolBusyShare: 0, eventLoopP99Ms: 12 };
 const full: LimitState = { limit: 8, lastDecreaseAt: null, lastIncreaseAt: null };
 const at = (limit: number, lastDecreaseAt: number | null = null): LimitState => ({
   limit,
@@ -34,10 +35,21 @@ describe('pressureOf', () => {
   it.each<[string, IntakeSignals, string | null]>([
     ['quiet intake', quiet, null],
     [
-      'no answer in the window, even with a busy pool',
-      { intakeP99Ms: null, poolBusyShare: 1, eventLoopP99Ms: 900 },
+      'no answer in the window and none in flight, even with a busy pool',
+      { ...idle, poolBusyShare: 1 },
       null,
     ],
+    [
+      'no answer yet, one in flight past the target (a burst begins)',
+      { ...idle, oldestInFlightMs: 501 },
+      'intake_slow',
+    ],
+    [
+      'no answer yet, one in flight and a busy pool',
+      { ...idle, oldestInFlightMs: 20, poolBusyShare: 1 },
+      'pool_busy',
+    ],
+    ['quick answers, but one in flight past the target', { ...quiet, oldestInFlightMs: 800 }, 'intake_slow'],
     ['answers above the target', slow, 'intake_slow'],
     ['answers at the target exactly', { ...quiet, intakeP99Ms: 500 }, null],
     ['a pool busy in half the samples', { ...quiet, poolBusyShare: 0.5 }, 'pool_busy'],
@@ -45,7 +57,7 @@ describe('pressureOf', () => {
     ['a delayed event loop', { ...quiet, eventLoopP99Ms: 201 }, 'event_loop_delay'],
     [
       'slow answers first, whatever else',
-      { intakeP99Ms: 600, poolBusyShare: 1, eventLoopP99Ms: 900 },
+      { intakeP99Ms: 600, oldestInFlightMs: 0, poolBusyShare: 1, eventLoopP99Ms: 900 },
       'intake_slow',
     ],
   ])('%s', (_name, signals, reason) => {
@@ -94,6 +106,12 @@ describe('nextLimit', () => {
     });
     expect(nextLimit(half, BOUNDS, { ...quiet, intakeP99Ms: 251 }, POLICY, 0)).toEqual({ state: half });
     expect(nextLimit(half, BOUNDS, { ...quiet, intakeP99Ms: 250 }, POLICY, 0).state.limit).toBe(4);
+    // A callback in flight counts as the intake's slowest: it holds the limit, or grows it (quiet).
+    expect(nextLimit(half, BOUNDS, { ...idle, oldestInFlightMs: 251 }, POLICY, 0)).toEqual({ state: half });
+    expect(nextLimit(half, BOUNDS, { ...idle, oldestInFlightMs: 250 }, POLICY, 0)).toEqual({
+      state: { limit: 4, lastDecreaseAt: null, lastIncreaseAt: 0 },
+      reason: 'intake_quiet',
+    });
   });
 
   it('brings a limit above a lowered maximum down at once', () => {
