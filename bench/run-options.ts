@@ -34,6 +34,7 @@ export const { values: args } = parseArgs({
     embedded: { type: 'boolean', default: false },
     'db-prefix': { type: 'string', default: 'bench' },
     'receiver-build': { type: 'string' },
+    tracing: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -72,6 +73,8 @@ export const HELP = `npm run bench [-- options]: the receiver against a raw node
                           earlier commit: its dist/src/main.js with its start script's node flags)
                           on a database it migrates itself, to measure before and after against
                           the same baseline; not with --large or --wallet
+  --tracing               the receivers with OpenTelemetry on (OTEL_EXPORTER_OTLP_ENDPOINT), exporting
+                          over OTLP/HTTP to a local sink that counts and discards (issue 41)
   --keep-databases        keep the databases; --profile  CPU profiles under .data/bench/profile
                           (runs sharing a PostgreSQL need distinct --db-prefix and --port-base)`;
 

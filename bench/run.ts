@@ -8,6 +8,7 @@
  * lists the options; docs/benchmark.md explains the figures. The last line is always (today's mix, when it ran)
  *   throughput ratio receiver/baseline: R (receiver X batches/s, baseline Y batches/s, receiver p99 Z ms)
  */
+import { startOtlpSink } from './otlp-sink.js';
 import { runBench } from './processes.js';
 import { createMigratedDatabase, databaseUrl, dropDatabases, preload } from './setup.js';
 import { inboxRatioLine } from './run-inbox.js';
@@ -21,6 +22,7 @@ import { walletRatioLine } from './run-wallet.js';
 
 async function main(): Promise<void> {
   const t0 = performance.now();
+  const sink = args.tracing ? await startOtlpSink() : undefined;
   const admin = await serverUrl();
   const dbPrefix = args['db-prefix'] as string;
   const template = `${dbPrefix}_template`;
@@ -56,6 +58,12 @@ async function main(): Promise<void> {
     }
   }
   console.log(`total ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  if (sink) {
+    console.log(
+      `tracing on: ${sink.stats.exports} OTLP exports, ${sink.stats.bytes} bytes received by the sink`,
+    );
+    await sink.close();
+  }
   for (const r of results) if (r.inbox) console.log(inboxRatioLine(r.inbox));
   for (const r of results) if (r.wallet) console.log(walletRatioLine(r.wallet));
   const walletProblems = results.flatMap((r) => r.wallet?.problems ?? []);
