@@ -9,7 +9,7 @@ import {
 import { ModuleRef } from '@nestjs/core';
 import type { Actor, ActionOutcome, BulkRowHooks } from '../auth/actor.js';
 import { QuarantineService } from '../quarantine/quarantine.service.js';
-import { PollingLoops } from '../common/polling-loops.js';
+import { PollingLoops } from '../background/polling-loops.js';
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { TransactionRunner } from '../database/transaction.js';

@@ -1,6 +1,6 @@
 import Joi from 'joi';
 import { configFragment } from '../config/config-fragment.js';
-import { DEFAULT_CLUSTERS_DIR } from './embedded-postgres.js';
+import { DEFAULT_CLUSTERS_DIR } from './embedded-postgres-root.js';
 
 /** The database's fields of the configuration (docs/configuration.md). */
 export interface DatabaseConfig {

@@ -4,7 +4,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } f
 import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { BackgroundGovernor } from '../background/background-governor.js';
-import { PollingLoops, StepFound } from '../common/polling-loops.js';
+import { PollingLoops, StepFound } from '../background/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import type { Posting } from '../ledger/ledger.types.js';

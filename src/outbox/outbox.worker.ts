@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { WorkGate } from '../background/background-governor.js';
-import { PollingLoops, StepFound } from '../common/polling-loops.js';
+import { PollingLoops, StepFound } from '../background/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { checkedDelivery, excerpt, nextStep, permanentFailure } from './outbox-rules.js';
 import { ClaimedOutboxRow, OutboxRepository, RecordedAttempt } from './outbox.repository.js';

@@ -8,7 +8,8 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { createInterface } from 'node:readline';
 import { ArchiveConnector } from './archive-connector.js';
 import type { ArchiveManifest } from './archive-connector.js';
-import type { PartitionInfo, RetentionArchiver, RetentionDb } from './retention-engine.js';
+import type { RetentionArchiver } from './retention-engine.js';
+import type { PartitionInfo, RetentionDb } from './retention-partitions.js';
 
 /** Rows read per statement while archiving a partition (keyset pages by id). */
 const PAGE_ROWS = 5000;

@@ -2,12 +2,9 @@ import { existsSync } from 'node:fs';
 import { runCli, withCliDatabase } from '../database/cli-database.js';
 import { archiverOf, DirectoryArchiveConnector, verifyArchives } from './archive.js';
 import { loadRetentionConfig } from './retention.config.js';
-import {
-  ensurePartitions,
-  formatRetentionReport,
-  RETENTION_LOCK_KEY,
-  RetentionEngine,
-} from './retention-engine.js';
+import { RETENTION_LOCK_KEY, RetentionEngine } from './retention-engine.js';
+import { ensurePartitions } from './retention-partitions.js';
+import { formatRetentionReport } from './retention-report.js';
 
 const USAGE = 'npm run retention [-- --apply] [-- --json] | npm run retention -- --verify-archive DIR';
 

@@ -16,13 +16,9 @@ import { SessionDatabase } from '../database/session-database.js';
 import { MetricsRegistry } from '../observability/metrics-registry.js';
 import { ArchiveConnectors } from './archive-connectors.js';
 import { RETENTION_CLASS_NAMES } from './retention.config.js';
-import {
-  ensurePartitions,
-  RETENTION_LOCK_KEY,
-  RetentionEngine,
-  RetentionStopped,
-} from './retention-engine.js';
-import type { RetentionReport } from './retention-engine.js';
+import { RETENTION_LOCK_KEY, RetentionEngine, RetentionStopped } from './retention-engine.js';
+import { ensurePartitions } from './retention-partitions.js';
+import type { RetentionReport } from './retention-report.js';
 
 /** Metric names of the retention job (docs/operating.md#metrics, docs/retention.md). */
 export const RETENTION_METRIC = {

@@ -5,7 +5,8 @@ import { RetentionJob } from './retention.job.js';
 
 /**
  * The retention policy's maintenance job and its archive connectors (docs/retention.md); the
- * policy itself is `retention-engine.ts`, shared with `npm run retention`.
+ * policy itself is `retention-engine.ts` (with `retention-plan.ts`, `retention-partitions.ts` and
+ * `retention-report.ts`), shared with `npm run retention`.
  */
 @Module({
   imports: [DiscoveryModule],

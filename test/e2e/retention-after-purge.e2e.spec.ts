@@ -1,5 +1,5 @@
 import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
-import { ensurePartitions } from '../../src/retention/retention-engine.js';
+import { ensurePartitions } from '../../src/retention/retention-partitions.js';
 import { RetentionJob } from '../../src/retention/retention.job.js';
 import { sample, scrape } from '../support/metrics.js';
 import {

@@ -1,7 +1,7 @@
 import { Injectable, Module } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { ArchiveConnector } from '../../src/extensions.js';
-import { ensurePartitions, monthStart, partitionName } from '../../src/retention/retention-engine.js';
+import { ensurePartitions, monthStart, partitionName } from '../../src/retention/retention-partitions.js';
 import { RetentionJob } from '../../src/retention/retention.job.js';
 import { createTestApp, useTestApp } from '../support/test-app.js';
 

@@ -7,14 +7,11 @@ import { verifySignature } from '../../src/callbacks/signature.guard.js';
 import { reconcileWithDatabase } from '../../src/wallet/wallet-reconciler.js';
 import { archiverOf, DirectoryArchiveConnector, verifyArchives } from '../../src/retention/archive.js';
 import { loadRetentionConfig } from '../../src/retention/retention.config.js';
-import {
-  ensurePartitions,
-  formatRetentionReport,
-  monthStart,
-  partitionName,
-  RetentionEngine,
-} from '../../src/retention/retention-engine.js';
-import type { ClassReport, RetentionDb, RetentionReport } from '../../src/retention/retention-engine.js';
+import { RetentionEngine } from '../../src/retention/retention-engine.js';
+import { ensurePartitions, monthStart, partitionName } from '../../src/retention/retention-partitions.js';
+import type { RetentionDb } from '../../src/retention/retention-partitions.js';
+import { formatRetentionReport } from '../../src/retention/retention-report.js';
+import type { ClassReport, RetentionReport } from '../../src/retention/retention-report.js';
 import { createTestDatabase } from '../support/database.js';
 
 // Issue 32 (docs/retention.md): the policy's report says exactly what an apply removes (rows per

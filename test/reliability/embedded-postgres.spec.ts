@@ -19,11 +19,9 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import {
-  EmbeddedPostgresError,
-  EmbeddedPostgresServer,
-  trustedCopyOf,
-} from '../../src/database/embedded-postgres.js';
+import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
+import { EmbeddedPostgresError } from '../../src/database/embedded-postgres-process.js';
+import { trustedCopyOf } from '../../src/database/embedded-postgres-root.js';
 import { runMigrationsLocked } from '../../src/database/migrator.js';
 import { MAIN_JS, Receiver, portRange, post, startReceiver, stopReceiver } from './support/receiver.js';
 import { OPS_KEY, SECRET } from '../support/test-app.js';

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { ensurePartitions } from '../../src/retention/retention-engine.js';
+import { ensurePartitions } from '../../src/retention/retention-partitions.js';
 import { sleep } from '../support/wait.js';
 import {
   DeliveryAnswer,

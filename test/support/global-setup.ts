@@ -1,16 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { tmpdir, userInfo } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import ts from 'typescript';
 
 // Jest loads this file outside its module system, where `.js` imports of the project's
-// TypeScript do not resolve: the embedded PostgreSQL launcher is required by its `.ts` path
-// through Jest's transform instead (it imports packages only). The template database is migrated
-// by the first test file that needs it (test/support/database.ts), with the real migrations.
+// TypeScript do not resolve: the embedded PostgreSQL launcher is transpiled by TypeScript into a
+// folder of its own and imported from there instead ({@link loadLauncher}; it imports packages
+// and its own files only). The template database is migrated by the first test file that needs it
+// (test/support/database.ts), with the real migrations.
 type Launcher = typeof import('../../src/database/embedded-postgres.js');
 
 async function query(url: string, sql: string): Promise<void> {
@@ -63,6 +64,36 @@ function removeStaleDataDirs(): void {
 }
 
 /**
+ * The embedded PostgreSQL launcher (src/database/embedded-postgres.ts and the
+ * embedded-postgres-*.ts beside it), outside Jest's module system: each file transpiled by
+ * TypeScript alone (it imports Node's modules, packages and its own files only) into a folder of
+ * its own under node_modules/.cache, whence its `.js` imports of its own files and of packages
+ * resolve, then imported; the folder is removed once loaded.
+ */
+async function loadLauncher(rootDir: string): Promise<Launcher> {
+  const source = resolve(rootDir, 'src', 'database');
+  const out = resolve(rootDir, 'node_modules', '.cache', 'test-launcher', String(process.pid));
+  mkdirSync(out, { recursive: true });
+  try {
+    for (const file of readdirSync(source).filter((f) => /^embedded-postgres[\w-]*\.ts$/.test(f))) {
+      const { outputText } = ts.transpileModule(readFileSync(resolve(source, file), 'utf8'), {
+        fileName: file,
+        compilerOptions: {
+          module: ts.ModuleKind.ESNext,
+          target: ts.ScriptTarget.ES2023,
+          esModuleInterop: true,
+          isolatedModules: true,
+        },
+      });
+      writeFileSync(resolve(out, file.replace(/\.ts$/, '.js')), outputText);
+    }
+    return (await import(pathToFileURL(resolve(out, 'embedded-postgres.js')).href)) as Launcher;
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/**
  * Prepares PostgreSQL for the whole run: the server at `TEST_DATABASE_URL` (or `DATABASE_URL`),
  * whose database is created when missing, else a throw-away embedded server (the app's launcher)
  * under `<tmp>/settlement-receiver-tests-<uid>/test-postgres-<pid>` on a free port (parallel runs do
@@ -84,9 +115,7 @@ async function prepare(rootDir: string): Promise<void> {
   let adminUrl = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
   if (!adminUrl) {
     removeStaleDataDirs();
-    const { EmbeddedPostgresServer } = createRequire(resolve(rootDir, 'package.json'))(
-      './src/database/embedded-postgres.ts',
-    ) as Launcher;
+    const { EmbeddedPostgresServer } = await loadLauncher(rootDir);
     const port = process.env.TEST_EMBEDDED_PG_PORT
       ? Number(process.env.TEST_EMBEDDED_PG_PORT)
       : await freePort();

@@ -19,6 +19,7 @@ const SESSION_FILES: Record<string, string> = {
     "migrations: their own pool on DATABASE_DIRECT_URL (database.module.ts) or a CLI's",
   'src/retention/retention.job.ts': "SessionDatabase's connection (DATABASE_DIRECT_URL when pooled)",
   'src/retention/retention-engine.ts': "the retention job's or CLI's session connection",
+  'src/retention/retention-partitions.ts': "the retention job's or CLI's session connection",
   'src/retention/retention-cli.ts': 'a command-line tool: DATABASE_DIRECT_URL (cli-database.ts)',
 };
 
