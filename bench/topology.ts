@@ -58,7 +58,7 @@ const HELP = `npm run bench:topology [-- options]: replicas behind HAProxy (docs
   --fault-seconds S     seconds of the load of each fault (20; the fault at a quarter of it)
   --faults a,b          settlement (SIGKILL inside the transaction), commit (after COMMIT, before
                         the answer), wallet-record (after the wallet answered, before the record),
-                        drain (SIGTERM) (all four)
+                        drain (SIGTERM) (all four; "" for none)
   --replicas N          replicas behind the balancer (3)
   --capacity-rate R     take R batches/s as the direct replica's capacity (its closed loop still warms it)
   --capacity-seconds S  length of that closed-loop measurement at c=8 (30)
@@ -468,7 +468,10 @@ async function main(): Promise<void> {
 
   // 3. The faults, each under the same rate for FAULT_SECONDS, on replica r1.
   const faults: FaultFigures[] = [];
-  for (const name of (args.faults as string).split(',').map((f) => f.trim())) {
+  for (const name of (args.faults as string)
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean)) {
     if (name !== 'drain' && !TRIGGERS[name]) throw new Error(`--faults: unknown fault '${name}'`);
     const f = await fault(name, balanced, balancer, gen(`t-${name}`), rate);
     faults.push(f);
