@@ -15,13 +15,13 @@ import {
 } from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { AccountSummary, Page, Statement } from '../types';
+import type { AccountPage, Statement } from '../types';
 
 /** Player accounts by id, or those whose id starts with the typed prefix. */
 export function AccountsScreen() {
   const pager = usePager();
   const [prefix, setPrefix] = useState('');
-  const { data, error, loading } = useGet<Page<AccountSummary>>(
+  const { data, error, loading } = useGet<AccountPage>(
     `/accounts${query({ q: prefix.trim(), cursor: pager.cursor, limit: 50 })}`,
   );
   return (

@@ -17,7 +17,7 @@ import {
   usePager,
 } from '../components';
 import { useGet } from '../session';
-import type { BulkAction, BulkDetail, BulkKind, BulkPlan, Page } from '../types';
+import type { BulkAction, BulkActionPage, BulkDetail, BulkKind, BulkPlan } from '../types';
 
 const KIND_TEXT: Record<BulkKind, string> = {
   quarantine_replay: 'replay quarantined bodies',
@@ -236,7 +236,7 @@ export function BulkActionScreen({ id }: { id: string }) {
 /** Every bulk action, newest first, with its progress. */
 export function BulkActionsScreen() {
   const pager = usePager();
-  const { data, error, loading } = useGet<Page<BulkAction>>(
+  const { data, error, loading } = useGet<BulkActionPage>(
     `/bulk-actions${query({ cursor: pager.cursor, limit: 50 })}`,
     5000,
   );

@@ -18,7 +18,7 @@ import {
   usePager,
 } from '../components';
 import { useGet, useSession } from '../session';
-import type { Coupon, CouponSummary, Page, Resolution, Snapshot } from '../types';
+import type { Coupon, CouponPage, Resolution, SnapshotPage } from '../types';
 
 const couponHref = (code: string) => `/coupons/${seg(code)}`;
 
@@ -31,7 +31,7 @@ export function CouponsScreen() {
   const reviewReason = params.get('reviewReason') ?? '';
   const pager = usePager();
   const path = `/coupons${query({ needsReview, unallocated, reviewReason, cursor: pager.cursor, limit: 50 })}`;
-  const { data, error, loading } = useGet<Page<CouponSummary>>(path);
+  const { data, error, loading } = useGet<CouponPage>(path);
   const show = (which: string) => {
     pager.reset();
     navigate(
@@ -195,7 +195,7 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
 export function CouponScreen({ code }: { code: string }) {
   const coupon = useGet<Coupon>(`/coupons/${seg(code)}`);
   const pager = usePager();
-  const history = useGet<Page<Snapshot>>(
+  const history = useGet<SnapshotPage>(
     `/coupons/${seg(code)}/history${query({ cursor: pager.cursor, limit: 20 })}`,
   );
   const reload = () => {

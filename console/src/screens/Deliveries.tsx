@@ -15,7 +15,7 @@ import {
   usePager,
 } from '../components';
 import { useGet } from '../session';
-import type { BatchAudit, DeliveryAttempt, Page } from '../types';
+import type { BatchAudit, DeliveryAttempt, DeliveryPage } from '../types';
 
 const OUTCOMES = ['processed', 'accepted', 'duplicate', 'conflict', 'rejected', 'unauthorized', 'failed'];
 
@@ -86,7 +86,7 @@ export function DeliveriesScreen() {
   const pager = usePager();
   const [outcome, setOutcome] = useState('');
   const [batchId, setBatchId] = useState('');
-  const { data, error, loading, reload } = useGet<Page<DeliveryAttempt>>(
+  const { data, error, loading, reload } = useGet<DeliveryPage>(
     `/callbacks/deliveries${query({ outcome, batchId: batchId.trim(), cursor: pager.cursor, limit: 50 })}`,
   );
   return (

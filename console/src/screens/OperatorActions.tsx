@@ -4,9 +4,12 @@ import { query } from '../api';
 import { Badge, Field, Json, Loading, Pager, Screen, Time, usePager, UtcField } from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { OperatorAction, Page } from '../types';
-// The receiver's own lists of actions and target kinds (plain constants, bundled by Vite).
-import { OPERATOR_ACTIONS, TARGET_KINDS } from '../../../src/operator-actions/operator-actions.types';
+import type { OperatorActionPage } from '../types';
+// The filter's choices: the enums of `GET /operator-actions` in openapi.json (`npm run openapi`).
+import {
+  pathsOperatorActionsGetParametersQueryActionValues as OPERATOR_ACTIONS,
+  pathsOperatorActionsGetParametersQueryTargetKindValues as TARGET_KINDS,
+} from '../api.gen';
 
 /** The append-only log of what keys of scope money or operate did, filterable. */
 export function OperatorActionsScreen() {
@@ -25,7 +28,7 @@ export function OperatorActionsScreen() {
     pager.reset();
     navigate(`/operator-actions${query({ ...filter, [name]: value })}`, { replace: true });
   };
-  const { data, error, loading } = useGet<Page<OperatorAction>>(
+  const { data, error, loading } = useGet<OperatorActionPage>(
     `/operator-actions${query({ ...filter, from: isoFromInput(from), to: isoFromInput(to), cursor: pager.cursor, limit: 50 })}`,
   );
   return (

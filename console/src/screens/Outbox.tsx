@@ -18,7 +18,7 @@ import {
 } from '../components';
 import { duration, isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { OutboxDetail, OutboxRow, OutboxStatus, Page } from '../types';
+import type { OutboxDetail, OutboxPage, OutboxStatus, PublisherStatus, WalletStatus } from '../types';
 import { BulkPanel } from './BulkActions';
 
 const STATUSES = ['parked', 'pending', 'delivered', 'skipped'];
@@ -83,7 +83,7 @@ export function publisherDestination(name: string): Destination {
 
 /** The destination's state: the wallet's, or its publisher's entry of `GET /events/status`. */
 function useOutboxStatus(dest: Destination) {
-  const got = useGet<OutboxStatus | OutboxStatus[]>(dest.statusPath, 10_000);
+  const got = useGet<WalletStatus | PublisherStatus[]>(dest.statusPath, 10_000);
   const data = Array.isArray(got.data) ? got.data.find((s) => s.publisher === dest.publisher) : got.data;
   const missing = Array.isArray(got.data) && !data;
   return { ...got, data, missing };
@@ -172,10 +172,12 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
   const status = useOutboxStatus(dest);
   const pager = usePager();
   const [state, setState] = useState('parked');
-  const rows = useGet<Page<OutboxRow>>(
+  const rows = useGet<OutboxPage>(
     `${dest.path}/outbox${query({ status: state, cursor: pager.cursor, limit: 50 })}`,
   );
   const s = status.data;
+  // The wallet's connector; a publisher has none.
+  const connector = s && 'connector' in s ? s.connector : null;
   return (
     <Screen title={dest.title}>
       <Loading loading={status.loading && !s} error={status.error} />
@@ -184,10 +186,8 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
         <>
           <Facts
             rows={[
-              dest.publisher
-                ? ['publisher', dest.publisher]
-                : ['connector', s.connector ?? 'none configured'],
-              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !s.connector} />],
+              dest.publisher ? ['publisher', dest.publisher] : ['connector', connector ?? 'none configured'],
+              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !connector} />],
               ['since', <Time at={s.changedAt} />],
               [
                 'changed by',
@@ -348,7 +348,7 @@ export function WalletScreen() {
 
 /** Every publisher of settlement events: its state and backlog, each linking to its outbox. */
 export function EventsScreen() {
-  const { data, error, loading } = useGet<OutboxStatus[]>('/events/status', 10_000);
+  const { data, error, loading } = useGet<PublisherStatus[]>('/events/status', 10_000);
   return (
     <Screen title="Settlement events">
       <Loading loading={loading && !data} error={error} />
@@ -373,7 +373,7 @@ export function EventsScreen() {
             {data.map((p) => (
               <tr key={p.publisher}>
                 <td>
-                  <Link href={publisherDestination(p.publisher as string).path}>{p.publisher}</Link>
+                  <Link href={publisherDestination(p.publisher).path}>{p.publisher}</Link>
                 </td>
                 <td>
                   <DeliveryState paused={p.paused} />

@@ -17,13 +17,13 @@ import {
 } from '../components';
 import { hexDump, isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { Page, QuarantineDetail, QuarantineEntry } from '../types';
+import type { QuarantineDetail, QuarantinePage } from '../types';
 import { BulkPanel } from './BulkActions';
 
 /** The quarantine: kept bodies newest first, and the bulk replay of those a filter matches. */
 export function QuarantineScreen() {
   const pager = usePager();
-  const { data, error, loading, reload } = useGet<Page<QuarantineEntry>>(
+  const { data, error, loading, reload } = useGet<QuarantinePage>(
     `/callbacks/quarantine${query({ cursor: pager.cursor, limit: 50 })}`,
   );
   const [reason, setReason] = useState('');
