@@ -1,6 +1,6 @@
 import { Link, useSearch } from 'wouter';
 import { query } from '../api';
-import { Badge, Loading, Screen, WithTimes } from '../components';
+import { Badge, Loading, Screen, Table, WithTimes } from '../components';
 import { useGet } from '../session';
 import type { SearchHit } from '../types';
 
@@ -37,35 +37,27 @@ export function SearchScreen() {
       {q && <Loading loading={loading} error={error} />}
       {data && data.items.length === 0 && <p>Nothing has the id “{q}”.</p>}
       {data && data.items.length > 0 && (
-        <table aria-label="search results">
-          <thead>
-            <tr>
-              <th scope="col">kind</th>
-              <th scope="col">record</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.items.map((hit) => {
-              const href = screenOf(hit.link);
-              return (
-                <tr key={`${hit.kind}:${hit.id}`}>
-                  <td>
-                    <Badge text={hit.kind} />
-                  </td>
-                  <td>
-                    {href ? (
-                      <Link href={href}>
-                        <WithTimes text={hit.label} />
-                      </Link>
-                    ) : (
-                      <WithTimes text={hit.label} />
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <Table
+          label="search results"
+          rows={data.items}
+          rowKey={(hit) => `${hit.kind}:${hit.id}`}
+          columns={[
+            { header: 'kind', cell: (hit) => <Badge text={hit.kind} /> },
+            {
+              header: 'record',
+              cell: (hit) => {
+                const href = screenOf(hit.link);
+                return href ? (
+                  <Link href={href}>
+                    <WithTimes text={hit.label} />
+                  </Link>
+                ) : (
+                  <WithTimes text={hit.label} />
+                );
+              },
+            },
+          ]}
+        />
       )}
     </Screen>
   );
