@@ -1,6 +1,6 @@
 /**
  * The API's records as the console reads them: names for the schemas of `openapi.json`, whose
- * types `npm run openapi` generates into `api.gen.ts` (docs/console.md, "Types"). A record the
+ * types `npm run openapi` generates into `api.gen.ts` (docs/console.md, "API types"). A record the
  * console reads differently from the document is a wrong document: fix the DTO's `@ApiProperty`
  * and run `npm run openapi`, do not add a field here.
  */
@@ -9,24 +9,19 @@ import type { components } from './api.gen';
 type Schemas = components['schemas'];
 
 export type WhoAmI = Schemas['WhoAmIView'];
-export type ReceiverSettings = Schemas['ReceiverSettingsView'];
 
 export type Overview = Schemas['OverviewView'];
 export type DeliverySeries = Schemas['DeliverySeriesView'];
 /** The overview's figures of an outbox (the wallet's, a publisher's). */
 export type OutboxFigures = Schemas['WalletOutboxOverviewView'] | Schemas['PublisherOverviewView'];
 
-export type SearchHit = Schemas['SearchHitView'];
+export type SearchResult = Schemas['SearchResultView'];
 
-export type CouponSummary = Schemas['CouponSummaryView'];
 export type CouponPage = Schemas['CouponPageView'];
 export type Coupon = Schemas['CouponView'];
-export type CouponOperation = Schemas['CouponOperationView'];
-export type Snapshot = Schemas['SnapshotView'];
 export type SnapshotPage = Schemas['SnapshotPageView'];
 export type Resolution = Schemas['ResolutionView'];
 
-export type QuarantineEntry = Schemas['QuarantineEntryView'];
 export type QuarantinePage = Schemas['QuarantinePageView'];
 export type QuarantineDetail = Schemas['QuarantineEntryDetailView'];
 
@@ -34,7 +29,6 @@ export type DeliveryAttempt = Schemas['DeliveryAttemptView'];
 export type DeliveryPage = Schemas['DeliveryPageView'];
 export type BatchAudit = Schemas['BatchAuditView'];
 
-export type OutboxRow = Schemas['OutboxEntryView'];
 export type OutboxPage = Schemas['OutboxPageView'];
 export type OutboxDetail = Schemas['OutboxEntryDetailView'];
 export type WalletStatus = Schemas['WalletStatusView'];
@@ -43,17 +37,13 @@ export type PublisherStatus = Schemas['PublisherStatusView'];
 /** `GET /wallet/status`, or one publisher's entry of `GET /events/status`. */
 export type OutboxStatus = WalletStatus | PublisherStatus;
 
-export type AccountSummary = Schemas['AccountSummaryView'];
 export type AccountPage = Schemas['AccountPageView'];
-export type StatementEntry = Schemas['StatementEntryView'];
 export type Statement = Schemas['StatementPageView'];
 
-export type OperatorAction = Schemas['OperatorActionView'];
 export type OperatorActionPage = Schemas['OperatorActionPageView'];
 
 export type BulkKind = Schemas['BulkPlanDto']['kind'];
 export type BulkPlan = Schemas['BulkPlanView'];
 export type BulkAction = Schemas['BulkActionView'];
 export type BulkActionPage = Schemas['BulkActionPageView'];
-export type BulkItem = Schemas['BulkItemView'];
 export type BulkDetail = Schemas['BulkActionDetailView'];

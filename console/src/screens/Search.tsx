@@ -2,7 +2,7 @@ import { Link, useSearch } from 'wouter';
 import { query } from '../api';
 import { Badge, Loading, Screen, Table, WithTimes } from '../components';
 import { useGet } from '../session';
-import type { SearchHit } from '../types';
+import type { SearchResult } from '../types';
 
 /** API paths of search hits → the console screen that shows the record. */
 const SCREENS: [RegExp, (m: RegExpExecArray) => string][] = [
@@ -28,9 +28,7 @@ export function screenOf(link: string): string | null {
 /** One box for any id: every record whose id it is, each linking to its screen. */
 export function SearchScreen() {
   const q = new URLSearchParams(useSearch()).get('q') ?? '';
-  const { data, error, loading } = useGet<{ q: string; items: SearchHit[] }>(
-    q ? `/search${query({ q })}` : null,
-  );
+  const { data, error, loading } = useGet<SearchResult>(q ? `/search${query({ q })}` : null);
   return (
     <Screen title={<>Search: {q}</>}>
       {!q && <p>Type an id in the search box above.</p>}
