@@ -1,7 +1,7 @@
 // The receiver's layers (docs/architecture.md, "Layers"), lowest first: a module may import its
 // own layer and those below, never one above. `npm run lint` runs this (depcruise) after ESLint;
 // test/unit/layering.spec.ts proves a forbidden import fails it. The allowed exceptions are named
-// in ALLOWED, each with its reason.
+// in ALLOWED, each with its reason. The operator console (console/) imports nothing of src/.
 const LAYERS = [
   ['common', 'src/common/'],
   ['config', 'src/config/'],
@@ -57,6 +57,14 @@ module.exports = {
       to: { path: '^src/', pathNot: '^src/extensions[.]ts$' },
     },
     {
+      name: 'console-is-a-client',
+      comment:
+        'the operator console knows the receiver only through its API: types and enums from openapi.json (console/src/api.gen.ts), never src/ (docs/console.md)',
+      severity: 'error',
+      from: { path: '^console/' },
+      to: { path: '^src/' },
+    },
+    {
       name: 'no-circular-modules',
       comment: 'no cycle between files',
       severity: 'warn',
@@ -69,7 +77,7 @@ module.exports = {
     exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js'] },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

@@ -258,6 +258,56 @@ export function Pager(props: { pager: ReturnType<typeof usePager>; nextCursor: s
   );
 }
 
+/** A column of a {@link Table}: its header, and what a row shows in its cell. */
+export interface Column<T> {
+  header: ReactNode;
+  cell: (row: T) => ReactNode;
+  /** The cells' class (`num`, `details`, `preview`). */
+  className?: string;
+}
+
+/**
+ * A list as a table: a header row of `columns`, a row of each of `rows` (React key `rowKey`), and
+ * `empty` under it when there is no row. `label` is its accessible name (the browser tests find
+ * tables by it and read cells by column index).
+ */
+export function Table<T>(props: {
+  label?: string;
+  columns: Column<T>[];
+  rows: readonly T[];
+  rowKey: (row: T, index: number) => string | number;
+  empty?: ReactNode;
+}) {
+  const { columns, rows } = props;
+  return (
+    <>
+      <table aria-label={props.label}>
+        <thead>
+          <tr>
+            {columns.map((c, i) => (
+              <th key={i} scope="col">
+                {c.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((row, r) => (
+            <tr key={props.rowKey(row, r)}>
+              {columns.map((c, i) => (
+                <td key={i} className={c.className}>
+                  {c.cell(row)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {rows.length === 0 && props.empty !== undefined && <p>{props.empty}</p>}
+    </>
+  );
+}
+
 /** A status word with its colour class (`ok`, `warn`, `bad`). */
 export function Badge({ text, tone }: { text: string; tone?: 'ok' | 'warn' | 'bad' }) {
   return <span className={`badge ${tone ?? ''}`}>{text}</span>;

@@ -5,7 +5,8 @@ import { dirname, join, resolve } from 'node:path';
 
 // The layering rule of CI (.dependency-cruiser.cjs, `npm run lint:layers`; docs/architecture.md,
 // "Layers"): the repository passes it, and it fails an import that runs up a layer, an example
-// that reaches past the extension API, and passes the one allowed upward import.
+// that reaches past the extension API, the console reaching into src/, and passes the one
+// allowed upward import.
 
 const ROOT = process.cwd();
 const CONFIG = resolve(ROOT, '.dependency-cruiser.cjs');
@@ -44,7 +45,7 @@ describe('the layering rule (dependency-cruiser)', () => {
   afterAll(() => made.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
   it('passes the repository: no import runs up a layer', () => {
-    expect(cruise(ROOT, ['src', 'examples'])).toEqual({ status: 0, rules: [] });
+    expect(cruise(ROOT, ['src', 'examples', 'console'])).toEqual({ status: 0, rules: [] });
   }, 120_000);
 
   it('fails config/ importing a feature, and observability/ importing the callback', () => {
@@ -85,5 +86,23 @@ describe('the layering rule (dependency-cruiser)', () => {
     });
     made.push(dir);
     expect(cruise(dir, ['src'])).toEqual({ status: 1, rules: ['allowed-0-stays-narrow'] });
+  }, 120_000);
+
+  it('fails the console importing src/, a value or a type; passes its own and generated modules', () => {
+    const dir = tree({
+      'console/src/screens/Bad.tsx':
+        "import { KINDS } from '../../../src/operator-actions/kinds';\nexport const Bad = () => <p>{KINDS.length}</p>;\n",
+      'console/src/only-types.ts':
+        "import type { Kind } from '../../src/operator-actions/kinds';\nexport type K = Kind;\n",
+      'console/src/screens/Good.tsx':
+        "import { kindValues } from '../api.gen';\nexport const Good = () => <p>{kindValues.length}</p>;\n",
+      'console/src/api.gen.ts': "export const kindValues = ['a'] as const;\n",
+      'src/operator-actions/kinds.ts': "export const KINDS = ['a'];\nexport type Kind = 'a';\n",
+    });
+    made.push(dir);
+    expect(cruise(dir, ['src', 'console'])).toEqual({
+      status: 2,
+      rules: ['console-is-a-client', 'console-is-a-client'],
+    });
   }, 120_000);
 });

@@ -9,19 +9,20 @@ import {
   Loading,
   Pager,
   Screen,
+  Table,
   Time,
   usePager,
   UtcField,
 } from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { AccountSummary, Page, Statement } from '../types';
+import type { AccountPage, Statement } from '../types';
 
 /** Player accounts by id, or those whose id starts with the typed prefix. */
 export function AccountsScreen() {
   const pager = usePager();
   const [prefix, setPrefix] = useState('');
-  const { data, error, loading } = useGet<Page<AccountSummary>>(
+  const { data, error, loading } = useGet<AccountPage>(
     `/accounts${query({ q: prefix.trim(), cursor: pager.cursor, limit: 50 })}`,
   );
   return (
@@ -43,35 +44,18 @@ export function AccountsScreen() {
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
-          <table aria-label="accounts">
-            <thead>
-              <tr>
-                <th scope="col">account</th>
-                <th scope="col">balance</th>
-                <th scope="col">opened</th>
-                <th scope="col">last change</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <Link href={`/accounts/${seg(a.id)}`}>{a.id}</Link>
-                  </td>
-                  <td>
-                    <Amount value={a.balance} currency={a.currency} />
-                  </td>
-                  <td>
-                    <Time at={a.createdAt} />
-                  </td>
-                  <td>
-                    <Time at={a.updatedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>No account matches.</p>}
+          <Table
+            label="accounts"
+            rows={data.items}
+            rowKey={(a) => a.id}
+            empty="No account matches."
+            columns={[
+              { header: 'account', cell: (a) => <Link href={`/accounts/${seg(a.id)}`}>{a.id}</Link> },
+              { header: 'balance', cell: (a) => <Amount value={a.balance} currency={a.currency} /> },
+              { header: 'opened', cell: (a) => <Time at={a.createdAt} /> },
+              { header: 'last change', cell: (a) => <Time at={a.updatedAt} /> },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}
@@ -139,41 +123,32 @@ export function AccountScreen({ id }: { id: string }) {
             ]}
           />
           <h2>Statement</h2>
-          <table aria-label="statement">
-            <thead>
-              <tr>
-                <th scope="col">time</th>
-                <th scope="col">operation key</th>
-                <th scope="col">type</th>
-                <th scope="col">coupon</th>
-                <th scope="col">amount</th>
-                <th scope="col">balance after</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((e) => (
-                <tr key={e.entryId}>
-                  <td>
-                    <Time at={e.at} />
-                  </td>
-                  <td>
-                    <code>{e.operationKey}</code>
-                  </td>
-                  <td>{e.type}</td>
-                  <td>
-                    {e.couponCode ? <Link href={`/coupons/${seg(e.couponCode)}`}>{e.couponCode}</Link> : '—'}
-                  </td>
-                  <td className="num">
-                    <Amount value={e.amount} currency={e.currency} />
-                  </td>
-                  <td className="num">
-                    <Amount value={e.balanceAfter} currency={e.currency} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>No entry in this range.</p>}
+          <Table
+            label="statement"
+            rows={data.items}
+            rowKey={(e) => e.entryId}
+            empty="No entry in this range."
+            columns={[
+              { header: 'time', cell: (e) => <Time at={e.at} /> },
+              { header: 'operation key', cell: (e) => <code>{e.operationKey}</code> },
+              { header: 'type', cell: (e) => e.type },
+              {
+                header: 'coupon',
+                cell: (e) =>
+                  e.couponCode ? <Link href={`/coupons/${seg(e.couponCode)}`}>{e.couponCode}</Link> : '—',
+              },
+              {
+                header: 'amount',
+                className: 'num',
+                cell: (e) => <Amount value={e.amount} currency={e.currency} />,
+              },
+              {
+                header: 'balance after',
+                className: 'num',
+                cell: (e) => <Amount value={e.balanceAfter} currency={e.currency} />,
+              },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}

@@ -12,12 +12,13 @@ import {
   Pager,
   Screen,
   ScopedButton,
+  Table,
   Time,
   toneOf,
   usePager,
 } from '../components';
 import { useGet } from '../session';
-import type { BulkAction, BulkDetail, BulkKind, BulkPlan, Page } from '../types';
+import type { BulkAction, BulkActionPage, BulkDetail, BulkKind, BulkPlan } from '../types';
 
 const KIND_TEXT: Record<BulkKind, string> = {
   quarantine_replay: 'replay quarantined bodies',
@@ -194,38 +195,26 @@ export function BulkActionScreen({ id }: { id: string }) {
               </button>
             ))}
           </div>
-          <table aria-label="rows">
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">row</th>
-                <th scope="col">outcome</th>
-                <th scope="col">code</th>
-                <th scope="col">why</th>
-                <th scope="col">order kept per</th>
-                <th scope="col">finished</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((item) => (
-                <tr key={item.seq}>
-                  <td>{item.seq}</td>
-                  <td>
-                    <Link href={targetHref(data.kind, item.targetId)}>{item.targetId}</Link>
-                  </td>
-                  <td>
-                    <Badge text={item.outcome} tone={toneOf(item.outcome)} />
-                  </td>
-                  <td>{item.code ?? ''}</td>
-                  <td>{item.message ?? ''}</td>
-                  <td>{item.groupKeys?.join(', ') ?? ''}</td>
-                  <td>
-                    <Time at={item.finishedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table
+            label="rows"
+            rows={data.items}
+            rowKey={(item) => item.seq}
+            columns={[
+              { header: '#', cell: (item) => item.seq },
+              {
+                header: 'row',
+                cell: (item) => <Link href={targetHref(data.kind, item.targetId)}>{item.targetId}</Link>,
+              },
+              {
+                header: 'outcome',
+                cell: (item) => <Badge text={item.outcome} tone={toneOf(item.outcome)} />,
+              },
+              { header: 'code', cell: (item) => item.code ?? '' },
+              { header: 'why', cell: (item) => item.message ?? '' },
+              { header: 'order kept per', cell: (item) => item.groupKeys?.join(', ') ?? '' },
+              { header: 'finished', cell: (item) => <Time at={item.finishedAt} /> },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}
@@ -236,7 +225,7 @@ export function BulkActionScreen({ id }: { id: string }) {
 /** Every bulk action, newest first, with its progress. */
 export function BulkActionsScreen() {
   const pager = usePager();
-  const { data, error, loading } = useGet<Page<BulkAction>>(
+  const { data, error, loading } = useGet<BulkActionPage>(
     `/bulk-actions${query({ cursor: pager.cursor, limit: 50 })}`,
     5000,
   );
@@ -249,41 +238,27 @@ export function BulkActionsScreen() {
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">id</th>
-                <th scope="col">what</th>
-                <th scope="col">status</th>
-                <th scope="col">progress</th>
-                <th scope="col">reason</th>
-                <th scope="col">by</th>
-                <th scope="col">started</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link>
-                  </td>
-                  <td>{KIND_TEXT[a.kind] ?? a.kind}</td>
-                  <td>
-                    <Badge text={a.status} tone={toneOf(a.status)} />
-                  </td>
-                  <td>
+          <Table
+            rows={data.items}
+            rowKey={(a) => a.id}
+            empty="No bulk action yet."
+            columns={[
+              { header: 'id', cell: (a) => <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link> },
+              { header: 'what', cell: (a) => KIND_TEXT[a.kind] ?? a.kind },
+              { header: 'status', cell: (a) => <Badge text={a.status} tone={toneOf(a.status)} /> },
+              {
+                header: 'progress',
+                cell: (a) => (
+                  <>
                     {a.done} done, {a.skipped} skipped, {a.failed} failed of {a.total}
-                  </td>
-                  <td>{a.reason}</td>
-                  <td>{a.actor}</td>
-                  <td>
-                    <Time at={a.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>No bulk action yet.</p>}
+                  </>
+                ),
+              },
+              { header: 'reason', cell: (a) => a.reason },
+              { header: 'by', cell: (a) => a.actor },
+              { header: 'started', cell: (a) => <Time at={a.createdAt} /> },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}

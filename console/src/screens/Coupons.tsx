@@ -13,12 +13,13 @@ import {
   Loading,
   Pager,
   Screen,
+  Table,
   Time,
   toneOf,
   usePager,
 } from '../components';
 import { useGet, useSession } from '../session';
-import type { Coupon, CouponSummary, Page, Resolution, Snapshot } from '../types';
+import type { Coupon, CouponPage, Resolution, SnapshotPage } from '../types';
 
 const couponHref = (code: string) => `/coupons/${seg(code)}`;
 
@@ -31,7 +32,7 @@ export function CouponsScreen() {
   const reviewReason = params.get('reviewReason') ?? '';
   const pager = usePager();
   const path = `/coupons${query({ needsReview, unallocated, reviewReason, cursor: pager.cursor, limit: 50 })}`;
-  const { data, error, loading } = useGet<Page<CouponSummary>>(path);
+  const { data, error, loading } = useGet<CouponPage>(path);
   const show = (which: string) => {
     pager.reset();
     navigate(
@@ -64,57 +65,41 @@ export function CouponsScreen() {
       <Loading loading={loading} error={error} />
       {data && (
         <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">coupon</th>
-                <th scope="col">account</th>
-                <th scope="col">stake</th>
-                <th scope="col">status</th>
-                <th scope="col">realWin</th>
-                <th scope="col">flag</th>
-                <th scope="col">changed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((c) => (
-                <tr key={c.coupon_code}>
-                  <td>
-                    <Link href={couponHref(c.coupon_code)}>{c.coupon_code}</Link>
-                  </td>
-                  <td>
-                    {c.accountId ? (
-                      <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
-                    ) : (
-                      'unallocated'
-                    )}
-                  </td>
-                  <td>
-                    <Amount value={c.stake} currency={c.currency} />
-                  </td>
-                  <td>
-                    <CouponStatus status={c.status} />
-                  </td>
-                  <td>
-                    <Amount value={c.realWin} currency={c.currency} />
-                  </td>
-                  <td>
-                    {c.needsReview ? (
-                      <Badge text={c.reviewReason ?? 'needs review'} tone="bad" />
-                    ) : c.unallocated ? (
-                      <Badge text="unallocated" tone="warn" />
-                    ) : (
-                      ''
-                    )}
-                  </td>
-                  <td>
-                    <Time at={c.updatedAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>No coupon here.</p>}
+          <Table
+            rows={data.items}
+            rowKey={(c) => c.coupon_code}
+            empty="No coupon here."
+            columns={[
+              {
+                header: 'coupon',
+                cell: (c) => <Link href={couponHref(c.coupon_code)}>{c.coupon_code}</Link>,
+              },
+              {
+                header: 'account',
+                cell: (c) =>
+                  c.accountId ? (
+                    <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
+                  ) : (
+                    'unallocated'
+                  ),
+              },
+              { header: 'stake', cell: (c) => <Amount value={c.stake} currency={c.currency} /> },
+              { header: 'status', cell: (c) => <CouponStatus status={c.status} /> },
+              { header: 'realWin', cell: (c) => <Amount value={c.realWin} currency={c.currency} /> },
+              {
+                header: 'flag',
+                cell: (c) =>
+                  c.needsReview ? (
+                    <Badge text={c.reviewReason ?? 'needs review'} tone="bad" />
+                  ) : c.unallocated ? (
+                    <Badge text="unallocated" tone="warn" />
+                  ) : (
+                    ''
+                  ),
+              },
+              { header: 'changed', cell: (c) => <Time at={c.updatedAt} /> },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}
@@ -195,7 +180,7 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
 export function CouponScreen({ code }: { code: string }) {
   const coupon = useGet<Coupon>(`/coupons/${seg(code)}`);
   const pager = usePager();
-  const history = useGet<Page<Snapshot>>(
+  const history = useGet<SnapshotPage>(
     `/coupons/${seg(code)}/history${query({ cursor: pager.cursor, limit: 20 })}`,
   );
   const reload = () => {
@@ -263,55 +248,30 @@ export function CouponScreen({ code }: { code: string }) {
           )}
           <section>
             <h2>Operations</h2>
-            <table aria-label="operations">
-              <thead>
-                <tr>
-                  <th scope="col">operation key</th>
-                  <th scope="col">type</th>
-                  <th scope="col">generation</th>
-                  <th scope="col">amount</th>
-                </tr>
-              </thead>
-              <tbody>
-                {c.operations.map((o) => (
-                  <tr key={o.key}>
-                    <td>
-                      <code>{o.key}</code>
-                    </td>
-                    <td>{o.type}</td>
-                    <td>{o.generation ?? '—'}</td>
-                    <td>
-                      <Amount value={o.amount} currency={c.currency} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table
+              label="operations"
+              rows={c.operations}
+              rowKey={(o) => o.key}
+              columns={[
+                { header: 'operation key', cell: (o) => <code>{o.key}</code> },
+                { header: 'type', cell: (o) => o.type },
+                { header: 'generation', cell: (o) => o.generation ?? '—' },
+                { header: 'amount', cell: (o) => <Amount value={o.amount} currency={c.currency} /> },
+              ]}
+            />
           </section>
           <section>
             <h2>Bets</h2>
-            <table aria-label="bets">
-              <thead>
-                <tr>
-                  <th scope="col">uuid</th>
-                  <th scope="col">status</th>
-                  <th scope="col">as sent</th>
-                </tr>
-              </thead>
-              <tbody>
-                {c.events.map((e, i) => (
-                  <tr key={String(e.uuid ?? i)}>
-                    <td>
-                      <code>{String(e.uuid)}</code>
-                    </td>
-                    <td>{String(e.status)}</td>
-                    <td>
-                      <Json value={e} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <Table
+              label="bets"
+              rows={c.events}
+              rowKey={(e, i) => String(e.uuid ?? i)}
+              columns={[
+                { header: 'uuid', cell: (e) => <code>{String(e.uuid)}</code> },
+                { header: 'status', cell: (e) => String(e.status) },
+                { header: 'as sent', cell: (e) => <Json value={e} /> },
+              ]}
+            />
           </section>
         </>
       )}
@@ -325,56 +285,47 @@ export function CouponScreen({ code }: { code: string }) {
         />
         {history.data && c && (
           <>
-            <table aria-label="snapshots">
-              <thead>
-                <tr>
-                  <th scope="col">received</th>
-                  <th scope="col">batch</th>
-                  <th scope="col">status</th>
-                  <th scope="col">realWin</th>
-                  <th scope="col">transition</th>
-                  <th scope="col">gen.</th>
-                  <th scope="col">applied</th>
-                  <th scope="col">operations posted</th>
-                </tr>
-              </thead>
-              <tbody>
-                {history.data.items.map((s) => (
-                  <tr key={s.id}>
-                    <td>
-                      <Time at={s.receivedAt} />
-                    </td>
-                    <td>
+            <Table
+              label="snapshots"
+              rows={history.data.items}
+              rowKey={(s) => s.id}
+              columns={[
+                { header: 'received', cell: (s) => <Time at={s.receivedAt} /> },
+                {
+                  header: 'batch',
+                  cell: (s) => (
+                    <>
                       <Link href={`/batches/${seg(s.batchId)}`}>{s.batchId}</Link>
                       {s.actor && <span className="muted"> by {s.actor}</span>}
-                    </td>
-                    <td>
-                      <CouponStatus status={s.status} />
-                    </td>
-                    <td>
-                      <Amount value={s.realWin} currency={c.currency} />
-                    </td>
-                    <td>
-                      <Badge
-                        text={s.transition}
-                        tone={s.applied ? 'ok' : toneOf(s.transition) === 'ok' ? undefined : 'warn'}
-                      />
-                    </td>
-                    <td>{s.generation}</td>
-                    <td>{s.applied ? 'yes' : 'history only'}</td>
-                    <td>
-                      {s.operations.length === 0
-                        ? 'none'
-                        : s.operations.map((o) => (
-                            <div key={o.key}>
-                              <code>{o.key}</code> <Amount value={o.amount} currency={c.currency} />
-                            </div>
-                          ))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+                    </>
+                  ),
+                },
+                { header: 'status', cell: (s) => <CouponStatus status={s.status} /> },
+                { header: 'realWin', cell: (s) => <Amount value={s.realWin} currency={c.currency} /> },
+                {
+                  header: 'transition',
+                  cell: (s) => (
+                    <Badge
+                      text={s.transition}
+                      tone={s.applied ? 'ok' : toneOf(s.transition) === 'ok' ? undefined : 'warn'}
+                    />
+                  ),
+                },
+                { header: 'gen.', cell: (s) => s.generation },
+                { header: 'applied', cell: (s) => (s.applied ? 'yes' : 'history only') },
+                {
+                  header: 'operations posted',
+                  cell: (s) =>
+                    s.operations.length === 0
+                      ? 'none'
+                      : s.operations.map((o) => (
+                          <div key={o.key}>
+                            <code>{o.key}</code> <Amount value={o.amount} currency={c.currency} />
+                          </div>
+                        )),
+                },
+              ]}
+            />
             <Pager pager={pager} nextCursor={history.data.nextCursor} />
           </>
         )}

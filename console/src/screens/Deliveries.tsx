@@ -10,12 +10,13 @@ import {
   Loading,
   Pager,
   Screen,
+  Table,
   Time,
   toneOf,
   usePager,
 } from '../components';
 import { useGet } from '../session';
-import type { BatchAudit, DeliveryAttempt, Page } from '../types';
+import type { BatchAudit, DeliveryAttempt, DeliveryPage } from '../types';
 
 const OUTCOMES = ['processed', 'accepted', 'duplicate', 'conflict', 'rejected', 'unauthorized', 'failed'];
 
@@ -28,56 +29,43 @@ function noBatch(a: Pick<DeliveryAttempt, 'outcome'>): string {
 }
 
 /** Delivery attempts as a table (the list and a batch's page). */
-function AttemptsTable({ attempts, withBatch }: { attempts: DeliveryAttempt[]; withBatch: boolean }) {
+function AttemptsTable(props: { attempts: DeliveryAttempt[]; withBatch: boolean; empty?: string }) {
+  const { attempts, withBatch } = props;
   return (
-    <table aria-label="delivery attempts">
-      <thead>
-        <tr>
-          <th scope="col">received</th>
-          {withBatch && <th scope="col">batch</th>}
-          <th scope="col">outcome</th>
-          <th scope="col">HTTP</th>
-          <th scope="col">error</th>
-          <th scope="col">coupons</th>
-          <th scope="col">ms</th>
-          <th scope="col">payload hash</th>
-          <th scope="col">request id</th>
-          <th scope="col">trace id</th>
-          <th scope="col">by</th>
-        </tr>
-      </thead>
-      <tbody>
-        {attempts.map((a) => (
-          <tr key={a.id}>
-            <td>
-              <Time at={a.receivedAt} />
-            </td>
-            {withBatch && (
-              <td>{a.batchId ? <Link href={`/batches/${seg(a.batchId)}`}>{a.batchId}</Link> : noBatch(a)}</td>
-            )}
-            <td>
-              <Badge text={a.outcome} tone={toneOf(a.outcome)} />
-            </td>
-            <td>{a.httpStatus}</td>
-            <td>{a.errorCode ?? ''}</td>
-            <td>{a.couponCount ?? ''}</td>
-            <td>{a.durationMs}</td>
-            <td>
-              <code title={a.payloadHash ?? undefined}>
-                {a.payloadHash ? `${a.payloadHash.slice(0, 12)}…` : '—'}
-              </code>
-            </td>
-            <td>
-              <code>{a.requestId ?? ''}</code>
-            </td>
-            <td>
-              <code>{a.traceId ?? '—'}</code>
-            </td>
-            <td>{a.actor ?? 'SportAPI'}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <Table
+      label="delivery attempts"
+      rows={attempts}
+      rowKey={(a) => a.id}
+      empty={props.empty}
+      columns={[
+        { header: 'received', cell: (a) => <Time at={a.receivedAt} /> },
+        ...(withBatch
+          ? [
+              {
+                header: 'batch',
+                cell: (a: DeliveryAttempt) =>
+                  a.batchId ? <Link href={`/batches/${seg(a.batchId)}`}>{a.batchId}</Link> : noBatch(a),
+              },
+            ]
+          : []),
+        { header: 'outcome', cell: (a) => <Badge text={a.outcome} tone={toneOf(a.outcome)} /> },
+        { header: 'HTTP', cell: (a) => a.httpStatus },
+        { header: 'error', cell: (a) => a.errorCode ?? '' },
+        { header: 'coupons', cell: (a) => a.couponCount ?? '' },
+        { header: 'ms', cell: (a) => a.durationMs },
+        {
+          header: 'payload hash',
+          cell: (a) => (
+            <code title={a.payloadHash ?? undefined}>
+              {a.payloadHash ? `${a.payloadHash.slice(0, 12)}…` : '—'}
+            </code>
+          ),
+        },
+        { header: 'request id', cell: (a) => <code>{a.requestId ?? ''}</code> },
+        { header: 'trace id', cell: (a) => <code>{a.traceId ?? '—'}</code> },
+        { header: 'by', cell: (a) => a.actor ?? 'SportAPI' },
+      ]}
+    />
   );
 }
 
@@ -86,7 +74,7 @@ export function DeliveriesScreen() {
   const pager = usePager();
   const [outcome, setOutcome] = useState('');
   const [batchId, setBatchId] = useState('');
-  const { data, error, loading, reload } = useGet<Page<DeliveryAttempt>>(
+  const { data, error, loading, reload } = useGet<DeliveryPage>(
     `/callbacks/deliveries${query({ outcome, batchId: batchId.trim(), cursor: pager.cursor, limit: 50 })}`,
   );
   return (
@@ -132,8 +120,7 @@ export function DeliveriesScreen() {
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
-          <AttemptsTable attempts={data.items} withBatch />
-          {data.items.length === 0 && <p>No delivery attempt matches.</p>}
+          <AttemptsTable attempts={data.items} withBatch empty="No delivery attempt matches." />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}
@@ -176,72 +163,44 @@ export function BatchScreen({ batchId }: { batchId: string }) {
           <h2>Delivery attempts</h2>
           <AttemptsTable attempts={data.deliveries} withBatch={false} />
           <h2>Financial operations posted</h2>
-          <table aria-label="operations posted">
-            <thead>
-              <tr>
-                <th scope="col">operation key</th>
-                <th scope="col">type</th>
-                <th scope="col">coupon</th>
-                <th scope="col">account</th>
-                <th scope="col">amount</th>
-                <th scope="col">posted</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.operations.map((o) => (
-                <tr key={o.key}>
-                  <td>
-                    <code>{o.key}</code>
-                  </td>
-                  <td>{o.type}</td>
-                  <td>
-                    {o.couponCode ? <Link href={`/coupons/${seg(o.couponCode)}`}>{o.couponCode}</Link> : '—'}
-                  </td>
-                  <td>
-                    <Link href={`/accounts/${seg(o.accountId)}`}>{o.accountId}</Link>
-                  </td>
-                  <td>
-                    <Amount value={o.amount} currency={o.currency} />
-                  </td>
-                  <td>
-                    <Time at={o.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.operations.length === 0 && <p>No financial operation.</p>}
+          <Table
+            label="operations posted"
+            rows={data.operations}
+            rowKey={(o) => o.key}
+            empty="No financial operation."
+            columns={[
+              { header: 'operation key', cell: (o) => <code>{o.key}</code> },
+              { header: 'type', cell: (o) => o.type },
+              {
+                header: 'coupon',
+                cell: (o) =>
+                  o.couponCode ? <Link href={`/coupons/${seg(o.couponCode)}`}>{o.couponCode}</Link> : '—',
+              },
+              {
+                header: 'account',
+                cell: (o) => <Link href={`/accounts/${seg(o.accountId)}`}>{o.accountId}</Link>,
+              },
+              { header: 'amount', cell: (o) => <Amount value={o.amount} currency={o.currency} /> },
+              { header: 'posted', cell: (o) => <Time at={o.createdAt} /> },
+            ]}
+          />
           <h2>Coupon snapshots</h2>
-          <table aria-label="coupon snapshots">
-            <thead>
-              <tr>
-                <th scope="col">coupon</th>
-                <th scope="col">status</th>
-                <th scope="col">realWin</th>
-                <th scope="col">transition</th>
-                <th scope="col">generation</th>
-                <th scope="col">applied</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.coupons.map((c) => (
-                <tr key={c.coupon_code}>
-                  <td>
-                    <Link href={`/coupons/${seg(c.coupon_code)}`}>{c.coupon_code}</Link>
-                  </td>
-                  <td>
-                    <CouponStatus status={c.status} />
-                  </td>
-                  <td>
-                    <Amount value={c.realWin} />
-                  </td>
-                  <td>{c.transition}</td>
-                  <td>{c.generation}</td>
-                  <td>{c.applied ? 'yes' : 'history only'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table
+            label="coupon snapshots"
+            rows={data.coupons}
+            rowKey={(c) => c.coupon_code}
+            columns={[
+              {
+                header: 'coupon',
+                cell: (c) => <Link href={`/coupons/${seg(c.coupon_code)}`}>{c.coupon_code}</Link>,
+              },
+              { header: 'status', cell: (c) => <CouponStatus status={c.status} /> },
+              { header: 'realWin', cell: (c) => <Amount value={c.realWin} /> },
+              { header: 'transition', cell: (c) => c.transition },
+              { header: 'generation', cell: (c) => c.generation },
+              { header: 'applied', cell: (c) => (c.applied ? 'yes' : 'history only') },
+            ]}
+          />
         </>
       )}
     </Screen>

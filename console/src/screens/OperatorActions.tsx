@@ -1,12 +1,15 @@
 import { useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
 import { query } from '../api';
-import { Badge, Field, Json, Loading, Pager, Screen, Time, usePager, UtcField } from '../components';
+import { Badge, Field, Json, Loading, Pager, Screen, Table, Time, usePager, UtcField } from '../components';
 import { isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { OperatorAction, Page } from '../types';
-// The receiver's own lists of actions and target kinds (plain constants, bundled by Vite).
-import { OPERATOR_ACTIONS, TARGET_KINDS } from '../../../src/operator-actions/operator-actions.types';
+import type { OperatorActionPage } from '../types';
+// The filter's choices: the enums of `GET /operator-actions` in openapi.json (`npm run openapi`).
+import {
+  pathsOperatorActionsGetParametersQueryActionValues as OPERATOR_ACTIONS,
+  pathsOperatorActionsGetParametersQueryTargetKindValues as TARGET_KINDS,
+} from '../api.gen';
 
 /** The append-only log of what keys of scope money or operate did, filterable. */
 export function OperatorActionsScreen() {
@@ -25,7 +28,7 @@ export function OperatorActionsScreen() {
     pager.reset();
     navigate(`/operator-actions${query({ ...filter, [name]: value })}`, { replace: true });
   };
-  const { data, error, loading } = useGet<Page<OperatorAction>>(
+  const { data, error, loading } = useGet<OperatorActionPage>(
     `/operator-actions${query({ ...filter, from: isoFromInput(from), to: isoFromInput(to), cursor: pager.cursor, limit: 50 })}`,
   );
   return (
@@ -65,50 +68,45 @@ export function OperatorActionsScreen() {
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
-          <table aria-label="operator actions">
-            <thead>
-              <tr>
-                <th scope="col">time</th>
-                <th scope="col">key</th>
-                <th scope="col">action</th>
-                <th scope="col">target</th>
-                <th scope="col">reason</th>
-                <th scope="col">outcome</th>
-                <th scope="col">request id</th>
-                <th scope="col">details</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <Time at={a.at} />
-                  </td>
-                  <td>{a.actor}</td>
-                  <td>{a.action}</td>
-                  <td>
+          <Table
+            label="operator actions"
+            rows={data.items}
+            rowKey={(a) => a.id}
+            empty="No action matches."
+            columns={[
+              { header: 'time', cell: (a) => <Time at={a.at} /> },
+              { header: 'key', cell: (a) => a.actor },
+              { header: 'action', cell: (a) => a.action },
+              {
+                header: 'target',
+                cell: (a) => (
+                  <>
                     {a.targetKind ?? ''} {a.targetId ?? ''}
-                  </td>
-                  <td>{a.reason ?? ''}</td>
-                  <td>
-                    <Badge text={a.outcome} tone={a.outcome === 'ok' ? 'ok' : 'bad'} />
-                  </td>
-                  <td>
-                    {a.requestId && (
-                      // Its first 8 characters (the whole id on hover), linking to what else has it.
-                      <Link href={`/search${query({ q: a.requestId })}`} title={a.requestId}>
-                        <code>{a.requestId.slice(0, 8)}…</code>
-                      </Link>
-                    )}
-                  </td>
-                  <td className="details">
-                    <Json value={a.details} label={`details of action ${a.id}`} oneLine />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>No action matches.</p>}
+                  </>
+                ),
+              },
+              { header: 'reason', cell: (a) => a.reason ?? '' },
+              {
+                header: 'outcome',
+                cell: (a) => <Badge text={a.outcome} tone={a.outcome === 'ok' ? 'ok' : 'bad'} />,
+              },
+              {
+                header: 'request id',
+                cell: (a) =>
+                  a.requestId && (
+                    // Its first 8 characters (the whole id on hover), linking to what else has it.
+                    <Link href={`/search${query({ q: a.requestId })}`} title={a.requestId}>
+                      <code>{a.requestId.slice(0, 8)}…</code>
+                    </Link>
+                  ),
+              },
+              {
+                header: 'details',
+                className: 'details',
+                cell: (a) => <Json value={a.details} label={`details of action ${a.id}`} oneLine />,
+              },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}

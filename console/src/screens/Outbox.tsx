@@ -11,6 +11,7 @@ import {
   Loading,
   Pager,
   Screen,
+  Table,
   Time,
   toneOf,
   usePager,
@@ -18,7 +19,7 @@ import {
 } from '../components';
 import { duration, isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { OutboxDetail, OutboxRow, OutboxStatus, Page } from '../types';
+import type { OutboxDetail, OutboxPage, OutboxStatus, PublisherStatus, WalletStatus } from '../types';
 import { BulkPanel } from './BulkActions';
 
 const STATUSES = ['parked', 'pending', 'delivered', 'skipped'];
@@ -83,7 +84,7 @@ export function publisherDestination(name: string): Destination {
 
 /** The destination's state: the wallet's, or its publisher's entry of `GET /events/status`. */
 function useOutboxStatus(dest: Destination) {
-  const got = useGet<OutboxStatus | OutboxStatus[]>(dest.statusPath, 10_000);
+  const got = useGet<WalletStatus | PublisherStatus[]>(dest.statusPath, 10_000);
   const data = Array.isArray(got.data) ? got.data.find((s) => s.publisher === dest.publisher) : got.data;
   const missing = Array.isArray(got.data) && !data;
   return { ...got, data, missing };
@@ -172,10 +173,12 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
   const status = useOutboxStatus(dest);
   const pager = usePager();
   const [state, setState] = useState('parked');
-  const rows = useGet<Page<OutboxRow>>(
+  const rows = useGet<OutboxPage>(
     `${dest.path}/outbox${query({ status: state, cursor: pager.cursor, limit: 50 })}`,
   );
   const s = status.data;
+  // The wallet's connector; a publisher has none.
+  const connector = s && 'connector' in s ? s.connector : null;
   return (
     <Screen title={dest.title}>
       <Loading loading={status.loading && !s} error={status.error} />
@@ -184,10 +187,8 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
         <>
           <Facts
             rows={[
-              dest.publisher
-                ? ['publisher', dest.publisher]
-                : ['connector', s.connector ?? 'none configured'],
-              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !s.connector} />],
+              dest.publisher ? ['publisher', dest.publisher] : ['connector', connector ?? 'none configured'],
+              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !connector} />],
               ['since', <Time at={s.changedAt} />],
               [
                 'changed by',
@@ -228,50 +229,33 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
       <Loading loading={rows.loading && !rows.data} error={rows.error} />
       {rows.data && (
         <>
-          <table aria-label="outbox rows">
-            <thead>
-              <tr>
-                <th scope="col">id</th>
-                <th scope="col">operation key</th>
-                <th scope="col">account</th>
-                <th scope="col">amount</th>
-                <th scope="col">state</th>
-                <th scope="col">attempts</th>
-                <th scope="col">last answer</th>
-                <th scope="col">written</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.data.items.map((r) => (
-                <tr key={r.id}>
-                  <td>
-                    <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link>
-                  </td>
-                  <td>
-                    <code>{r.operationKey}</code>
-                  </td>
-                  <td>
-                    <Link href={`/accounts/${seg(r.accountId)}`}>{r.accountId}</Link>
-                  </td>
-                  <td>
-                    <Amount value={r.amount} currency={r.currency} />
-                  </td>
-                  <td>
+          <Table
+            label="outbox rows"
+            rows={rows.data.items}
+            rowKey={(r) => r.id}
+            empty={`No ${state} row.`}
+            columns={[
+              { header: 'id', cell: (r) => <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link> },
+              { header: 'operation key', cell: (r) => <code>{r.operationKey}</code> },
+              {
+                header: 'account',
+                cell: (r) => <Link href={`/accounts/${seg(r.accountId)}`}>{r.accountId}</Link>,
+              },
+              { header: 'amount', cell: (r) => <Amount value={r.amount} currency={r.currency} /> },
+              {
+                header: 'state',
+                cell: (r) => (
+                  <>
                     <Badge text={r.status} tone={toneOf(r.status)} /> {r.parkedReason ?? ''}
                     {r.heldBy && <HeldBy dest={dest} id={r.heldBy} />}
-                  </td>
-                  <td>{r.attempts}</td>
-                  <td>
-                    <code>{r.lastError ?? ''}</code>
-                  </td>
-                  <td>
-                    <Time at={r.createdAt} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {rows.data.items.length === 0 && <p>No {state} row.</p>}
+                  </>
+                ),
+              },
+              { header: 'attempts', cell: (r) => r.attempts },
+              { header: 'last answer', cell: (r) => <code>{r.lastError ?? ''}</code> },
+              { header: 'written', cell: (r) => <Time at={r.createdAt} /> },
+            ]}
+          />
           <Pager pager={pager} nextCursor={rows.data.nextCursor} />
         </>
       )}
@@ -348,7 +332,7 @@ export function WalletScreen() {
 
 /** Every publisher of settlement events: its state and backlog, each linking to its outbox. */
 export function EventsScreen() {
-  const { data, error, loading } = useGet<OutboxStatus[]>('/events/status', 10_000);
+  const { data, error, loading } = useGet<PublisherStatus[]>('/events/status', 10_000);
   return (
     <Screen title="Settlement events">
       <Loading loading={loading && !data} error={error} />
@@ -358,34 +342,22 @@ export function EventsScreen() {
         </p>
       )}
       {data && data.length > 0 && (
-        <table aria-label="publishers">
-          <thead>
-            <tr>
-              <th scope="col">publisher</th>
-              <th scope="col">delivery</th>
-              <th scope="col">pending</th>
-              <th scope="col">parked</th>
-              <th scope="col">oldest pending</th>
-              <th scope="col">reason</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.map((p) => (
-              <tr key={p.publisher}>
-                <td>
-                  <Link href={publisherDestination(p.publisher as string).path}>{p.publisher}</Link>
-                </td>
-                <td>
-                  <DeliveryState paused={p.paused} />
-                </td>
-                <td>{p.pending}</td>
-                <td>{p.parked}</td>
-                <td>{duration(p.oldestPendingAgeSeconds)}</td>
-                <td>{p.reason ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <Table
+          label="publishers"
+          rows={data}
+          rowKey={(p) => p.publisher}
+          columns={[
+            {
+              header: 'publisher',
+              cell: (p) => <Link href={publisherDestination(p.publisher).path}>{p.publisher}</Link>,
+            },
+            { header: 'delivery', cell: (p) => <DeliveryState paused={p.paused} /> },
+            { header: 'pending', cell: (p) => p.pending },
+            { header: 'parked', cell: (p) => p.parked },
+            { header: 'oldest pending', cell: (p) => duration(p.oldestPendingAgeSeconds) },
+            { header: 'reason', cell: (p) => p.reason ?? '' },
+          ]}
+        />
       )}
     </Screen>
   );
@@ -494,46 +466,22 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
             </form>
           )}
           <h2>Delivery attempts</h2>
-          <table aria-label={dest.attempts}>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">started</th>
-                <th scope="col">connector</th>
-                <th scope="col">outcome</th>
-                <th scope="col">HTTP</th>
-                <th scope="col">answer</th>
-                <th scope="col">ms</th>
-                <th scope="col">request id</th>
-                <th scope="col">trace id</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.deliveryAttempts.map((a) => (
-                <tr key={a.attempt}>
-                  <td>{a.attempt}</td>
-                  <td>
-                    <Time at={a.startedAt} />
-                  </td>
-                  <td>{a.connector}</td>
-                  <td>
-                    <Badge text={a.outcome} tone={toneOf(a.outcome)} />
-                  </td>
-                  <td>{a.httpStatus ?? '—'}</td>
-                  <td>
-                    <code>{a.answer ?? ''}</code>
-                  </td>
-                  <td>{a.durationMs}</td>
-                  <td>
-                    <code>{a.requestId}</code>
-                  </td>
-                  <td>
-                    <code>{a.traceId ?? '—'}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <Table
+            label={dest.attempts}
+            rows={data.deliveryAttempts}
+            rowKey={(a) => a.attempt}
+            columns={[
+              { header: '#', cell: (a) => a.attempt },
+              { header: 'started', cell: (a) => <Time at={a.startedAt} /> },
+              { header: 'connector', cell: (a) => a.connector },
+              { header: 'outcome', cell: (a) => <Badge text={a.outcome} tone={toneOf(a.outcome)} /> },
+              { header: 'HTTP', cell: (a) => a.httpStatus ?? '—' },
+              { header: 'answer', cell: (a) => <code>{a.answer ?? ''}</code> },
+              { header: 'ms', cell: (a) => a.durationMs },
+              { header: 'request id', cell: (a) => <code>{a.requestId}</code> },
+              { header: 'trace id', cell: (a) => <code>{a.traceId ?? '—'}</code> },
+            ]}
+          />
           <h2>Body sent</h2>
           <pre className="body" tabIndex={0}>
             {data.body ?? '(none recorded yet)'}

@@ -10,6 +10,7 @@ import {
   Loading,
   Pager,
   Screen,
+  Table,
   Time,
   toneOf,
   usePager,
@@ -17,13 +18,13 @@ import {
 } from '../components';
 import { hexDump, isoFromInput } from '../format';
 import { useGet } from '../session';
-import type { Page, QuarantineDetail, QuarantineEntry } from '../types';
+import type { QuarantineDetail, QuarantinePage } from '../types';
 import { BulkPanel } from './BulkActions';
 
 /** The quarantine: kept bodies newest first, and the bulk replay of those a filter matches. */
 export function QuarantineScreen() {
   const pager = usePager();
-  const { data, error, loading, reload } = useGet<Page<QuarantineEntry>>(
+  const { data, error, loading, reload } = useGet<QuarantinePage>(
     `/callbacks/quarantine${query({ cursor: pager.cursor, limit: 50 })}`,
   );
   const [reason, setReason] = useState('');
@@ -54,49 +55,38 @@ export function QuarantineScreen() {
       <Loading loading={loading && !data} error={error} />
       {data && (
         <>
-          <table aria-label="quarantined bodies">
-            <thead>
-              <tr>
-                <th scope="col">id</th>
-                <th scope="col">received</th>
-                <th scope="col">batch</th>
-                <th scope="col">reason</th>
-                <th scope="col">bytes</th>
-                <th scope="col">body (first bytes)</th>
-                <th scope="col">replayed</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.items.map((q) => (
-                <tr key={q.id}>
-                  <td>
-                    <Link href={`/quarantine/${q.id}`}>{q.id}</Link>
-                  </td>
-                  <td>
-                    <Time at={q.receivedAt} />
-                  </td>
-                  <td>{q.batchId ? <Link href={`/batches/${seg(q.batchId)}`}>{q.batchId}</Link> : '—'}</td>
-                  <td>
-                    <Badge text={q.reason} tone="bad" />
-                  </td>
-                  <td>{q.bodyBytes}</td>
-                  <td className="preview">
-                    <code>{q.bodyPreview}</code>
-                  </td>
-                  <td>
-                    {q.replayOutcome ? (
-                      <>
-                        <Badge text={q.replayOutcome} tone={toneOf(q.replayOutcome)} /> ×{q.replayCount}
-                      </>
-                    ) : (
-                      'no'
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          {data.items.length === 0 && <p>The quarantine is empty.</p>}
+          <Table
+            label="quarantined bodies"
+            rows={data.items}
+            rowKey={(q) => q.id}
+            empty="The quarantine is empty."
+            columns={[
+              { header: 'id', cell: (q) => <Link href={`/quarantine/${q.id}`}>{q.id}</Link> },
+              { header: 'received', cell: (q) => <Time at={q.receivedAt} /> },
+              {
+                header: 'batch',
+                cell: (q) => (q.batchId ? <Link href={`/batches/${seg(q.batchId)}`}>{q.batchId}</Link> : '—'),
+              },
+              { header: 'reason', cell: (q) => <Badge text={q.reason} tone="bad" /> },
+              { header: 'bytes', cell: (q) => q.bodyBytes },
+              {
+                header: 'body (first bytes)',
+                className: 'preview',
+                cell: (q) => <code>{q.bodyPreview}</code>,
+              },
+              {
+                header: 'replayed',
+                cell: (q) =>
+                  q.replayOutcome ? (
+                    <>
+                      <Badge text={q.replayOutcome} tone={toneOf(q.replayOutcome)} /> ×{q.replayCount}
+                    </>
+                  ) : (
+                    'no'
+                  ),
+              },
+            ]}
+          />
           <Pager pager={pager} nextCursor={data.nextCursor} />
         </>
       )}

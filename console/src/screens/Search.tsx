@@ -1,8 +1,8 @@
 import { Link, useSearch } from 'wouter';
 import { query } from '../api';
-import { Badge, Loading, Screen, WithTimes } from '../components';
+import { Badge, Loading, Screen, Table, WithTimes } from '../components';
 import { useGet } from '../session';
-import type { SearchHit } from '../types';
+import type { SearchResult } from '../types';
 
 /** API paths of search hits → the console screen that shows the record. */
 const SCREENS: [RegExp, (m: RegExpExecArray) => string][] = [
@@ -28,44 +28,34 @@ export function screenOf(link: string): string | null {
 /** One box for any id: every record whose id it is, each linking to its screen. */
 export function SearchScreen() {
   const q = new URLSearchParams(useSearch()).get('q') ?? '';
-  const { data, error, loading } = useGet<{ q: string; items: SearchHit[] }>(
-    q ? `/search${query({ q })}` : null,
-  );
+  const { data, error, loading } = useGet<SearchResult>(q ? `/search${query({ q })}` : null);
   return (
     <Screen title={<>Search: {q}</>}>
       {!q && <p>Type an id in the search box above.</p>}
       {q && <Loading loading={loading} error={error} />}
       {data && data.items.length === 0 && <p>Nothing has the id “{q}”.</p>}
       {data && data.items.length > 0 && (
-        <table aria-label="search results">
-          <thead>
-            <tr>
-              <th scope="col">kind</th>
-              <th scope="col">record</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.items.map((hit) => {
-              const href = screenOf(hit.link);
-              return (
-                <tr key={`${hit.kind}:${hit.id}`}>
-                  <td>
-                    <Badge text={hit.kind} />
-                  </td>
-                  <td>
-                    {href ? (
-                      <Link href={href}>
-                        <WithTimes text={hit.label} />
-                      </Link>
-                    ) : (
-                      <WithTimes text={hit.label} />
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <Table
+          label="search results"
+          rows={data.items}
+          rowKey={(hit) => `${hit.kind}:${hit.id}`}
+          columns={[
+            { header: 'kind', cell: (hit) => <Badge text={hit.kind} /> },
+            {
+              header: 'record',
+              cell: (hit) => {
+                const href = screenOf(hit.link);
+                return href ? (
+                  <Link href={href}>
+                    <WithTimes text={hit.label} />
+                  </Link>
+                ) : (
+                  <WithTimes text={hit.label} />
+                );
+              },
+            },
+          ]}
+        />
       )}
     </Screen>
   );
