@@ -1,0 +1,76 @@
+import { expectRefusal, appliedOnceOrRefused, Scenario } from './scenario-checks.js';
+
+/** Bodies and values: malformed, out of range, long and non-ASCII (docs/wallet-http-contract.md). */
+export const INPUT_SCENARIOS: Scenario[] = [
+  {
+    id: 'malformed-body',
+    title: 'A malformed body (truncated JSON, correctly signed) is refused safely',
+    group: 'single call',
+    contract: '#answers-and-what-the-receiver-does',
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const t = kit.tx(A, '2.00');
+      const body = t.body.subarray(0, 60);
+      expectRefusal(
+        s,
+        await kit.send('credit 2.00 cut after 60 bytes', t, undefined, body),
+        'malformed body',
+      );
+      await kit.effect(s, A, 0, [[t, 0]]);
+      return 'refused with a 4xx, nothing applied';
+    },
+  },
+  {
+    id: 'negative-amount',
+    title: 'A negative amount is refused, no effect',
+    group: 'single call',
+    contract: '#the-request',
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const t = kit.altered(kit.tx(A, '5.00'), { amount: '-5.00' });
+      expectRefusal(s, await kit.send('credit of "-5.00"', t), 'negative amount');
+      await kit.effect(s, A, 0, [[t, 0]]);
+      return 'refused with a 4xx, nothing applied';
+    },
+  },
+  {
+    id: 'over-precise-amount',
+    title: 'An amount finer than any currency (20 decimals) is refused, never rounded',
+    group: 'single call',
+    contract: '#the-request',
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const t = kit.altered(kit.tx(A, '1.00'), { amount: '1.00000000000000000001' });
+      expectRefusal(s, await kit.send('credit of "1.00000000000000000001"', t), 'over-precise amount');
+      await kit.effect(s, A, 0, [[t, 0]]);
+      return 'refused with a 4xx, nothing applied';
+    },
+  },
+  {
+    id: 'long-values',
+    title: 'Very long values (a 2000-character coupon code) are applied exactly or refused safely',
+    group: 'single call',
+    contract: '#the-operation-key-in-a-header',
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const t = kit.tx(A, '0.50', 'credit', kit.coupon('L'.repeat(2000)));
+      return appliedOnceOrRefused(kit, s, A, t, 'credit 0.50 with a 2000-character coupon code');
+    },
+  },
+  {
+    id: 'non-ascii-values',
+    title: 'Non-ASCII values (Unicode, CR LF, %, quotes) are applied exactly or refused safely',
+    group: 'single call',
+    contract: '#the-operation-key-in-a-header',
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const t = kit.tx(A, '0.70', 'credit', kit.coupon(' Zürich€ 50% "q"\r\n🎯'));
+      return appliedOnceOrRefused(kit, s, A, t, 'credit 0.70 with a Unicode coupon code');
+    },
+  },
+];
