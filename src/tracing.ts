@@ -5,11 +5,11 @@
  * ES modules needs it before they load), starts the SDK (`@opentelemetry/sdk-node`: OTLP over
  * HTTP as `OTEL_EXPORTER_OTLP_*` say, W3C trace context) with the http, express, Nest, pg, undici
  * and amqplib instrumentations, and turns on the receiver's own spans. pg never reports statement
- * parameters (amounts, keys).
+ * parameters (amounts, keys), and keeps {@link STATEMENT_TEXT_CHARS} of a statement's text.
  */
 import { existsSync } from 'node:fs';
 import { register } from 'node:module';
-import { enableTracing, setTracingShutdown } from './observability/tracing.js';
+import { enableTracing, setTracingShutdown, STATEMENT_TEXT_CHARS } from './observability/tracing.js';
 
 /**
  * True when `env` asks for traces: `OTEL_TRACES_EXPORTER` (other than `none`), an OTLP endpoint
@@ -60,8 +60,20 @@ async function startTracing(): Promise<void> {
         ],
       }),
       new nest.NestInstrumentation(),
-      // Statement texts only, never their parameters; no spans for the pool's own queries.
-      new pgi.PgInstrumentation({ enhancedDatabaseReporting: false, requireParentSpan: true }),
+      // Statement texts only, never their parameters; no spans for the pool's own queries, nor for
+      // taking a connection (the transaction's span covers it).
+      new pgi.PgInstrumentation({
+        enhancedDatabaseReporting: false,
+        requireParentSpan: true,
+        ignoreConnectSpans: true,
+        requestHook: (span, { query }) => {
+          // The posting statements are kilobytes of generated SQL, sent with every batch: the span
+          // keeps their first STATEMENT_TEXT_CHARS (the name is in the span's name), so exporting
+          // costs a fraction of what it did (issue 41's overhead figure, bench/RESULTS.md).
+          if (query.text.length > STATEMENT_TEXT_CHARS)
+            span.setAttribute('db.query.text', `${query.text.slice(0, STATEMENT_TEXT_CHARS)}…`);
+        },
+      }),
       new undici.UndiciInstrumentation(),
       new amqp.AmqplibInstrumentation(),
     ],

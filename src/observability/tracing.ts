@@ -12,6 +12,9 @@ let enabled = false;
 /** The tracer of the receiver's own spans (instrumentation scope `settlement-receiver`). */
 const TRACER = 'settlement-receiver';
 
+/** Characters of a statement's text a pg span keeps (`db.query.text`); longer ones end in `…`. */
+export const STATEMENT_TEXT_CHARS = 200;
+
 /** Turns the receiver's own spans on (the SDK's provider must be registered first). */
 export function enableTracing(on = true): void {
   enabled = on;

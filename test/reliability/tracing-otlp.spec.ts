@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { STATEMENT_TEXT_CHARS } from '../../src/observability/tracing.js';
 import { createTestDatabase } from '../support/database.js';
 import { OPS_KEY, SECRET, sign } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';
@@ -130,6 +131,10 @@ describe('traces exported over OTLP/HTTP JSON by the built receiver (issue 41)',
           .map((a) => String(a.value.stringValue)),
       );
       expect(statements.length).toBeGreaterThan(0);
+      // Each text at most STATEMENT_TEXT_CHARS (the posting statements are kilobytes), then `…`.
+      expect(statements.filter((t) => t.length > STATEMENT_TEXT_CHARS + 1)).toEqual([]);
+      expect(statements.some((t) => t.endsWith('…'))).toBe(true);
+      expect(names).not.toContain('pg-pool.connect');
       // Statement parameters never reach a span: the amount, the coupon and the operation key.
       const text = JSON.stringify(traceSpans);
       expect(text).not.toMatch(/7\.25|OTLP1:0|"OTLP1"/);
