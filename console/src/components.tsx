@@ -262,7 +262,7 @@ export function Pager(props: { pager: ReturnType<typeof usePager>; nextCursor: s
 export interface Column<T> {
   header: ReactNode;
   cell: (row: T) => ReactNode;
-  /** The cells' class (`num`, `details`, `preview`). */
+  /** The cells' class (`num`, `id`, `details`, `preview`). */
   className?: string;
 }
 

@@ -156,11 +156,24 @@ export function setTracingShutdown(stop: () => Promise<void>): void {
   shutdown = stop;
 }
 
-/** Flushes the spans not yet exported and stops the SDK (at shutdown); nothing when off. */
-export async function shutdownTracing(): Promise<void> {
+/**
+ * Milliseconds the shutdown waits for the last spans to be exported: a collector that does not
+ * answer held a SIGTERM for the exporter's own timeout (10 s), up to the process's 10 s limit.
+ */
+export const TRACING_FLUSH_MS = 2000;
+
+/**
+ * Flushes the spans not yet exported and stops the SDK (at shutdown), waiting at most `limitMs`
+ * (spans still unexported then are lost); nothing when off. Never throws.
+ */
+export async function shutdownTracing(limitMs = TRACING_FLUSH_MS): Promise<void> {
   const stop = shutdown;
   shutdown = undefined;
-  await stop?.().catch(() => undefined);
+  if (!stop) return;
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>((done) => (timer = setTimeout(done, limitMs)));
+  await Promise.race([stop().catch(() => undefined), limit]);
+  clearTimeout(timer);
 }
 
 /**

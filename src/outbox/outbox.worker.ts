@@ -225,10 +225,11 @@ export class OutboxWorker {
       delivery.outcome === 'delivered'
         ? (delivery.answer ?? null)
         : excerpt(`${delivery.reason}${delivery.answer ? `: ${delivery.answer}` : ''}`);
-    const line = `outbox row ${row.id} (${row.operationKey}) attempt ${row.attempt} request ${requestId}: ${delivery.outcome}${delivery.status ? ` ${delivery.status}` : ''} in ${durationMs} ms, ${step.kind}`;
+    // e.g. "…: retry 503 after 48 ms; next attempt in 1000 ms", "…: refused 422 after 12 ms; park: …".
+    const line = `outbox row ${row.id} (${row.operationKey}) attempt ${row.attempt} request ${requestId}: ${delivery.outcome}${delivery.status ? ` ${delivery.status}` : ''} after ${durationMs} ms`;
     if (step.kind === 'delivered') this.logger.debug(line);
-    else if (step.kind === 'retry') this.logger.warn(`${line} in ${step.delayMs} ms`);
-    else this.logger.error(`${line}: ${step.reason}`);
+    else if (step.kind === 'retry') this.logger.warn(`${line}; next attempt in ${step.delayMs} ms`);
+    else this.logger.error(`${line}; ${step.kind}: ${step.reason}`);
     return {
       row,
       requestId,

@@ -243,7 +243,11 @@ export function BulkActionsScreen() {
             rowKey={(a) => a.id}
             empty="No bulk action yet."
             columns={[
-              { header: 'id', cell: (a) => <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link> },
+              {
+                header: 'id',
+                className: 'id',
+                cell: (a) => <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link>,
+              },
               { header: 'what', cell: (a) => KIND_TEXT[a.kind] ?? a.kind },
               { header: 'status', cell: (a) => <Badge text={a.status} tone={toneOf(a.status)} /> },
               {

@@ -235,7 +235,11 @@ export function OutboxScreen({ dest, children }: { dest: Destination; children?:
             rowKey={(r) => r.id}
             empty={`No ${state} row.`}
             columns={[
-              { header: 'id', cell: (r) => <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link> },
+              {
+                header: 'id',
+                className: 'id',
+                cell: (r) => <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link>,
+              },
               { header: 'operation key', cell: (r) => <code>{r.operationKey}</code> },
               {
                 header: 'account',

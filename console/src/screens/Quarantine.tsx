@@ -61,7 +61,11 @@ export function QuarantineScreen() {
             rowKey={(q) => q.id}
             empty="The quarantine is empty."
             columns={[
-              { header: 'id', cell: (q) => <Link href={`/quarantine/${q.id}`}>{q.id}</Link> },
+              {
+                header: 'id',
+                className: 'id',
+                cell: (q) => <Link href={`/quarantine/${q.id}`}>{q.id}</Link>,
+              },
               { header: 'received', cell: (q) => <Time at={q.receivedAt} /> },
               {
                 header: 'batch',
