@@ -2,6 +2,7 @@ import { TcpProxy } from '../../sim/tcp-proxy.js';
 import { RECONCILIATION_LOCK_KEY } from '../../src/reconciliation/scheduled-reconciliation.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import { opCount } from '../support/rows.js';
+import { LOCKED_TRUE } from '../support/database-faults.js';
 import { eventually } from '../support/wait.js';
 import {
   fundCoupons,
@@ -23,8 +24,6 @@ import {
 
 /** RECONCILE_INTERVAL of both replicas, ms: the lock is taken over at the next run. */
 const RUN_MS = 2000;
-/** pg's DataRow of `pg_try_advisory_lock(…)` answering true. */
-const LOCKED_TRUE = 'D\u0000\u0000\u0000\u000b\u0000\u0001\u0000\u0000\u0000\u0001t';
 const CODES = ['RL-1', 'RL-2', 'RL-3', 'RL-4'];
 
 describe('SIGKILL of a replica holding the reconciliation lock (issue 39, fault d)', () => {

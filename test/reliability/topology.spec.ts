@@ -11,6 +11,7 @@ import { RunningWallet, startWallet } from '../../sim/wallet.js';
 import { RETENTION_LOCK_KEY } from '../../src/retention/retention-engine.js';
 import { PgBouncer, startPgBouncer } from '../support/pgbouncer.mjs';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
+import { LOCKED_TRUE } from '../support/database-faults.js';
 import { eventually } from '../support/wait.js';
 import {
   portRange,
@@ -46,8 +47,6 @@ const WALLET_LEASE_MS = 2 * 500 + 10_000;
 
 /** RETENTION_INTERVAL of the replicas: a lock freed by a killed replica is taken by the next run. */
 const RETENTION_RUN_MS = 3000;
-/** The answer `true` to `SELECT pg_try_advisory_lock(…)`: a DataRow of one column, one byte, `t`. */
-const LOCKED_TRUE = 'D\u0000\u0000\u0000\u000b\u0000\u0001\u0000\u0000\u0000\u0001t';
 
 /** The settlement transaction's coupon write (the hot path's last round, sent with its COMMIT). */
 const SETTLEMENT_WRITE = ['cp_apply', 'AS m(coupon_code text, position int'];

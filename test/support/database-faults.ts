@@ -5,6 +5,12 @@ import { Queryable, testServer, withClient } from './database.js';
 // "nothing is kept when a batch fails" (CONTRACT §4 step 6, §5) and of concurrency are built on.
 
 /**
+ * The answer `true` to `SELECT pg_try_advisory_lock(…)` on the wire: a DataRow of one column, one
+ * byte, `t` (a fault proxy's `answerMarker`: the lock was taken, the client never hears it).
+ */
+export const LOCKED_TRUE = 'D\u0000\u0000\u0000\u000b\u0000\u0001\u0000\u0000\u0000\u0001t';
+
+/**
  * Creates a BEFORE INSERT row trigger `name` on `table` running `body` (PL/pgSQL with `NEW`, e.g.
  * `IF NEW.coupon_code = 'X' THEN RAISE EXCEPTION '…' USING ERRCODE = '40P01'; END IF;`), only for
  * rows matching `when` (an SQL condition on `NEW`) when given; with `statement`, a statement
