@@ -125,7 +125,11 @@ describe('SIGKILL of a replica holding the reconciliation lock (issue 39, fault 
     );
     // At the survivor's next run or the one after (a run in progress when they became due).
     expect(takenAt - dueAt).toBeLessThanOrEqual(2 * RUN_MS + 5000);
-    expect(survivor.output()).toMatch(/reconciliation run: \d+ candidates, [1-9]\d* applied/);
+    // The run logs its summary once it ends, after its last coupon's commit: wait for the line.
+    await eventually(
+      async () => /reconciliation run: \d+ candidates, [1-9]\d* applied/.test(survivor.output()),
+      "the survivor's run summary",
+    );
     // Each coupon settled once: one credit of 3.00 each, the balance exact to the cent.
     const { rows } = await db.pool.query<{ code: string; n: number }>(
       `SELECT c.coupon_code AS code, count(o.*)::int AS n
