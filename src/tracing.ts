@@ -45,6 +45,10 @@ async function startTracing(): Promise<void> {
   ]);
   const sdk = new NodeSDK({
     serviceName: process.env.OTEL_SERVICE_NAME ? undefined : 'settlement-receiver',
+    // Traces only, unless asked: the SDK would otherwise also export OTLP metrics (what /metrics
+    // already serves, recorded twice on every request) and set up an OTLP log pipeline.
+    ...(process.env.OTEL_METRICS_EXPORTER ? {} : { metricReaders: [] }),
+    ...(process.env.OTEL_LOGS_EXPORTER ? {} : { logRecordProcessors: [] }),
     instrumentations: [
       new http.HttpInstrumentation({
         // Probes and scrapes are not deliveries: no trace of their own.

@@ -6,7 +6,7 @@ import { APP_CONFIG } from '../config/configuration.js';
 import type { AppConfig } from '../config/configuration.js';
 import { PooledClient } from './pooled-client.js';
 import { isConnectionLoss, isRetryable } from './pg-errors.js';
-import { activeTraceparent, traced } from '../observability/tracing.js';
+import { activeTraceparent, traced, untraced } from '../observability/tracing.js';
 import { SessionDatabase } from './session-database.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
@@ -269,14 +269,14 @@ export class Tx {
     await Promise.allSettled(this.sent.splice(0));
     if (!this.started || this.committing || this.done) return;
     this.done = true;
-    await this.client.query('ROLLBACK').catch(() => undefined);
+    await untraced(() => this.client.query('ROLLBACK')).catch(() => undefined);
   }
 
   /** Writes the statements waiting for the next group now; their results are awaited with it. */
   private sendPending(query_timeout = this.timeLeft() + CLIENT_TIMEOUT_MARGIN_MS): void {
     for (const { text, values, name } of this.pending.splice(0)) {
       if (text === 'START TRANSACTION') this.started = true;
-      const sent = this.client.query({ text, values, name, query_timeout } as TimedQuery);
+      const sent = untraced(() => this.client.query({ text, values, name, query_timeout } as TimedQuery));
       sent.catch(() => undefined); // its failure is taken by the next group (or rollback)
       this.sent.push(sent);
     }
@@ -302,7 +302,8 @@ export class Tx {
       pending.push(...this.sent.splice(0));
       for (const name of names) {
         const settings = this.settingsFor(group[name], left);
-        if (settings) pending.push(this.client.query({ ...settings, query_timeout } as TimedQuery));
+        if (settings)
+          pending.push(untraced(() => this.client.query({ ...settings, query_timeout } as TimedQuery)));
         at.push(pending.length);
         const { text, values, name: prepared } = group[name];
         const sentValues = values?.map((v) => {
@@ -327,7 +328,7 @@ export class Tx {
         // The pool's backstop timeout, not the deadline's: a COMMIT cut short leaves its outcome unknown.
         // PostgreSQL answers the COMMIT of an aborted transaction (a failed statement whose error
         // the work swallowed, e.g. through tx.manager) with ROLLBACK: nothing was committed.
-        commitFailure = this.client.query('COMMIT').then(
+        commitFailure = untraced(() => this.client.query('COMMIT')).then(
           (answer) => (answer.command === 'COMMIT' ? undefined : { error: new TransactionRolledBackError() }),
           (error: unknown) => ({ error }),
         );

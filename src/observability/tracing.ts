@@ -1,5 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Link, Span } from '@opentelemetry/api';
+import { suppressTracing } from '@opentelemetry/core';
 
 /**
  * The receiver's own spans (docs/operating.md, "Traces"). Tracing is off unless the preload
@@ -215,4 +216,13 @@ export function traceContextHeaders(): Record<string, string> | undefined {
  */
 export function detached<T>(work: () => T): T {
   return enabled ? context.with(ROOT_CONTEXT, work) : work();
+}
+
+/**
+ * Runs `work` with span creation suppressed (the pg instrumentation's statement spans among them):
+ * a transaction's bookkeeping statements (START, SET LOCAL, SAVEPOINT, COMMIT, ROLLBACK), which
+ * its own `db.transaction` and `db.commit` spans cover; directly when tracing is off.
+ */
+export function untraced<T>(work: () => T): T {
+  return enabled ? context.with(suppressTracing(context.active()), work) : work();
 }
