@@ -1,37 +1,89 @@
+import Joi from 'joi';
 import { authConfig } from './auth/auth.config.js';
-import type { ConfigFragment } from './config/config-fragment.js';
-import { AppConfig, envSchema, loadConfigWith } from './config/configuration.js';
+import { backgroundConfig } from './background/background.config.js';
+import { callbackConfig } from './callbacks/callback.config.js';
+import { configFragment } from './config/config-fragment.js';
+import type { ConfigOf } from './config/config-fragment.js';
+import { buildSlices, validateEnv } from './config/configuration.js';
+import { consoleConfig } from './console/console.config.js';
 import { databaseConfig } from './database/database.config.js';
 import { extensionSchema } from './database/extension-schema.js';
+import { transactionConfig } from './database/transaction.config.js';
 import { extensionSettings, extensionVariableProblems, isExtension } from './extension.js';
-import type { ExtensionEntry } from './extension.js';
+import type { ExtensionEntry, ExtensionsConfig } from './extension.js';
 import { MIGRATIONS } from '../migrations/index.js';
 import { BUILT_IN_EVENT_PUBLISHERS, eventsConfig, unknownEventPublishers } from './events/events.config.js';
+import { metricsConfig } from './health/metrics.config.js';
 import { httpConfig } from './http/http.config.js';
-import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './wallet/wallet-connectors.js';
+import { inboxConfig } from './inbox/inbox.config.js';
+import { moneyConfig } from './ledger/money.config.js';
+import { loggingConfig } from './observability/logging.config.js';
+import { reconciliationConfig, sportApiConfig } from './reconciliation/reconciliation.config.js';
 import { retentionConfig } from './retention/retention.config.js';
+import { settlementConfig } from './settlement/settlement.config.js';
+import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './wallet/wallet-connectors.js';
 import { walletConfig } from './wallet/wallet.config.js';
 
-export type { AppConfig };
+/** The process itself, read by the start only (`main.ts`). */
+export interface RuntimeConfig {
+  /**
+   * V8's old-generation growing factor, in percent over the live heap after a full GC
+   * (`--heap-growing-percent`, set at start); 0 keeps V8's own factor (up to 4×).
+   */
+  heapGrowingPercent: number;
+}
+
+/** `HEAP_GROWING_PERCENT` (docs/configuration.md#operations). */
+export const runtimeConfig = configFragment('runtime', {
+  schema: { HEAP_GROWING_PERCENT: Joi.number().integer().min(0).max(300).default(100) },
+  build: (v): RuntimeConfig => ({ heapGrowingPercent: v.HEAP_GROWING_PERCENT as number }),
+});
+
+/** Injection token of the {@link RuntimeConfig} slice. */
+export const RUNTIME_CONFIG = runtimeConfig.token;
 
 /**
- * The configuration fragments the receiver is made of: the shared variables are config/'s, each
- * feature's are its own (docs/configuration.md). A feature whose fragment is not listed here has
- * none of its fields at run time.
+ * The configuration fragments the receiver is made of, each owned by its feature
+ * (docs/configuration.md): its slice is `config.<key>` and is provided under its token. The
+ * variables are validated in this order (`BACKGROUND_TARGET_MS` is checked against
+ * `CALLBACK_DEADLINE_MS`, validated before it). A feature whose fragment is not listed here has
+ * no slice, in the type ({@link AppConfig}) as at run time.
  */
-export const CONFIG_FRAGMENTS: readonly ConfigFragment[] = [
-  databaseConfig,
+export const CONFIG_FRAGMENTS = [
   httpConfig,
+  transactionConfig,
+  callbackConfig,
+  moneyConfig,
+  settlementConfig,
+  consoleConfig,
+  sportApiConfig,
+  reconciliationConfig,
+  loggingConfig,
+  runtimeConfig,
+  metricsConfig,
+  inboxConfig,
+  backgroundConfig,
+  databaseConfig,
   authConfig,
   walletConfig,
   eventsConfig,
   retentionConfig,
-];
+] as const;
+
+/**
+ * The receiver's whole configuration, for the start and the tests only (no provider injects it):
+ * each fragment of {@link CONFIG_FRAGMENTS} under its key, derived from that list, and what the
+ * extension entries given to {@link loadConfig} brought.
+ */
+export type AppConfig = ConfigOf<typeof CONFIG_FRAGMENTS> & {
+  /** The extension entries' settings and slices ({ settings: [], slices: {} } without any). */
+  extensions: ExtensionsConfig;
+};
 
 /**
  * Validates `env` and returns the receiver's typed configuration; with `extensions`, their
- * configuration fragments too (their fields added, their settings kept for the start line) and
- * their names, migrations and variables checked (docs/extending.md).
+ * configuration fragments too (each one's slice kept under its extension's name, its settings
+ * kept for the start line) and their names, migrations and variables checked (docs/extending.md).
  * @throws Error naming every wrong or missing variable (the app does not start), or every bad
  *   extension entry (`Invalid extensions: …`).
  */
@@ -40,19 +92,44 @@ export function loadConfig(
   extensions: readonly ExtensionEntry[] = [],
 ): AppConfig {
   const entries = extensions.filter(isExtension);
-  if (!entries.length) return loadConfigWith(env, CONFIG_FRAGMENTS);
-  extensionSchema(entries, MIGRATIONS);
-  const ours = new Set([
-    ...Object.keys((envSchema.describe() as { keys?: object }).keys ?? {}),
-    ...CONFIG_FRAGMENTS.flatMap((f) => Object.keys(f.schema)),
-  ]);
-  const problems = extensionVariableProblems(entries, ours);
-  if (problems.length) throw new Error(`Invalid extensions:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-  const config = loadConfigWith(env, [
+  if (entries.length) {
+    extensionSchema(entries, MIGRATIONS);
+    const ours = new Set(CONFIG_FRAGMENTS.flatMap((f) => Object.keys(f.schema)));
+    const problems = extensionVariableProblems(entries, ours);
+    if (problems.length)
+      throw new Error(`Invalid extensions:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+  const values = validateEnv(env, [
     ...CONFIG_FRAGMENTS,
     ...entries.flatMap((e) => (e.config ? [e.config] : [])),
   ]);
-  return { ...config, extensionSettings: extensionSettings(entries, env) };
+  const config = buildSlices(values, CONFIG_FRAGMENTS);
+  const slices = Object.fromEntries(
+    entries.flatMap((e) => (e.config ? [[e.name, e.config.build(values)]] : [])),
+  );
+  return { ...config, extensions: { settings: extensionSettings(entries, env), slices } };
+}
+
+/** A slice and the token it is provided under. */
+export interface ConfigSlice {
+  token: symbol;
+  value: object;
+}
+
+/**
+ * Every slice of `config` with its token: each fragment's of {@link CONFIG_FRAGMENTS}, and each
+ * extension entry's among `entries` that has a fragment (its slice as `loadConfig` built it).
+ */
+export function configSlices(config: AppConfig, entries: readonly ExtensionEntry[] = []): ConfigSlice[] {
+  const ours = CONFIG_FRAGMENTS.map((f) => ({ token: f.token, value: config[f.key] }));
+  const theirs = entries
+    .filter(isExtension)
+    .flatMap((e) =>
+      e.config && Object.hasOwn(config.extensions.slices, e.name)
+        ? [{ token: e.config.token, value: config.extensions.slices[e.name] }]
+        : [],
+    );
+  return [...ours, ...theirs];
 }
 
 /**

@@ -2,14 +2,16 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR, RouterModule } from '@nestjs/core';
 import type { DestinationStream } from 'pino';
 import { AuditModule } from './audit/audit.module.js';
+import { configSlices } from './app.config.js';
+import type { AppConfig } from './app.config.js';
 import { AuthModule } from './auth/auth.module.js';
+import type { ReceiverSettingsView } from './auth/whoami.controller.js';
 import { BackgroundModule } from './background/background.module.js';
 import { BulkActionsModule } from './bulk-actions/bulk-actions.module.js';
 import { callbackLogFields } from './callbacks/callback-request.js';
 import { CallbacksModule } from './callbacks/callbacks.module.js';
 import { PartnerBodyInterceptor } from './common/partner-body.js';
 import { AppConfigModule } from './config/app-config.module.js';
-import { AppConfig } from './config/configuration.js';
 import { ConsoleModule } from './console/console.module.js';
 import { CouponsModule } from './coupons/coupons.module.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -52,10 +54,21 @@ export interface AppOptions {
 /** What the logs need to know of the features (observability imports none of them). */
 export function appLogging(config: AppConfig): LoggingOptions {
   return {
-    level: config.logLevel,
-    ownSummaryPaths: [config.callbackPath.replace(/\/+$/, '').toLowerCase()],
-    secretHeaders: [config.signatureHeader],
+    level: config.logging.logLevel,
+    ownSummaryPaths: [config.http.callbackPath.replace(/\/+$/, '').toLowerCase()],
+    secretHeaders: [config.callback.signatureHeader],
     requestFields: callbackLogFields,
+  };
+}
+
+/** What `GET /auth/whoami` says the receiver is set up to do (auth imports none of these features). */
+export function receiverSettings(config: AppConfig): ReceiverSettingsView {
+  const polling = Boolean(config.sportApi.baseUrl);
+  return {
+    polling,
+    scheduledReconciliation: polling && config.reconciliation.intervalMs > 0,
+    walletConnector: config.wallet.connector ?? null,
+    statusKinds: Object.fromEntries(Object.entries(config.settlement.statusMap)),
   };
 }
 
@@ -72,19 +85,18 @@ export function appLogging(config: AppConfig): LoggingOptions {
 export class AppModule {
   static forRoot(config: AppConfig, options: AppOptions = {}): DynamicModule {
     const entries = (options.extensions ?? []).filter(isExtension);
-    const loaded = new Set((config.extensionSettings ?? []).map((s) => s.name));
+    const loaded = new Set(config.extensions.settings.map((s) => s.name));
     const unloaded = entries.filter((e) => e.config && !loaded.has(e.name)).map((e) => e.name);
     if (unloaded.length)
       throw new Error(
         `the configuration of extension ${unloaded.join(', ')} was not loaded: pass the extensions to loadConfig(env, extensions)`,
       );
-    if (entries.length) config = { ...config, extensionSchema: extensionSchema(entries, MIGRATIONS) };
     return {
       module: AppModule,
       imports: [
-        AppConfigModule.forRoot(config),
-        AuthModule,
-        DatabaseModule,
+        AppConfigModule.forRoot(configSlices(config, entries)),
+        AuthModule.forRoot(receiverSettings(config)),
+        DatabaseModule.forRoot(entries.length ? extensionSchema(entries, MIGRATIONS) : undefined),
         ObservabilityModule.forRoot(appLogging(config), { logDestination: options.logDestination }),
         DeliveriesModule,
         BackgroundModule,
@@ -97,13 +109,13 @@ export class AppModule {
         CallbacksModule,
         ReconciliationModule,
         AuditModule,
-        WalletModule.forRoot(config),
-        EventsModule.forRoot(config),
+        WalletModule.forRoot(config.wallet),
+        EventsModule.forRoot(config.events),
         OperatorActionsModule,
         ConsoleModule,
         BulkActionsModule,
         RetentionModule,
-        RouterModule.register([{ path: config.callbackPath, module: CallbacksModule }]),
+        RouterModule.register([{ path: config.http.callbackPath, module: CallbacksModule }]),
         ...extensionModules(options.extensions ?? []),
       ],
       providers: [

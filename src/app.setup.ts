@@ -11,7 +11,7 @@ import { CallbackCouponDto, realWinSchema } from './settlement/dto/callback-batc
 import { partnerBodyMiddleware } from './common/partner-body.js';
 import { CurrencyValidationPipe } from './common/validation.js';
 import { consoleHeaders, isConsolePath, serveConsole } from './console/console-pages.js';
-import { AppConfig } from './config/configuration.js';
+import type { AppConfig } from './app.config.js';
 import { ShutdownState } from './health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
 import { logContextMiddleware } from './observability/log-context.js';
@@ -28,7 +28,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   // `req.ip` (clientAddressOf): X-Forwarded-For only from TRUSTED_PROXIES, else the TCP peer.
   (app.getHttpAdapter().getInstance() as Application).set(
     'trust proxy',
-    config.trustedProxies.length ? config.trustedProxies : false,
+    config.http.trustedProxies.length ? config.http.trustedProxies : false,
   );
   // Nest's own start-up lines (one per module, controller and route: some 90) at debug: the info
   // lines of a start are the receiver's, the `listening on` line among a handful.
@@ -49,18 +49,20 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
         : secureHeaders)(req, res, next),
   );
   const observer = app.get(DeliveryObserver, { strict: false });
-  const callbackReader = callbackBodyMiddleware(config.bodyLimitBytes, config.maxInflightBytes, () =>
-    observer.received(),
+  const callbackReader = callbackBodyMiddleware(
+    config.http.bodyLimitBytes,
+    config.http.maxInflightBytes,
+    () => observer.received(),
   );
-  const callbackPath = config.callbackPath.replace(/\/+$/, '').toLowerCase();
+  const callbackPath = config.http.callbackPath.replace(/\/+$/, '').toLowerCase();
   const partnerReader = partnerBodyMiddleware();
   app.use((req: Request, res: Response, next: NextFunction) => {
     // Express matches routes case-insensitively and with an optional trailing slash; so does this.
     if (req.path.replace(/\/+$/, '').toLowerCase() === callbackPath) return callbackReader(req, res, next);
     partnerReader(req, res, next);
   });
-  app.useGlobalPipes(new CurrencyValidationPipe(config.currencies));
-  serveConsole(app, config.consoleDir);
+  app.useGlobalPipes(new CurrencyValidationPipe(config.money.currencies));
+  serveConsole(app, config.console.consoleDir);
   const server = app.getHttpServer() as Server;
   server.requestTimeout = 10_000;
   server.headersTimeout = 5_000;
@@ -69,7 +71,7 @@ export function configureApp(app: INestApplication, config: AppConfig): void {
   // connectionsCheckingInterval (default 30 s): a stalled client was cut off after ~30 s, not
   // 10 s. Read when the server starts listening, so it must be set before app.listen().
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = 1_000;
-  if (config.swaggerEnabled) setupSwagger(app, config);
+  if (config.http.swaggerEnabled) setupSwagger(app, config);
 }
 
 /**
@@ -85,7 +87,7 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
       .setTitle('SportAPI settlement receiver')
       .setDescription(
         'Receives SportAPI coupon settlement callbacks and applies them exactly once to coupons, bets and balances. ' +
-          `The callback is POST ${config.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
+          `The callback is POST ${config.http.callbackPath}, signed with HMAC-SHA256 over the raw body. ` +
           'The partner API (coupons, accounts, reconciliation, quarantine, inbox) and the delivery audit need a bearer ' +
           'key from OPS_API_KEYS holding the scope of the route (x-required-scope: read, register, money or operate). ' +
           'Amounts are decimal strings. Probes: /health/live, /health/ready; Prometheus metrics: /metrics.',
@@ -117,9 +119,9 @@ export function buildOpenApiDocument(app: INestApplication, config: AppConfig): 
   if (coupon?.properties)
     coupon.properties.realWin = {
       ...coupon.properties.realWin,
-      ...realWinSchema(config.currencies.maxMinorUnits),
+      ...realWinSchema(config.money.currencies.maxMinorUnits),
     };
-  closeRequestBodies(document, config.callbackPath);
+  closeRequestBodies(document, config.http.callbackPath);
   return document;
 }
 

@@ -1,7 +1,7 @@
 import type { DynamicModule, Type } from '@nestjs/common';
 import Joi from 'joi';
 import type { ConfigFragment } from './config/config-fragment.js';
-import type { ExtensionSchema, ExtensionSchemaEntry, MigrationClass } from './database/extension-schema.js';
+import type { ExtensionSchemaEntry, MigrationClass } from './database/extension-schema.js';
 
 /**
  * A bookmaker's extension (docs/extending.md): its Nest module and what the receiver must know of
@@ -23,7 +23,8 @@ export interface Extension extends ExtensionSchemaEntry {
   entities?: readonly Function[];
   /**
    * Its variables: every one named `<NAME>_…` (the name upper-cased, `-` as `_`, e.g.
-   * `PARTNER_POINTS_PER_UNIT`); `build` adds its fields to `AppConfig` (inject `APP_CONFIG`).
+   * `PARTNER_POINTS_PER_UNIT`); `build`'s slice is provided under the fragment's `token`, which
+   * its providers inject (`@Inject(partnerConfig.token)`), never the whole configuration.
    */
   config?: ConfigFragment;
   /** Variables of `config` shown as `***` in the start line (names holding SECRET, PASSWORD, TOKEN or KEY are too). */
@@ -60,13 +61,12 @@ export interface ExtensionSettings {
   settings: string[];
 }
 
-declare module './config/configuration.js' {
-  interface AppConfig {
-    /** Each extension entry's validated settings, for the start line (loadConfig with the extensions). */
-    extensionSettings?: ExtensionSettings[];
-    /** The extensions' entities and migrations for the database (set by AppModule.forRoot; none without). */
-    extensionSchema?: ExtensionSchema;
-  }
+/** The extension entries' part of a configuration `loadConfig` read with them. */
+export interface ExtensionsConfig {
+  /** Each entry's validated settings, for the start line (secrets masked). */
+  settings: ExtensionSettings[];
+  /** Each fragment's slice, by its extension's name (provided under the fragment's token). */
+  slices: Record<string, object>;
 }
 
 /** `partner-x` → `PARTNER_X_`: the prefix of an extension's variables. */

@@ -15,7 +15,6 @@ export { main, startReceiver } from './main.js';
 export { defineExtension } from './extension.js';
 export type { Extension, ExtensionEntry } from './extension.js';
 export type { MigrationClass } from './database/extension-schema.js';
-export { APP_CONFIG } from './config/configuration.js';
 export { configFragment, csv, duration } from './config/config-fragment.js';
 export type { ConfigFragment } from './config/config-fragment.js';
 export { default as Joi } from 'joi';

@@ -41,36 +41,37 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
   // pino-http instance on first use, so this logger and the app's share it.
   const logParams = loggerParams(appLogging(config));
   Logger.overrideLogger(new PinoNestLogger(new PinoLogger(logParams), logParams));
-  for (const warning of config.warnings) logger.warn(warning);
+  for (const warning of config.money.warnings) logger.warn(warning);
   // Memory: V8 lets the old generation grow to up to 4× the live heap before a full GC; under
   // concurrent load most of that is promoted request garbage. HEAP_GROWING_PERCENT (default 100)
   // bounds it; V8 reads the flag each time it sets the next limit, so it applies from here on.
-  if (config.heapGrowingPercent > 0)
-    setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
-  const portProblem = await httpPortProblem(config.host, config.port);
+  if (config.runtime.heapGrowingPercent > 0)
+    setFlagsFromString(`--heap-growing-percent=${config.runtime.heapGrowingPercent}`);
+  const { host, port } = config.http;
+  const portProblem = await httpPortProblem(host, port);
   if (portProblem) {
-    console.error(`start-up failed: PORT ${config.port} on ${config.host} ${portProblem}; set PORT`);
+    console.error(`start-up failed: PORT ${port} on ${host} ${portProblem}; set PORT`);
     process.exit(1);
   }
-  if (config.databaseUrl) {
-    const problem = await databaseProblem(config.databaseUrl);
+  if (config.database.databaseUrl) {
+    const problem = await databaseProblem(config.database.databaseUrl);
     if (problem) {
       console.error(`start-up failed: ${describeStartupError(problem)}`);
       process.exit(1);
     }
   }
   let embedded: EmbeddedPostgresServer | undefined;
-  if (!config.databaseUrl) {
+  if (!config.database.databaseUrl) {
     embedded = new EmbeddedPostgresServer(
       {
-        dataDir: config.embeddedDataDir,
-        clustersDir: config.embeddedClustersDir,
-        port: config.embeddedPort,
+        dataDir: config.database.embeddedDataDir,
+        clustersDir: config.database.embeddedClustersDir,
+        port: config.database.embeddedPort,
         database: 'settlement',
       },
       new Logger('EmbeddedPostgres'),
     );
-    config = { ...config, databaseUrl: await embedded.start() };
+    config = { ...config, database: { ...config.database, databaseUrl: await embedded.start() } };
   }
   const app = await NestFactory.create(AppModule.forRoot(config, options), {
     bodyParser: false,
@@ -100,15 +101,15 @@ export async function startReceiver(options: Pick<AppOptions, 'extensions'> = {}
   // `docker stop` or a terminal's Ctrl-C send it) must not kill the process mid-drain.
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
-  await app.listen(config.port, config.host);
+  await app.listen(port, host);
   logger.log(
-    `listening on http://${config.host}:${config.port} (callback POST ${config.callbackPath}, Swagger UI /docs)` +
+    `listening on http://${host}:${port} (callback POST ${config.http.callbackPath}, Swagger UI /docs)` +
       (embedded ? ` on the embedded PostgreSQL (data ${embedded.dataDirectory})` : '') +
-      (config.callbackMode === 'inbox'
-        ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inboxConcurrency} inbox workers`
+      (config.inbox.callbackMode === 'inbox'
+        ? `; CALLBACK_MODE=inbox: batches stored, then applied by ${config.inbox.inboxConcurrency} inbox workers`
         : '; CALLBACK_MODE=inline: batches applied before the answer') +
       `; ${describeWalletConnector(config.wallet)}` +
-      (config.extensionSettings?.length ? `; ${describeExtensions(config.extensionSettings)}` : ''),
+      (config.extensions.settings.length ? `; ${describeExtensions(config.extensions.settings)}` : ''),
   );
 }
 

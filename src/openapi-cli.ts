@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     abortOnError: false,
   });
   // Preview mode instantiates no module, RouterModule included: mount the callback as it would.
-  new RouterModule(app.get(ModulesContainer), [{ path: config.callbackPath, module: CallbacksModule }]);
+  new RouterModule(app.get(ModulesContainer), [{ path: config.http.callbackPath, module: CallbacksModule }]);
   const target = resolve(process.argv[2] ?? 'openapi.json');
   writeFileSync(target, `${JSON.stringify(buildOpenApiDocument(app, config), null, 2)}\n`);
   process.stdout.write(`wrote ${target}\n`);

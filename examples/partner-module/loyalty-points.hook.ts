@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, OperationType, SettlementHook } from '../../src/extensions.js';
+import { OperationType, SettlementHook } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
-import type { PartnerAppConfig } from './partner.config.js';
+import { PARTNER_CONFIG } from './partner.config.js';
+import type { PartnerConfig } from './partner.config.js';
 
 /**
  * An example settlement hook (docs/extending.md): each settled win of a registered coupon earns
@@ -16,7 +17,7 @@ import type { PartnerAppConfig } from './partner.config.js';
 export class LoyaltyPointsHook extends SettlementHook {
   readonly name = 'loyalty-points';
 
-  constructor(@Inject(APP_CONFIG) private readonly config: PartnerAppConfig) {
+  constructor(@Inject(PARTNER_CONFIG) private readonly config: PartnerConfig) {
     super();
   }
 
@@ -34,14 +35,7 @@ export class LoyaltyPointsHook extends SettlementHook {
       context.write({
         text: `INSERT INTO partner_loyalty.points (operation_key, account_id, coupon_code, points, batch_id)
                VALUES ($1, $2, $3, floor($4::numeric)::bigint * $6, $5) ON CONFLICT (operation_key) DO NOTHING`,
-        values: [
-          op.operationKey,
-          t.accountId,
-          t.couponCode,
-          op.amount,
-          t.batchId,
-          this.config.partner.pointsPerUnit,
-        ],
+        values: [op.operationKey, t.accountId, t.couponCode, op.amount, t.batchId, this.config.pointsPerUnit],
       });
     }
   }

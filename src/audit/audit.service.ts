@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { pageSize } from '../common/pagination.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { EXPIRED_NOTE, retentionHorizons } from '../database/retention-horizons.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
@@ -59,7 +59,7 @@ function expiredOf(
 @Injectable()
 export class AuditService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly audit: AuditRepository,
   ) {}
@@ -102,7 +102,7 @@ export class AuditService {
       coupons: coupons.map((c) => ({
         coupon_code: c.couponCode,
         status: c.status,
-        realWin: c.realWin === null ? null : this.config.currencies.format(c.realWin, c.coupon.currency),
+        realWin: c.realWin === null ? null : this.money.currencies.format(c.realWin, c.coupon.currency),
         applied: c.applied,
         transition: c.transition,
         generation: c.generation,
@@ -112,7 +112,7 @@ export class AuditService {
         type: o.type,
         couponCode: o.couponCode,
         accountId: o.accountId,
-        amount: this.config.currencies.format(o.amount, o.currency),
+        amount: this.money.currencies.format(o.amount, o.currency),
         currency: o.currency,
         createdAt: o.createdAt.toISOString(),
       })),

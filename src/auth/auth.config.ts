@@ -12,13 +12,8 @@ export interface AuthConfig {
   authFailureWindowMs: number;
 }
 
-declare module '../config/configuration.js' {
-  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
-  interface AppConfig extends AuthConfig {}
-}
-
 /** `OPS_API_KEYS`, `AUTH_FAILURE_LIMIT`, `AUTH_FAILURE_WINDOW`. */
-export const authConfig = configFragment<AuthConfig>({
+export const authConfig = configFragment('auth', {
   schema: {
     OPS_API_KEYS: Joi.string()
       .required()
@@ -38,9 +33,12 @@ export const authConfig = configFragment<AuthConfig>({
       )
       .default(60_000),
   },
-  build: (v) => ({
+  build: (v): AuthConfig => ({
     opsApiKeys: v.OPS_API_KEYS as ApiKey[],
     authFailureLimit: v.AUTH_FAILURE_LIMIT as number,
     authFailureWindowMs: v.AUTH_FAILURE_WINDOW as number,
   }),
 });
+
+/** Injection token of the {@link AuthConfig} slice. */
+export const AUTH_CONFIG = authConfig.token;

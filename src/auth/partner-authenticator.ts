@@ -4,8 +4,8 @@ import type { Request, Response } from 'express';
 import ipaddr from 'ipaddr.js';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { AUTH_CONFIG } from './auth.config.js';
+import type { AuthConfig } from './auth.config.js';
 import { clientAddressOf } from '../observability/client-address.js';
 import { ApiKey, Scope, SCOPES, sha256 } from './api-keys.js';
 
@@ -44,7 +44,7 @@ export class PartnerAuthenticator implements OnModuleInit {
   private readonly limit: number;
   private readonly failures: RateLimiterMemory;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(AUTH_CONFIG) config: AuthConfig) {
     this.keys = config.opsApiKeys;
     this.limit = config.authFailureLimit;
     this.failures = new RateLimiterMemory({

@@ -1,8 +1,6 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { ApiOperation, ApiProperty, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { API_TAGS } from '../common/api-tags.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
 import { SCOPES } from './api-keys.js';
 import type { Scope } from './api-keys.js';
 import { Actor, RequireScope } from './require-scope.decorator.js';
@@ -37,6 +35,13 @@ export class ReceiverSettingsView {
   statusKinds: Record<string, string>;
 }
 
+/**
+ * Token of the {@link ReceiverSettingsView} `GET /auth/whoami` shows: the app gives it
+ * (`AuthModule.forRoot`) from the slices it is read from (polling, reconciliation, wallet,
+ * settlement), features above auth that auth does not import.
+ */
+export const RECEIVER_SETTINGS = Symbol('RECEIVER_SETTINGS');
+
 /** `GET /auth/whoami`: the name and scopes of the presented key, never its secret. */
 export class WhoAmIView {
   @ApiProperty({ example: 'ops-desk', description: 'the name recorded as the actor of what the key does' })
@@ -52,7 +57,7 @@ export class WhoAmIView {
 @ApiTags(API_TAGS.operatorConsole.name)
 @Controller('auth')
 export class WhoAmIController {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(@Inject(RECEIVER_SETTINGS) private readonly receiver: ReceiverSettingsView) {}
 
   @Get('whoami')
   @RequireScope('read')
@@ -79,17 +84,10 @@ export class WhoAmIController {
     },
   })
   whoami(@Actor() actor: Actor): WhoAmIView {
-    const c = this.config;
-    const polling = Boolean(c.sportApi.baseUrl);
     return {
       name: actor.name,
       scopes: [...actor.scopes],
-      receiver: {
-        polling,
-        scheduledReconciliation: polling && c.reconciliation.intervalMs > 0,
-        walletConnector: c.wallet.connector ?? null,
-        statusKinds: Object.fromEntries(Object.entries(c.statusMap)),
-      },
+      receiver: { ...this.receiver, statusKinds: { ...this.receiver.statusKinds } },
     };
   }
 }

@@ -2,8 +2,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Inject, Injectable, Logger, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
 import { Counter, Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { BACKGROUND_CONFIG } from './background.config.js';
+import type { BackgroundConfig } from './background.config.js';
 import { DeliveryObserver } from '../deliveries/delivery-observer.js';
 import { MetricsRegistry } from '../observability/metrics-registry.js';
 import {
@@ -199,12 +199,12 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
   private readonly changes: Counter<'kind' | 'reason'>;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(BACKGROUND_CONFIG) private readonly config: BackgroundConfig,
     private readonly metrics: MetricsRegistry,
     private readonly observer: DeliveryObserver,
     @Inject(BACKGROUND_PROBES) private readonly probes: GovernorProbes,
   ) {
-    const { targetMs, eventLoopDelayMs, windowMs } = config.background;
+    const { targetMs, eventLoopDelayMs, windowMs } = config;
     this.policy = {
       targetMs,
       eventLoopDelayMs,
@@ -273,7 +273,7 @@ export class BackgroundGovernor implements OnModuleInit, OnApplicationShutdown {
   onModuleInit(): void {
     this.observer.onAnswered((durationMs) => this.intakeAnswered(durationMs));
     this.observer.onReceived(() => this.intakeReceived());
-    if (!this.config.background.enabled) return;
+    if (!this.config.enabled) return;
     this.stops.push(this.probes.every(POOL_SAMPLE_MS, () => this.samplePool()));
     this.stops.push(this.probes.every(EVALUATE_EVERY_MS, () => this.evaluate()));
   }

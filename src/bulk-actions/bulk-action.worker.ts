@@ -10,8 +10,8 @@ import { ModuleRef } from '@nestjs/core';
 import type { Actor, ActionOutcome, BulkRowHooks } from '../auth/actor.js';
 import { QuarantineService } from '../quarantine/quarantine.service.js';
 import { PollingLoops } from '../background/polling-loops.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { CONSOLE_CONFIG } from '../console/console.config.js';
+import type { ConsoleConfig } from '../console/console.config.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { refusalCode } from '../operator-actions/operator-action-log.js';
 import type { OutboxService } from '../outbox/outbox.service.js';
@@ -55,7 +55,7 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
   private wallet!: OutboxService;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CONSOLE_CONFIG) private readonly config: ConsoleConfig,
     private readonly transactions: TransactionRunner,
     private readonly bulk: BulkActionsRepository,
     private readonly quarantine: QuarantineService,
@@ -69,8 +69,7 @@ export class BulkActionWorker implements OnModuleInit, OnApplicationBootstrap, O
   }
 
   onApplicationBootstrap(): void {
-    if (this.config.console.bulkPollIntervalMs > 0)
-      this.loops.start(1, this.config.console.bulkPollIntervalMs);
+    if (this.config.bulkPollIntervalMs > 0) this.loops.start(1, this.config.bulkPollIntervalMs);
   }
 
   async onModuleDestroy(): Promise<void> {

@@ -1,8 +1,8 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import type { Response } from 'express';
 import { Observable, map, timeout, catchError, throwError, TimeoutError } from 'rxjs';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
 import { DeadlineExceededError } from '../database/transaction.js';
 import type { CallbackRequest } from './callback-request.js';
 import type { CallbackResult } from './callback.service.js';
@@ -18,7 +18,7 @@ import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 @Injectable()
 export class CallbackResponseInterceptor implements NestInterceptor {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly audit: DeliveryAuditService,
     private readonly observer: DeliveryObserver,
   ) {}
@@ -29,7 +29,7 @@ export class CallbackResponseInterceptor implements NestInterceptor {
     const res = http.getResponse<Response>();
     const receivedAt = req.callback?.receivedAt ?? Date.now();
     // The transaction stops itself at the deadline; this is the last guard for anything else.
-    const left = Math.max(1, receivedAt + this.config.callbackDeadlineMs + 250 - Date.now());
+    const left = Math.max(1, receivedAt + this.transaction.callbackDeadlineMs + 250 - Date.now());
     return next.handle().pipe(
       timeout(left),
       catchError((err: unknown) =>

@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
+import { INBOX_CONFIG } from '../inbox/inbox.config.js';
+import type { InboxConfig } from '../inbox/inbox.config.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { DeadlineExceededError, TransactionRunner } from '../database/transaction.js';
 import { DeliveryAttemptRepository } from '../deliveries/delivery-attempt.repository.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
@@ -42,7 +46,9 @@ export class CallbackService {
   private readonly recentHashes = new RecentSet(RECENT_BATCHES);
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(INBOX_CONFIG) private readonly inboxConfig: InboxConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly settlement: SettlementService,
     private readonly attempts: DeliveryAttemptRepository,
@@ -58,10 +64,10 @@ export class CallbackService {
    *   committed when anything throws.
    */
   async receive(request: CallbackRequestState): Promise<CallbackResult> {
-    if (this.config.callbackMode === 'inbox') return this.inbox.accept(this.parse(request), request);
+    if (this.inboxConfig.callbackMode === 'inbox') return this.inbox.accept(this.parse(request), request);
     // Under a burst of large batches work queues behind other work; a request that has already
     // used three quarters of its deadline is answered 503 at once instead of being parsed.
-    if (Date.now() - request.receivedAt > this.config.callbackDeadlineMs * 0.75)
+    if (Date.now() - request.receivedAt > this.transaction.callbackDeadlineMs * 0.75)
       throw new DeadlineExceededError();
     const rawBody = request.rawBody ?? Buffer.alloc(0);
     request.payloadHash = createHash('sha256').update(rawBody).digest('hex');
@@ -77,7 +83,7 @@ export class CallbackService {
   }
 
   private parse(request: CallbackRequestState): ParsedBatch {
-    return tracedSync('callback.parse', () => parseDelivery(request, this.config.currencies.maxMinorUnits));
+    return tracedSync('callback.parse', () => parseDelivery(request, this.money.currencies.maxMinorUnits));
   }
 
   /**
@@ -101,7 +107,7 @@ export class CallbackService {
     });
     try {
       const { committed } = await this.transactions.run((tx) => tx.commitWith({ committed: statement }), {
-        deadline: request.receivedAt + this.config.callbackDeadlineMs,
+        deadline: request.receivedAt + this.transaction.callbackDeadlineMs,
       });
       const batch = committed.rows[0];
       if (!batch) return undefined;
@@ -129,7 +135,7 @@ export class CallbackService {
     const delivery = { requestId: request.requestId, receivedAt: request.receivedAt };
     const result = await this.transactions.run(
       (tx) => this.settlement.apply(tx, batch, { source: SnapshotSource.CALLBACK, delivery }),
-      { deadline: request.receivedAt + this.config.callbackDeadlineMs },
+      { deadline: request.receivedAt + this.transaction.callbackDeadlineMs },
     );
     if (result.claim === 'inbox_pending') return 'inbox_pending';
     return { processed: batch.couponCount, duplicate: result.claim === 'duplicate' };

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../common/validation.js';
@@ -33,7 +33,7 @@ export class DeliveryAuditService {
   private readonly logger = new Logger('DeliveryAudit');
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly attempts: DeliveryAttemptRepository,
     private readonly quarantine: QuarantineRepository,
@@ -99,7 +99,7 @@ export class DeliveryAuditService {
                 payloadHash: state.payloadHash ?? '',
               }),
             }),
-          { deadline: (state.receivedAt ?? Date.now()) + this.config.callbackDeadlineMs, retries: 1 },
+          { deadline: (state.receivedAt ?? Date.now()) + this.transaction.callbackDeadlineMs, retries: 1 },
         );
         this.observer.whenAnswered(res, attempt);
         return true;

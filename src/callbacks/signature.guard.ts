@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { CALLBACK_CONFIG } from './callback.config.js';
+import type { CallbackConfig } from './callback.config.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { secureEquals } from '../common/secure-compare.js';
@@ -39,7 +39,7 @@ export function verifySignature(rawBody: Buffer, header: string | undefined, sec
  */
 @Injectable()
 export class SignatureGuard implements CanActivate {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(@Inject(CALLBACK_CONFIG) private readonly config: CallbackConfig) {}
 
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<CallbackRequest>();

@@ -1,16 +1,15 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
-import { APP_CONFIG } from './configuration.js';
-import type { AppConfig } from './configuration.js';
 
-/** Provides the validated {@link AppConfig} under {@link APP_CONFIG} to every module. */
+/**
+ * Provides each slice of the validated configuration under its own token to every module (a
+ * fragment's `token`: `WALLET_CONFIG` → the wallet's slice), built once at start-up by
+ * `loadConfig`. The whole configuration has no token: a class injects the slices it uses.
+ */
 @Global()
 @Module({})
 export class AppConfigModule {
-  static forRoot(config: AppConfig): DynamicModule {
-    return {
-      module: AppConfigModule,
-      providers: [{ provide: APP_CONFIG, useValue: config }],
-      exports: [APP_CONFIG],
-    };
+  static forRoot(slices: readonly { token: symbol; value: object }[]): DynamicModule {
+    const providers = slices.map((s) => ({ provide: s.token, useValue: s.value }));
+    return { module: AppConfigModule, providers, exports: providers.map((p) => p.provide) };
   }
 }

@@ -2,25 +2,49 @@ import Joi from 'joi';
 import ms from 'ms';
 
 /**
- * A feature's part of the configuration (docs/configuration.md): the Joi rules of the variables
- * it reads and how it builds its typed fields from their validated values. Each feature owns its
- * fragment (e.g. `src/wallet/wallet.config.ts`) and adds its fields to `AppConfig` by declaration
- * merging (`declare module '../config/configuration.js'`); the app lists the fragments it is
- * made of (`src/app.config.ts`). config/ itself imports no feature.
+ * A feature's slice of the configuration (docs/configuration.md): the Joi rules of the variables
+ * it reads, how it builds its typed slice from their validated values, the key of that slice in
+ * the whole configuration and the injection token the slice is provided under. Each feature owns
+ * its fragment (e.g. `walletConfig` and `WALLET_CONFIG` in `src/wallet/wallet.config.ts`) and its
+ * classes inject only the slices they use; the app lists the fragments it is made of
+ * (`src/app.config.ts`), and the whole configuration's type is derived from that list
+ * ({@link ConfigOf}). config/ itself imports no feature.
  */
-export interface ConfigFragment<T extends object = object> {
+export interface ConfigFragment<K extends string = string, T extends object = object> {
+  /** The slice's key in the whole configuration (`wallet`: `config.wallet`). */
+  readonly key: K;
+  /** The Nest injection token the slice is provided under (`@Inject(WALLET_CONFIG)`). */
+  readonly token: symbol;
   /** Environment variable → rule (defaults included). */
-  schema: Joi.PartialSchemaMap;
+  readonly schema: Joi.PartialSchemaMap;
   /**
-   * The feature's fields of `AppConfig` from the validated values of every variable.
+   * The slice, from the validated values of every variable (its own are what it may read).
    * @throws Error `Invalid configuration:\n  - NAME: why` for a rule Joi cannot say.
    */
   build(values: Record<string, unknown>): T;
 }
 
-/** A fragment, typed (an identity: it only checks the shape). */
-export function configFragment<T extends object>(fragment: ConfigFragment<T>): ConfigFragment<T> {
-  return fragment;
+/** The slice type a fragment builds. */
+export type SliceOf<F> = F extends ConfigFragment<string, infer T> ? T : never;
+
+/**
+ * The whole configuration of a list of fragments: each fragment's slice under its key, and
+ * nothing else (a feature whose fragment is not listed has no field here).
+ */
+export type ConfigOf<F extends readonly ConfigFragment[]> = {
+  [P in F[number] as P['key']]: SliceOf<P>;
+};
+
+/**
+ * A fragment with its own injection token (`Symbol('<key> configuration')`), typed by `build`.
+ * `key` names the slice in the whole configuration; an extension's slice is kept under the
+ * extension's name whatever its key (docs/extending.md#configuration).
+ */
+export function configFragment<K extends string, T extends object>(
+  key: K,
+  fragment: Pick<ConfigFragment<K, T>, 'schema' | 'build'>,
+): ConfigFragment<K, T> {
+  return { key, token: Symbol(`${key} configuration`), schema: fragment.schema, build: fragment.build };
 }
 
 /** The comma-separated items of a variable, trimmed, empty ones left out. */

@@ -1,6 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { EVENTS_CONFIG } from '../events/events.config.js';
+import type { EventsConfig } from '../events/events.config.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
+import { SETTLEMENT_CONFIG } from '../settlement/settlement.config.js';
+import type { SettlementConfig } from '../settlement/settlement.config.js';
 import { TransactionRunner } from '../database/transaction.js';
 import type { DeliverySeriesView, OverviewView, SearchHitView, SearchResultView } from './dto/console.dto.js';
 import {
@@ -25,7 +29,9 @@ const enc = encodeURIComponent;
 @Injectable()
 export class ConsoleService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(EVENTS_CONFIG) private readonly events: EventsConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
+    @Inject(SETTLEMENT_CONFIG) private readonly settlement: SettlementConfig,
     private readonly transactions: TransactionRunner,
     private readonly search: SearchRepository,
     private readonly overviewRows: OverviewRepository,
@@ -44,7 +50,7 @@ export class ConsoleService {
   async overview(): Promise<OverviewView> {
     const { deliveries, backlogs } = await this.transactions.run(async (tx) => ({
       deliveries: await this.overviewRows.deliveries(tx),
-      backlogs: await this.overviewRows.backlogs(tx, this.config.events.publishers),
+      backlogs: await this.overviewRows.backlogs(tx, this.events.publishers),
     }));
     const minuteNow = Math.floor(deliveries.now.getTime() / 60_000) * 60_000;
     const series = (minutes: number): DeliverySeriesView => {
@@ -92,7 +98,7 @@ export class ConsoleService {
     const v = h as Record<string, string | number | boolean | null>;
     const id = String(v.id);
     const money = (amount: unknown, currency: unknown) =>
-      `${this.config.currencies.format(String(amount), String(currency))} ${String(currency)}`;
+      `${this.money.currencies.format(String(amount), String(currency))} ${String(currency)}`;
     switch (h.kind) {
       case 'batch':
         return {
@@ -113,7 +119,7 @@ export class ConsoleService {
             v.status === null || v.status === undefined
               ? 'none yet'
               : // With its kind (CONTRACT §6, STATUS_MAP), as the console shows it: `2 WIN`.
-                `${String(v.status)} ${this.config.statusMap[Number(v.status)] ?? 'UNKNOWN'}`
+                `${String(v.status)} ${this.settlement.statusMap[Number(v.status)] ?? 'UNKNOWN'}`
           }${v.needsReview ? `, needs review (${String(v.reviewReason)})` : ''}`,
           link: `/coupons/${enc(id)}`,
         };

@@ -7,8 +7,8 @@ import {
 } from '@nestjs/common';
 import { IntervalRuns } from '../common/interval-runs.js';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { CONSOLE_CONFIG } from './console.config.js';
+import type { ConsoleConfig } from './console.config.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { OverviewRepository } from './overview.repository.js';
 
@@ -38,7 +38,7 @@ export class DeliveryRollupJob implements OnApplicationBootstrap, BeforeApplicat
   private readonly runs: IntervalRuns;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(CONSOLE_CONFIG) private readonly config: ConsoleConfig,
     private readonly transactions: TransactionRunner,
     private readonly overview: OverviewRepository,
     scheduler: SchedulerRegistry,
@@ -49,7 +49,7 @@ export class DeliveryRollupJob implements OnApplicationBootstrap, BeforeApplicat
   }
 
   onApplicationBootstrap(): void {
-    const every = this.config.console.rollupIntervalMs;
+    const every = this.config.rollupIntervalMs;
     if (every === 0) return;
     this.runs.start(every);
   }

@@ -4,8 +4,8 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { LedgerRepository } from '../ledger/ledger.repository.js';
 import { LedgerService } from '../ledger/ledger.service.js';
@@ -30,7 +30,7 @@ import { RegisterCouponDto } from './dto/register-coupon.dto.js';
 @Injectable()
 export class CouponsService implements OnModuleInit {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly coupons: CouponRepository,
     private readonly ledger: LedgerService,
@@ -67,7 +67,7 @@ export class CouponsService implements OnModuleInit {
       targetId: dto.coupon_code,
       details: {
         accountId: dto.accountId,
-        stake: this.config.currencies.format(stake, dto.currency),
+        stake: this.money.currencies.format(stake, dto.currency),
         currency: dto.currency,
         ...(created === undefined ? {} : { created }),
       },
@@ -101,7 +101,7 @@ export class CouponsService implements OnModuleInit {
         const deferred = admitDeferredOperations(
           coupon,
           decided.rows,
-          this.config.currencies.minorUnits(dto.currency),
+          this.money.currencies.minorUnits(dto.currency),
         );
         if (deferred.state)
           await tx.send({ flag: this.coupons.stateStatement(dto.coupon_code, deferred.state) });
@@ -166,7 +166,7 @@ export class CouponsService implements OnModuleInit {
       const ops = batchIds.length ? await this.ledgerRows.operationsOfBatches(tx, couponCode, batchIds) : [];
       return { coupon: found, rows: snapshots, posted: ops, horizons: await retentionHorizons(tx) };
     });
-    const amount = (value: string) => this.config.currencies.format(value, coupon.currency);
+    const amount = (value: string) => this.money.currencies.format(value, coupon.currency);
     const page = toPage(
       rows,
       limit,
@@ -205,7 +205,7 @@ export class CouponsService implements OnModuleInit {
   }
 
   private summary(r: CouponListRow): CouponSummaryView {
-    const amount = (value: string) => this.config.currencies.format(value, r.currency);
+    const amount = (value: string) => this.money.currencies.format(value, r.currency);
     return {
       coupon_code: r.couponCode,
       accountId: r.accountId,
@@ -232,7 +232,7 @@ export class CouponsService implements OnModuleInit {
     const events = await this.coupons.bets(tx, couponCode);
     const operations = await this.ledgerRows.operationsOfCoupon(tx, couponCode);
     // At the currency's precision ("1500" JPY, "0.00012345" BTC); never rounded.
-    const amount = (value: string) => this.config.currencies.format(value, coupon.currency);
+    const amount = (value: string) => this.money.currencies.format(value, coupon.currency);
     return {
       coupon_code: coupon.couponCode,
       accountId: coupon.accountId,

@@ -2,7 +2,7 @@ import Joi from 'joi';
 import { configFragment } from '../config/config-fragment.js';
 import { DEFAULT_CLUSTERS_DIR } from './embedded-postgres-root.js';
 
-/** The database's fields of the configuration (docs/configuration.md). */
+/** The database's slice of the configuration (docs/configuration.md#database). */
 export interface DatabaseConfig {
   /** Absent: an embedded PostgreSQL under `embeddedDataDir` is started (CONTRACT §10). */
   databaseUrl: string | undefined;
@@ -28,13 +28,8 @@ export interface DatabaseConfig {
   runMigrationsOnStart: boolean;
 }
 
-declare module '../config/configuration.js' {
-  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
-  interface AppConfig extends DatabaseConfig {}
-}
-
 /** `DATABASE_URL` (pooled or not, `DATABASE_DIRECT_URL`), the embedded PostgreSQL, the pool and the session timeouts, migrations at start. */
-export const databaseConfig = configFragment<DatabaseConfig>({
+export const databaseConfig = configFragment('database', {
   schema: {
     DATABASE_URL: Joi.string()
       .uri({ scheme: ['postgres', 'postgresql'] })
@@ -61,7 +56,7 @@ export const databaseConfig = configFragment<DatabaseConfig>({
     DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: Joi.number().integer().min(100).max(7000).default(5000),
     RUN_MIGRATIONS_ON_START: Joi.boolean().truthy('1').falsy('0').default(true),
   },
-  build: (v) => ({
+  build: (v): DatabaseConfig => ({
     databaseUrl: v.DATABASE_URL as string | undefined,
     databasePooled: v.DATABASE_POOLED as boolean,
     databaseDirectUrl: v.DATABASE_DIRECT_URL as string | undefined,
@@ -75,3 +70,6 @@ export const databaseConfig = configFragment<DatabaseConfig>({
     runMigrationsOnStart: v.RUN_MIGRATIONS_ON_START as boolean,
   }),
 });
+
+/** Injection token of the {@link DatabaseConfig} slice. */
+export const DATABASE_CONFIG = databaseConfig.token;

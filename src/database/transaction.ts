@@ -2,12 +2,14 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type pg from 'pg';
 import { DataSource, EntityManager, QueryRunner } from 'typeorm';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { DATABASE_CONFIG } from './database.config.js';
+import type { DatabaseConfig } from './database.config.js';
 import { PooledClient } from './pooled-client.js';
 import { isConnectionLoss, isRetryable } from './pg-errors.js';
 import { activeTraceparent, traced, untraced } from '../observability/tracing.js';
 import { SessionDatabase } from './session-database.js';
+import { TRANSACTION_CONFIG } from './transaction.config.js';
+import type { TransactionConfig } from './transaction.config.js';
 
 /** Thrown when the work could not finish before its deadline; it was rolled back (CONTRACT §5). */
 export class DeadlineExceededError extends Error {
@@ -427,14 +429,15 @@ export class TransactionRunner {
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(DATABASE_CONFIG) private readonly config: DatabaseConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly session: SessionDatabase,
   ) {}
 
   /** @throws DeadlineExceededError, or the error of the last attempt. */
   async run<T>(work: (tx: Tx) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const deadline = options.deadline ?? Date.now() + this.config.callbackDeadlineMs;
-    const retries = options.retries ?? this.config.transientRetries;
+    const deadline = options.deadline ?? Date.now() + this.transaction.callbackDeadlineMs;
+    const retries = options.retries ?? this.transaction.transientRetries;
     for (let n = 0; ; n++) {
       try {
         return await traced('db.transaction', () => this.once(work, deadline), {

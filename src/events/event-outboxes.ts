@@ -9,8 +9,9 @@ import {
 import { DiscoveryService } from '@nestjs/core';
 import { BackgroundGovernor } from '../background/background-governor.js';
 import { discoverExtensions } from '../common/extension-discovery.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import type { CurrencyTable } from '../common/currency.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { PostedOperationWriters } from '../ledger/posted-operation-writers.js';
@@ -22,7 +23,8 @@ import { OutboxService } from '../outbox/outbox.service.js';
 import type { OutboxDeliverer, OutboxDestination } from '../outbox/outbox.types.js';
 import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { EventPublisher, SettlementEvent, settlementEventOf } from './event-publisher.js';
-import { unknownEventPublishers } from './events.config.js';
+import { EVENTS_CONFIG, unknownEventPublishers } from './events.config.js';
+import type { EventsConfig } from './events.config.js';
 
 /** The background-work governor's kind of the publishers' claims (docs/background-work.md). */
 export const BROKER_WORK = 'broker';
@@ -31,17 +33,20 @@ export const BROKER_WORK = 'broker';
  * A publisher as an outbox destination: its rows of `event_outbox` (`publisher = name`), the
  * `EVENT_*` settings; a parked event flags no coupon (the money is settled; only the broker is late).
  */
-export function eventDestination(config: AppConfig, publisher: string): OutboxDestination {
+export function eventDestination(
+  config: EventsConfig,
+  currencies: CurrencyTable,
+  publisher: string,
+): OutboxDestination {
   return {
     name: publisher,
     statementPrefix: `eo_${publisher.replaceAll('-', '_')}`,
     tables: { outbox: 'event_outbox', attempts: 'event_delivery_attempts', state: 'event_outbox_state' },
     scope: { column: 'publisher', value: publisher },
-    operationTypes: config.events.operationTypes,
+    operationTypes: config.operationTypes,
     flagReason: null,
-    messageOf: (op) =>
-      settlementEventOf(op, (amount, currency) => config.currencies.format(amount, currency)),
-    settings: config.events,
+    messageOf: (op) => settlementEventOf(op, (amount, currency) => currencies.format(amount, currency)),
+    settings: config,
   };
 }
 
@@ -92,7 +97,8 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
   private readonly metrics: OutboxMetrics;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(EVENTS_CONFIG) private readonly config: EventsConfig,
+    @Inject(MONEY_CONFIG) money: MoneyConfig,
     coupons: CouponRepository,
     private readonly transactions: TransactionRunner,
     actions: OperatorActionLog,
@@ -102,8 +108,8 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
     private readonly discovery: DiscoveryService,
   ) {
     this.metrics = new OutboxMetrics(registry, EVENT_METRIC, 'publisher', 'the message broker');
-    for (const name of config.events.publishers) {
-      const repository = new OutboxRepository(eventDestination(config, name), coupons);
+    for (const name of config.publishers) {
+      const repository = new OutboxRepository(eventDestination(config, money.currencies, name), coupons);
       writers.register({ name, insertSql: (inserted) => repository.insertSql(inserted) });
       const outbox: EventOutbox = {
         repository,
@@ -111,7 +117,7 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
           repository,
           transactions,
           actions,
-          config.currencies,
+          money.currencies,
           {
             row: 'event_outbox',
             pause: 'publisher_pause',
@@ -140,7 +146,7 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
         publishers.map((p) => p.name),
       );
     // Every publisher's claims take permits of one kind: they back off together while the callback is slow.
-    const gate = this.governor.register(BROKER_WORK, this.config.events.concurrency * this.outboxes.size);
+    const gate = this.governor.register(BROKER_WORK, this.config.concurrency * this.outboxes.size);
     for (const [name, outbox] of this.outboxes) {
       outbox.publisher = publishers.find((p) => p.name === name) as EventPublisher;
       outbox.worker = new OutboxWorker(
@@ -157,7 +163,7 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
     for (const outbox of this.outboxes.values()) outbox.worker?.start();
     if (this.outboxes.size)
       this.logger.log(
-        `settlement events (${this.config.events.operationTypes.join(', ')}) published to ${[...this.outboxes.keys()].join(', ')}`,
+        `settlement events (${this.config.operationTypes.join(', ')}) published to ${[...this.outboxes.keys()].join(', ')}`,
       );
   }
 

@@ -19,13 +19,6 @@ export interface EventsConfig extends OutboxSettings {
   nats: { servers: string[]; stream: string; subjectPrefix: string; duplicateWindowMs: number };
 }
 
-declare module '../config/configuration.js' {
-  interface AppConfig {
-    /** The settlement events' outbox and its publishers (docs/events.md). */
-    events: EventsConfig;
-  }
-}
-
 /** The publishers of the receiver itself (docs/events.md). */
 export const BUILT_IN_EVENT_PUBLISHERS = ['rabbitmq', 'nats'] as const;
 
@@ -47,7 +40,7 @@ export const DEFAULT_EVENT_OPERATION_TYPES = 'stake_debit,final_credit,recalcula
 const NAME = /^[a-z][a-z0-9-]{0,31}$/;
 
 /** `EVENT_*`, `RABBITMQ_*`, `NATS_*` (docs/events.md, "Settings"). */
-export const eventsConfig = configFragment<{ events: EventsConfig }>({
+export const eventsConfig = configFragment('events', {
   schema: {
     EVENT_PUBLISHERS: Joi.string()
       .custom((v: string, helpers) => {
@@ -97,28 +90,29 @@ export const eventsConfig = configFragment<{ events: EventsConfig }>({
       )
       .default(24 * 3_600_000),
   },
-  build: (v) => {
+  build: (v): EventsConfig => {
     const publishers = csv(v.EVENT_PUBLISHERS as string | undefined);
     return {
-      events: {
-        publishers,
-        operationTypes: publishers.length ? (csv(v.EVENT_OPERATION_TYPES as string) as OperationType[]) : [],
-        timeoutMs: v.EVENT_TIMEOUT_MS as number,
-        retryForMs: v.EVENT_RETRY_FOR as number,
-        retryBaseMs: v.EVENT_RETRY_BASE_MS as number,
-        retryMaxMs: v.EVENT_RETRY_MAX_MS as number,
-        concurrency: v.EVENT_CONCURRENCY as number,
-        claimSize: v.EVENT_CLAIM_SIZE as number,
-        batchSize: v.EVENT_BATCH_SIZE as number,
-        pollIntervalMs: v.EVENT_POLL_INTERVAL_MS as number,
-        rabbitmq: { url: v.RABBITMQ_URL as string, exchange: v.RABBITMQ_EXCHANGE as string },
-        nats: {
-          servers: csv(v.NATS_SERVERS as string),
-          stream: v.NATS_STREAM as string,
-          subjectPrefix: v.NATS_SUBJECT_PREFIX as string,
-          duplicateWindowMs: v.NATS_DUPLICATE_WINDOW as number,
-        },
+      publishers,
+      operationTypes: publishers.length ? (csv(v.EVENT_OPERATION_TYPES as string) as OperationType[]) : [],
+      timeoutMs: v.EVENT_TIMEOUT_MS as number,
+      retryForMs: v.EVENT_RETRY_FOR as number,
+      retryBaseMs: v.EVENT_RETRY_BASE_MS as number,
+      retryMaxMs: v.EVENT_RETRY_MAX_MS as number,
+      concurrency: v.EVENT_CONCURRENCY as number,
+      claimSize: v.EVENT_CLAIM_SIZE as number,
+      batchSize: v.EVENT_BATCH_SIZE as number,
+      pollIntervalMs: v.EVENT_POLL_INTERVAL_MS as number,
+      rabbitmq: { url: v.RABBITMQ_URL as string, exchange: v.RABBITMQ_EXCHANGE as string },
+      nats: {
+        servers: csv(v.NATS_SERVERS as string),
+        stream: v.NATS_STREAM as string,
+        subjectPrefix: v.NATS_SUBJECT_PREFIX as string,
+        duplicateWindowMs: v.NATS_DUPLICATE_WINDOW as number,
       },
     };
   },
 });
+
+/** Injection token of the {@link EventsConfig} slice. */
+export const EVENTS_CONFIG = eventsConfig.token;

@@ -1,10 +1,10 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import type { AppConfig } from '../config/configuration.js';
 import { CouponsModule } from '../coupons/coupons.module.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { EventOutboxes } from './event-outboxes.js';
 import { EventsController } from './events.controller.js';
+import type { EventsConfig } from './events.config.js';
 import { NatsPublisherModule } from './publishers/nats.publisher.js';
 import { RabbitMqPublisherModule } from './publishers/rabbitmq.publisher.js';
 
@@ -16,8 +16,8 @@ import { RabbitMqPublisherModule } from './publishers/rabbitmq.publisher.js';
  */
 @Module({})
 export class EventsModule {
-  static forRoot(config: AppConfig): DynamicModule {
-    const named = config.events.publishers;
+  static forRoot(config: EventsConfig): DynamicModule {
+    const named = config.publishers;
     return {
       module: EventsModule,
       imports: [

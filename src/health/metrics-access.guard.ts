@@ -3,8 +3,8 @@ import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/commo
 import type { Response } from 'express';
 import { AuthenticatedRequest, PartnerAuthenticator } from '../auth/partner-authenticator.js';
 import { clientAddressOf } from '../observability/client-address.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { METRICS_CONFIG } from './metrics.config.js';
+import type { MetricsConfig } from './metrics.config.js';
 
 /** `a.b.c.d`, `a.b.c.d/n`, an IPv6 address or `addr/n` as a BlockList rule. */
 export function networkList(entries: string[]): BlockList {
@@ -35,7 +35,7 @@ export class MetricsAccessGuard implements CanActivate {
   private readonly allowed: BlockList;
 
   constructor(
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(METRICS_CONFIG) config: MetricsConfig,
     private readonly auth: PartnerAuthenticator,
   ) {
     this.allowed = networkList(config.metricsAllowedNetworks);

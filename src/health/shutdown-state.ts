@@ -2,8 +2,10 @@ import { BeforeApplicationShutdown, Inject, Injectable, Logger } from '@nestjs/c
 import { HttpAdapterHost } from '@nestjs/core';
 import type { Server } from 'node:http';
 import type { NextFunction, Request, Response } from 'express';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
+import { HTTP_CONFIG } from '../http/http.config.js';
+import type { HttpConfig } from '../http/http.config.js';
 import { ErrorCode } from '../common/domain.exception.js';
 import { DeliveryOutcome } from '../deliveries/delivery.types.js';
 import { DeliveryObserver } from '../deliveries/delivery-observer.js';
@@ -26,7 +28,8 @@ export class ShutdownState implements BeforeApplicationShutdown {
   private idle: (() => void)[] = [];
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(HTTP_CONFIG) private readonly http: HttpConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly adapterHost: HttpAdapterHost,
     private readonly observer: DeliveryObserver,
   ) {}
@@ -84,8 +87,7 @@ export class ShutdownState implements BeforeApplicationShutdown {
   private isCallback(req: Request): boolean {
     return (
       req.method === 'POST' &&
-      req.path.replace(/\/+$/, '').toLowerCase() ===
-        this.config.callbackPath.replace(/\/+$/, '').toLowerCase()
+      req.path.replace(/\/+$/, '').toLowerCase() === this.http.callbackPath.replace(/\/+$/, '').toLowerCase()
     );
   }
 
@@ -120,7 +122,7 @@ export class ShutdownState implements BeforeApplicationShutdown {
   /** Nest lifecycle (from `app.close()`): steps 1–3 of the class description. */
   async beforeApplicationShutdown(signal?: string): Promise<void> {
     this.begin(signal ?? 'close');
-    const waitMs = this.config.callbackDeadlineMs + 300;
+    const waitMs = this.transaction.callbackDeadlineMs + 300;
     if (!(await this.drained(waitMs)))
       this.logger.warn(`${this.inflight} request(s) still in flight after ${waitMs} ms; closing anyway`);
     const server = this.adapterHost.httpAdapter?.getHttpServer() as Server | undefined;

@@ -1,7 +1,7 @@
 import { CallHandler, ExecutionContext, Inject, Injectable, NestInterceptor } from '@nestjs/common';
 import { catchError, Observable, throwError, timeout, TimeoutError } from 'rxjs';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
 import { DeadlineExceededError } from '../database/transaction.js';
 
 /**
@@ -12,11 +12,11 @@ import { DeadlineExceededError } from '../database/transaction.js';
  */
 @Injectable()
 export class RequestDeadlineInterceptor implements NestInterceptor {
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(@Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig) {}
 
   intercept(_context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return next.handle().pipe(
-      timeout(this.config.callbackDeadlineMs + 250),
+      timeout(this.transaction.callbackDeadlineMs + 250),
       catchError((err: unknown) =>
         throwError(() => (err instanceof TimeoutError ? new DeadlineExceededError() : err)),
       ),

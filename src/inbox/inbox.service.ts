@@ -3,8 +3,10 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import type { InlineDelivery } from '../settlement/settlement.service.js';
 import { toStorable, toStorableText } from '../common/validation.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
+import { INBOX_CONFIG } from './inbox.config.js';
+import type { InboxConfig } from './inbox.config.js';
 import { dataExceptionRefusal, sqlStateOf } from '../database/pg-errors.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { RecentMap } from '../common/recent-set.js';
@@ -66,7 +68,8 @@ export class InboxService implements OnModuleInit {
   private readonly parsed = new RecentMap<string, ParsedBatch>(PARSED_BATCHES);
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(INBOX_CONFIG) private readonly config: InboxConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly inbox: InboxRepository,
     private readonly metrics: MetricsRegistry,
@@ -101,7 +104,7 @@ export class InboxService implements OnModuleInit {
    *   database errors and DeadlineExceededError (503); nothing is committed when anything throws.
    */
   async accept(batch: ParsedBatch, request: InlineDelivery): Promise<InboxAcceptResult> {
-    const deadline = request.receivedAt + this.config.callbackDeadlineMs;
+    const deadline = request.receivedAt + this.transaction.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
         const { result, id } = await this.inbox.append(

@@ -1,8 +1,12 @@
 import { SpanKind } from '@opentelemetry/api';
 import { tracedDelivery } from '../observability/tracing.js';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
+import { INBOX_CONFIG } from './inbox.config.js';
+import type { InboxConfig } from './inbox.config.js';
 import { BackgroundGovernor } from '../background/background-governor.js';
 import { PollingLoops, StepFound } from '../background/polling-loops.js';
 import { TransactionRunner } from '../database/transaction.js';
@@ -37,7 +41,9 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private oneByOne = 0;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(INBOX_CONFIG) private readonly config: InboxConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly rows: InboxRepository,
     private readonly inbox: InboxService,
@@ -93,7 +99,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
                     // Parsed when this process accepted it; else read and parsed here (another replica's).
                     const parsed =
                       this.inbox.takeParsed(row.id) ??
-                      parseBatch(await this.rows.payloadOf(tx, row.id), this.config.currencies.maxMinorUnits);
+                      parseBatch(await this.rows.payloadOf(tx, row.id), this.money.currencies.maxMinorUnits);
                     const batch = { ...parsed, inboxId: row.id };
                     const own: Posting[] = [];
                     const { claim } = await this.settlement.apply(tx, batch, {
@@ -118,7 +124,7 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
           });
           return rows.length >= size ? ('more' as const) : true;
         },
-        { deadline: Date.now() + this.config.callbackDeadlineMs },
+        { deadline: Date.now() + this.transaction.callbackDeadlineMs },
       );
       if (size === 1 && this.oneByOne > 0) this.oneByOne--;
       return found;

@@ -4,8 +4,8 @@ import { Decimal } from 'decimal.js';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount } from '../common/money.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from './money.config.js';
+import type { MoneyConfig } from './money.config.js';
 import { Statement, TransactionRunner, Tx } from '../database/transaction.js';
 import { LedgerMetrics } from './ledger-metrics.js';
 import { PostedOperationWriters } from './posted-operation-writers.js';
@@ -51,7 +51,7 @@ export class LedgerService {
   private readonly knownHouseAccounts = new Set<string>();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly ledger: LedgerRepository,
     private readonly transactions: TransactionRunner,
     private readonly metrics: LedgerMetrics,
@@ -67,7 +67,7 @@ export class LedgerService {
    */
   postingStatements(tx: Tx, postings: Posting[]): { houses?: Statement; posting: Statement<PostingRow> } {
     const all = [...new Set(postings.map((p) => p.currency))].flatMap((currency) =>
-      houseAccountIds(currency, this.config.houseSubAccounts).map((id) => ({ id, currency })),
+      houseAccountIds(currency, this.money.houseSubAccounts).map((id) => ({ id, currency })),
     );
     const houses = all.filter((h) => !this.knownHouseAccounts.has(h.id));
     const posting: Statement<PostingRow> = {
@@ -118,7 +118,7 @@ export class LedgerService {
       return {
         id: account.id,
         currency: account.currency,
-        balance: this.config.currencies.format(account.balance, account.currency),
+        balance: this.money.currencies.format(account.balance, account.currency),
       };
     });
   }
@@ -139,7 +139,7 @@ export class LedgerService {
       (r) => ({
         id: r.id,
         currency: r.currency,
-        balance: this.config.currencies.format(r.balance, r.currency),
+        balance: this.money.currencies.format(r.balance, r.currency),
         createdAt: r.createdAt.toISOString(),
         updatedAt: r.updatedAt.toISOString(),
       }),
@@ -218,7 +218,7 @@ export class LedgerService {
         account: {
           id: account.id,
           currency: account.currency,
-          balance: this.config.currencies.format(account.balance, account.currency),
+          balance: this.money.currencies.format(account.balance, account.currency),
         },
         rows,
       };
@@ -232,8 +232,8 @@ export class LedgerService {
       operationKey: r.operationKey,
       type: r.type,
       couponCode: r.couponCode,
-      amount: this.config.currencies.format(r.amount, r.currency),
-      balanceAfter: this.config.currencies.format(r.balanceAfter, r.currency),
+      amount: this.money.currencies.format(r.amount, r.currency),
+      balanceAfter: this.money.currencies.format(r.balanceAfter, r.currency),
       currency: r.currency,
     };
   }
@@ -268,7 +268,7 @@ export class LedgerService {
       details: {
         idempotencyKey,
         operationKey: adjustmentOperationKey(idempotencyKey),
-        amount: this.config.currencies.format(amount.toFixed(), request.currency),
+        amount: this.money.currencies.format(amount.toFixed(), request.currency),
         currency: request.currency,
         ...(done ? { balance: done.view.balance, replayed: done.replayed } : {}),
       },
@@ -361,11 +361,11 @@ export class LedgerService {
     return {
       accountId: row.accountId,
       idempotencyKey: row.idempotencyKey,
-      amount: this.config.currencies.format(row.amount, row.currency),
+      amount: this.money.currencies.format(row.amount, row.currency),
       currency: row.currency,
       reason: row.reason,
       operationKey: row.operationKey,
-      balance: this.config.currencies.format(row.balanceAfter, row.currency),
+      balance: this.money.currencies.format(row.balanceAfter, row.currency),
       createdAt: new Date(row.createdAt).toISOString(),
       actor: row.actor,
     };

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { loadCurrencyTable } from '../config/configuration.js';
+import { loadCurrencyTable } from './money.config.js';
 import { runCli, withCliDatabase } from '../database/cli-database.js';
 import { formatLedgerReport, LedgerVerifier } from './ledger-verifier.js';
 

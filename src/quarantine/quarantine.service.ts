@@ -2,8 +2,10 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { dataExceptionRefusal } from '../database/pg-errors.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { TRANSACTION_CONFIG } from '../database/transaction.config.js';
+import type { TransactionConfig } from '../database/transaction.config.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { TransactionRunner, Tx } from '../database/transaction.js';
 import { OperatorActionLog } from '../operator-actions/operator-action-log.js';
 import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
@@ -43,7 +45,8 @@ const notFound = (id: string) => new DomainException(ErrorCode.NOT_FOUND, `quara
 @Injectable()
 export class QuarantineService implements OnModuleInit {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
+    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly quarantine: QuarantineRepository,
     private readonly inbox: InboxRepository,
@@ -123,7 +126,7 @@ export class QuarantineService implements OnModuleInit {
           if (!row) throw notFound(id);
           batchId = row.batchId;
           spec.details = { batchId };
-          const batch = parseBatch(row.body, this.config.currencies.maxMinorUnits);
+          const batch = parseBatch(row.body, this.money.currencies.maxMinorUnits);
           batchId = batch.batchId;
           spec.details = { batchId };
           couponCount = batch.couponCount;
@@ -165,7 +168,7 @@ export class QuarantineService implements OnModuleInit {
           await this.actions.ok(tx, actor, { ...spec, details: { batchId, outcome } });
           return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome, actor.name) };
         },
-        { deadline: startedAt + this.config.callbackDeadlineMs },
+        { deadline: startedAt + this.transaction.callbackDeadlineMs },
       );
     } catch (caught) {
       // A value the database cannot hold is as refused as a validation failure (the callback's 400).

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { CouponsService } from '../coupons/coupons.service.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
@@ -46,7 +46,7 @@ export interface ReconcileResult {
 @Injectable()
 export class ReconciliationService {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly sportApi: SportApiClient,
     private readonly settlement: SettlementService,
@@ -93,7 +93,7 @@ export class ReconciliationService {
       const read = pollRead(
         couponCode,
         (await this.sportApi.readCoupon(couponCode)).body,
-        this.config.currencies.maxMinorUnits,
+        this.money.currencies.maxMinorUnits,
       );
       const result = await this.transactions.run(async (tx) => {
         // Locked (its row created when no batch has touched it yet) before the comparison, so no

@@ -3,8 +3,10 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { formatAmount, isPositive, parseAmount } from '../common/money.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
+import { SETTLEMENT_CONFIG } from '../settlement/settlement.config.js';
+import type { SettlementConfig } from '../settlement/settlement.config.js';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { CouponsService } from '../coupons/coupons.service.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
@@ -31,7 +33,8 @@ export class ResolutionService {
   private readonly statusMap: StatusMap;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
+    @Inject(SETTLEMENT_CONFIG) private readonly settings: SettlementConfig,
     private readonly transactions: TransactionRunner,
     private readonly settlement: SettlementService,
     private readonly coupons: CouponRepository,
@@ -40,7 +43,7 @@ export class ResolutionService {
     private readonly reconciliation: ReconciliationService,
     private readonly actions: OperatorActionLog,
   ) {
-    this.statusMap = new StatusMap(config.statusMap);
+    this.statusMap = new StatusMap(settings.statusMap);
   }
 
   /**
@@ -85,7 +88,7 @@ export class ResolutionService {
     actor: Actor,
     spec: (row?: ResolutionRow, replayed?: boolean) => ActionSpec,
   ): Promise<{ resolution: ResolutionView; coupon: CouponView; replayed: boolean }> {
-    const currencies = this.config.currencies;
+    const currencies = this.money.currencies;
     const parsed = dto.realWin === null ? '0' : parseAmount(dto.realWin, currencies.maxMinorUnits);
     if (parsed === null) {
       throw new DomainException(ErrorCode.VALIDATION_FAILED, 'realWin is not a valid amount', [
@@ -128,7 +131,7 @@ export class ResolutionService {
     realWin: string,
     requestHash: string,
   ): Promise<{ row: ResolutionRow; replayed: boolean }> {
-    const currencies = this.config.currencies;
+    const currencies = this.money.currencies;
     const earlier = await this.replayResolution(tx, idempotencyKey, requestHash);
     if (earlier) return { row: earlier, replayed: true };
     if (!(await this.coupons.find(tx, couponCode)))
@@ -224,7 +227,7 @@ export class ResolutionService {
       return given;
     }
     const wanted = isPositive(realWin) ? StatusKind.WIN : StatusKind.LOSS;
-    const code = Object.entries(this.config.statusMap).find(([, kind]) => kind === wanted)?.[0];
+    const code = Object.entries(this.settings.statusMap).find(([, kind]) => kind === wanted)?.[0];
     if (code === undefined) {
       throw new DomainException(ErrorCode.VALIDATION_FAILED, `no status code maps to ${wanted}`, [
         { path: 'status', message: 'required: STATUS_MAP has no code for this result' },
@@ -262,7 +265,7 @@ export class ResolutionService {
 
   /** A resolution with its amounts at the precision of the coupon's currency (null: unallocated). */
   private resolutionView(row: ResolutionRow, currency: string | null): ResolutionView {
-    const amount = (value: string) => this.config.currencies.format(value, currency);
+    const amount = (value: string) => this.money.currencies.format(value, currency);
     return {
       idempotencyKey: row.idempotencyKey,
       coupon_code: row.couponCode,

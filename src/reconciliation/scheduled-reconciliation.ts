@@ -8,8 +8,8 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { RECONCILIATION_CONFIG } from './reconciliation.config.js';
+import type { ReconciliationConfig } from './reconciliation.config.js';
 import { isConnectionLoss } from '../database/pg-errors.js';
 import { DeadlineExceededError, TransactionRunner } from '../database/transaction.js';
 import { TransitionName } from '../settlement/rules/settlement.types.js';
@@ -66,7 +66,7 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
   private readonly stopping = new AbortController();
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(RECONCILIATION_CONFIG) private readonly config: ReconciliationConfig,
     private readonly transactions: TransactionRunner,
     private readonly sportApi: SportApiClient,
     private readonly repository: ReconciliationRepository,
@@ -79,7 +79,7 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
   }
 
   onApplicationBootstrap(): void {
-    const { intervalMs, afterMs, batchSize } = this.config.reconciliation;
+    const { intervalMs, afterMs, batchSize } = this.config;
     if (!this.sportApi.enabled || intervalMs === 0) {
       this.logger.log(
         this.sportApi.enabled
@@ -165,7 +165,7 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
   }
 
   private async work(summary: ReconciliationRunSummary): Promise<void> {
-    const { afterMs, batchSize } = this.config.reconciliation;
+    const { afterMs, batchSize } = this.config;
     const codes = await this.transactions.run((tx) => this.repository.candidates(tx, afterMs, batchSize));
     summary.candidates = codes.length;
     for (const code of codes) {

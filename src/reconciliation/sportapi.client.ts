@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Agent, Dispatcher, errors, request, RetryAgent } from 'undici';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { HTTP_CONFIG } from '../http/http.config.js';
+import type { HttpConfig } from '../http/http.config.js';
+import { SPORTAPI_CONFIG } from './reconciliation.config.js';
+import type { SportApiConfig } from './reconciliation.config.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 
 /** Statuses of the read method retried (with backoff) before giving up. */
@@ -43,14 +45,17 @@ export class SportApiClient implements OnModuleDestroy {
   private readonly agent: Agent | undefined;
   private readonly dispatcher: Dispatcher | undefined;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    const { baseUrl, timeoutMs, retries } = config.sportApi;
+  constructor(
+    @Inject(SPORTAPI_CONFIG) private readonly config: SportApiConfig,
+    @Inject(HTTP_CONFIG) private readonly http: HttpConfig,
+  ) {
+    const { baseUrl, timeoutMs, retries } = config;
     if (baseUrl === undefined) return;
     this.agent = new Agent({
       connectTimeout: timeoutMs,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
-      maxResponseSize: config.bodyLimitBytes,
+      maxResponseSize: http.bodyLimitBytes,
     });
     this.dispatcher = new RetryAgent(this.agent, {
       maxRetries: retries,
@@ -77,7 +82,7 @@ export class SportApiClient implements OnModuleDestroy {
    *   SPORTAPI_BAD_RESPONSE (any other status, e.g. 401 for wrong credentials, or a too large body).
    */
   async readCoupon(couponCode: string): Promise<SportApiCouponRead> {
-    const { baseUrl, couponPath, apiKey, authHeader } = this.config.sportApi;
+    const { baseUrl, couponPath, apiKey, authHeader } = this.config;
     if (!this.dispatcher || baseUrl === undefined) {
       throw new DomainException(
         ErrorCode.POLLING_DISABLED,
@@ -131,7 +136,7 @@ export class SportApiClient implements OnModuleDestroy {
     if (err instanceof errors.ResponseExceededMaxSizeError) {
       return new DomainException(
         ErrorCode.SPORTAPI_BAD_RESPONSE,
-        `SportAPI's coupon read is larger than ${this.config.bodyLimitBytes} bytes`,
+        `SportAPI's coupon read is larger than ${this.http.bodyLimitBytes} bytes`,
       );
     }
     const code = (err as { code?: string }).code;

@@ -1,8 +1,8 @@
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { discoverExtensions } from '../common/extension-discovery.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { RETENTION_CONFIG } from './retention.config.js';
+import type { RetentionConfig } from './retention.config.js';
 import { ArchiveConnector } from './archive-connector.js';
 import { archiverOf, DirectoryArchiveConnector } from './archive.js';
 import type { RetentionArchiver } from './retention-engine.js';
@@ -17,13 +17,13 @@ export class ArchiveConnectors implements OnModuleInit {
   private connector: ArchiveConnector | undefined;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(RETENTION_CONFIG) private readonly config: RetentionConfig,
     private readonly discovery: DiscoveryService,
   ) {}
 
   /** @throws Error naming RETENTION_ARCHIVE_CONNECTOR and the known connectors when none has that name. */
   onModuleInit(): void {
-    const { archiveClasses, archiveConnector, archiveDir } = this.config.retention;
+    const { archiveClasses, archiveConnector, archiveDir } = this.config;
     if (!archiveClasses.length) return;
     const found = discoverExtensions(this.discovery, ArchiveConnector);
     this.connector =

@@ -47,13 +47,6 @@ export interface RetentionConfig {
   batchRows: number;
 }
 
-declare module '../config/configuration.js' {
-  interface AppConfig {
-    /** The retention policy and its maintenance job (docs/retention.md). */
-    retention: RetentionConfig;
-  }
-}
-
 const schema: Joi.PartialSchemaMap = {
   RETENTION_INTERVAL: duration(true).default(3_600_000),
   RETENTION_PARTITIONS_AHEAD: Joi.number().integer().min(2).max(24).default(3),
@@ -104,10 +97,10 @@ function retentionPeriod(name: string, floorDays: number) {
  * `RETENTION_*` (docs/retention.md, "Changing the policy"): each class's period (`400`/`400d`, `90
  * days`, `off` for forever), refused below its floor with a start error naming the variable.
  */
-export const retentionConfig = configFragment<{ retention: RetentionConfig }>({
+export const retentionConfig = configFragment('retention', {
   schema,
   /** @throws Error when archiving with the directory connector without a folder. */
-  build: (v) => {
+  build: (v): RetentionConfig => {
     const keepMs = {} as Record<RetentionClass, number | null>;
     const problems: string[] = [];
     for (const name of RETENTION_CLASS_NAMES) {
@@ -123,18 +116,19 @@ export const retentionConfig = configFragment<{ retention: RetentionConfig }>({
       problems.push('RETENTION_ARCHIVE_DIR: required to archive with the directory connector');
     refuse(problems);
     return {
-      retention: {
-        keepMs,
-        intervalMs: v.RETENTION_INTERVAL as number,
-        partitionsAhead: v.RETENTION_PARTITIONS_AHEAD as number,
-        archiveClasses,
-        archiveConnector: connector,
-        archiveDir,
-        batchRows: v.RETENTION_BATCH_ROWS as number,
-      },
+      keepMs,
+      intervalMs: v.RETENTION_INTERVAL as number,
+      partitionsAhead: v.RETENTION_PARTITIONS_AHEAD as number,
+      archiveClasses,
+      archiveConnector: connector,
+      archiveDir,
+      batchRows: v.RETENTION_BATCH_ROWS as number,
     };
   },
 });
+
+/** Injection token of the {@link RetentionConfig} slice. */
+export const RETENTION_CONFIG = retentionConfig.token;
 
 /** Milliseconds as days for a message (`12.5 days`). */
 function days(millis: number): string {
@@ -152,5 +146,5 @@ export function loadRetentionConfig(env: NodeJS.ProcessEnv): RetentionConfig {
     .unknown(true)
     .validate(present, { abortEarly: false, convert: true });
   if (error) refuse(error.details.map((d) => `${d.context?.label ?? d.path.join('.')}: ${d.message}`));
-  return retentionConfig.build(value as Record<string, unknown>).retention;
+  return retentionConfig.build(value as Record<string, unknown>);
 }

@@ -10,12 +10,11 @@ import type pg from 'pg';
 import { Counter, Gauge } from 'prom-client';
 import { IntervalRuns } from '../common/interval-runs.js';
 import { BackgroundGovernor, WorkGate } from '../background/background-governor.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
 import { SessionDatabase } from '../database/session-database.js';
 import { MetricsRegistry } from '../observability/metrics-registry.js';
 import { ArchiveConnectors } from './archive-connectors.js';
-import { RETENTION_CLASS_NAMES } from './retention.config.js';
+import { RETENTION_CLASS_NAMES, RETENTION_CONFIG } from './retention.config.js';
+import type { RetentionConfig } from './retention.config.js';
 import { RETENTION_LOCK_KEY, RetentionEngine, RetentionStopped } from './retention-engine.js';
 import { ensurePartitions } from './retention-partitions.js';
 import type { RetentionReport } from './retention-report.js';
@@ -64,7 +63,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
   private readonly created: Counter;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(RETENTION_CONFIG) private readonly config: RetentionConfig,
     private readonly session: SessionDatabase,
     scheduler: SchedulerRegistry,
     private readonly archives: ArchiveConnectors,
@@ -124,7 +123,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
    */
   async onApplicationBootstrap(): Promise<void> {
     await this.ensureAhead();
-    const every = this.config.retention.intervalMs;
+    const every = this.config.intervalMs;
     if (every === 0) {
       this.logger.log(
         'scheduled retention is off (RETENTION_INTERVAL=0): npm run retention -- --apply by hand',
@@ -149,7 +148,7 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
     const runner = this.session.dataSource.createQueryRunner();
     try {
       const client = (await runner.connect()) as pg.PoolClient;
-      const created = await ensurePartitions(client, new Date(), this.config.retention.partitionsAhead);
+      const created = await ensurePartitions(client, new Date(), this.config.partitionsAhead);
       this.created.inc(created.length);
       if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
     } catch (err) {
@@ -180,10 +179,10 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
         // A run's statements (counting a partition, waiting out a concurrent detach) are not the
         // callback's: minutes, not seconds; still bounded, so a hung database frees the connection.
         await client.query(`SET statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
-        const created = await ensurePartitions(client, now, this.config.retention.partitionsAhead);
+        const created = await ensurePartitions(client, now, this.config.partitionsAhead);
         this.created.inc(created.length);
         if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
-        const engine = new RetentionEngine(client, this.config.retention, {
+        const engine = new RetentionEngine(client, this.config, {
           archiver: this.archives.archiver(),
           gate: () => this.gate.acquire(this.stopping.signal),
           log: (line) => this.logger.log(line),

@@ -1,7 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
+import { SETTLEMENT_CONFIG } from './settlement.config.js';
+import type { SettlementConfig } from './settlement.config.js';
 import { CouponRepository, LockedCoupon } from '../coupons/coupon.repository.js';
 import { StatementGroup, Tx } from '../database/transaction.js';
 import { DeliveryAttemptRepository, DeliveryAttemptRow } from '../deliveries/delivery-attempt.repository.js';
@@ -64,18 +66,19 @@ export type ApplyResult =
 export class SettlementService {
   private readonly statusMap: StatusMap;
   /** Minor units of a registered coupon's currency (CONTRACT §3). */
-  private readonly minorUnitsOf = (currency: string): number => this.config.currencies.minorUnits(currency);
+  private readonly minorUnitsOf = (currency: string): number => this.money.currencies.minorUnits(currency);
   private readonly kindOf = (status: number) => this.statusMap.kindOf(status);
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
+    @Inject(SETTLEMENT_CONFIG) settlement: SettlementConfig,
     private readonly batches: BatchRepository,
     private readonly coupons: CouponRepository,
     private readonly ledger: LedgerService,
     private readonly attempts: DeliveryAttemptRepository,
     private readonly hooks: SettlementHooks,
   ) {
-    this.statusMap = new StatusMap(config.statusMap);
+    this.statusMap = new StatusMap(settlement.statusMap);
   }
 
   /**

@@ -10,8 +10,11 @@ import {
 import { DiscoveryService } from '@nestjs/core';
 import { BackgroundGovernor } from '../background/background-governor.js';
 import { discoverExtensions } from '../common/extension-discovery.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import type { CurrencyTable } from '../common/currency.js';
+import { MONEY_CONFIG } from '../ledger/money.config.js';
+import type { MoneyConfig } from '../ledger/money.config.js';
+import { WALLET_CONFIG } from './wallet.config.js';
+import type { WalletConfig } from './wallet.config.js';
 import { CouponRepository } from '../coupons/coupon.repository.js';
 import { TransactionRunner } from '../database/transaction.js';
 import { PostedOperationWriters } from '../ledger/posted-operation-writers.js';
@@ -27,8 +30,7 @@ import { unknownWalletConnector } from './wallet-connectors.js';
 import { walletTransactionOf } from './wallet-transaction.js';
 
 /** The wallet as an outbox destination: `wallet_outbox` (every row its own), `WALLET_*` settings. */
-export function walletDestination(config: AppConfig): OutboxDestination {
-  const w = config.wallet;
+export function walletDestination(w: WalletConfig, currencies: CurrencyTable): OutboxDestination {
   return {
     name: 'wallet',
     statementPrefix: 'wo',
@@ -36,8 +38,7 @@ export function walletDestination(config: AppConfig): OutboxDestination {
     scope: null,
     operationTypes: w.operationTypes,
     flagReason: WALLET_REFUSED_REVIEW_REASON,
-    messageOf: (op) =>
-      walletTransactionOf(op, (amount, currency) => config.currencies.format(amount, currency)),
+    messageOf: (op) => walletTransactionOf(op, (amount, currency) => currencies.format(amount, currency)),
     settings: w,
   };
 }
@@ -88,7 +89,8 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
   connector?: WalletConnector;
 
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(WALLET_CONFIG) private readonly config: WalletConfig,
+    @Inject(MONEY_CONFIG) money: MoneyConfig,
     coupons: CouponRepository,
     private readonly transactions: TransactionRunner,
     actions: OperatorActionLog,
@@ -99,14 +101,14 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
     /** The connector this module imports for `http` (the HTTP one, or a test's replacement). */
     @Optional() @Inject(WalletConnector) private readonly imported?: WalletConnector,
   ) {
-    this.repository = new OutboxRepository(walletDestination(config), coupons);
+    this.repository = new OutboxRepository(walletDestination(config, money.currencies), coupons);
     writers.register({ name: 'wallet', insertSql: (inserted) => this.repository.insertSql(inserted) });
     this.metrics = new OutboxMetrics(registry, WALLET_METRIC, null, 'the wallet');
     this.service = new OutboxService(
       this.repository,
       transactions,
       actions,
-      config.currencies,
+      money.currencies,
       {
         row: 'outbox',
         pause: 'wallet_pause',
@@ -124,7 +126,7 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
    * @throws Error naming `WALLET_CONNECTOR` and the known connectors when none has that name.
    */
   onModuleInit(): void {
-    const name = this.config.wallet.connector;
+    const name = this.config.connector;
     if (name === undefined) return;
     const connectors = discoverExtensions(this.discovery, WalletConnector);
     this.connector = name === 'http' ? this.imported : connectors.find((c) => c.name === name);
@@ -134,7 +136,7 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
         connectors.map((c) => c.name),
       );
     // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
-    const gate = this.governor.register('wallet', this.config.wallet.concurrency);
+    const gate = this.governor.register('wallet', this.config.concurrency);
     this.worker = new OutboxWorker(
       this.repository,
       connectorDeliverer(this.connector),

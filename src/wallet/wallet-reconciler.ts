@@ -3,7 +3,7 @@ import Joi from 'joi';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { request } from 'undici';
-import { loadCurrencyTable } from '../config/configuration.js';
+import { loadCurrencyTable } from '../ledger/money.config.js';
 import { withCliDatabase } from '../database/cli-database.js';
 import { directionOf, OperationType } from '../ledger/ledger.types.js';
 import type { OutboxStatus } from '../outbox/outbox.types.js';

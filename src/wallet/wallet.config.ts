@@ -18,13 +18,6 @@ export interface WalletConfig extends OutboxSettings {
   operationTypes: OperationType[];
 }
 
-declare module '../config/configuration.js' {
-  interface AppConfig {
-    /** The wallet outbox and its connector (docs/wallet.md). */
-    wallet: WalletConfig;
-  }
-}
-
 /** `WALLET_OPERATION_TYPES` when unset: the settlement's credits and their reversals (docs/wallet.md). */
 export const DEFAULT_WALLET_OPERATION_TYPES = 'final_credit,recalculation_debit';
 
@@ -42,7 +35,7 @@ export function operationTypesRule(name: string) {
 }
 
 /** `WALLET_*` (docs/wallet.md, "Settings"). */
-export const walletConfig = configFragment<{ wallet: WalletConfig }>({
+export const walletConfig = configFragment('wallet', {
   schema: {
     WALLET_CONNECTOR: Joi.string()
       .pattern(/^[a-z][a-z0-9-]{0,63}$/)
@@ -74,7 +67,7 @@ export const walletConfig = configFragment<{ wallet: WalletConfig }>({
     WALLET_BATCH_SIZE: Joi.number().integer().min(1).max(256).default(1),
   },
   /** @throws Error naming the variable when the HTTP connector lacks its URL or secret. */
-  build: (v) => {
+  build: (v): WalletConfig => {
     const url = (v.WALLET_URL as string | undefined)?.replace(/\/+$/, '');
     const named = v.WALLET_CONNECTOR as string | undefined;
     const connector = named === 'none' ? undefined : (named ?? (url ? 'http' : undefined));
@@ -83,20 +76,21 @@ export const walletConfig = configFragment<{ wallet: WalletConfig }>({
       connector === 'http' && !v.WALLET_SECRET ? 'WALLET_SECRET: required by the http wallet connector' : '',
     ]);
     return {
-      wallet: {
-        connector,
-        url,
-        secret: v.WALLET_SECRET as string | undefined,
-        operationTypes: connector ? (csv(v.WALLET_OPERATION_TYPES as string) as OperationType[]) : [],
-        timeoutMs: v.WALLET_TIMEOUT_MS as number,
-        retryForMs: v.WALLET_RETRY_FOR as number,
-        retryBaseMs: v.WALLET_RETRY_BASE_MS as number,
-        retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
-        concurrency: v.WALLET_CONCURRENCY as number,
-        claimSize: v.WALLET_CLAIM_SIZE as number,
-        batchSize: v.WALLET_BATCH_SIZE as number,
-        pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
-      },
+      connector,
+      url,
+      secret: v.WALLET_SECRET as string | undefined,
+      operationTypes: connector ? (csv(v.WALLET_OPERATION_TYPES as string) as OperationType[]) : [],
+      timeoutMs: v.WALLET_TIMEOUT_MS as number,
+      retryForMs: v.WALLET_RETRY_FOR as number,
+      retryBaseMs: v.WALLET_RETRY_BASE_MS as number,
+      retryMaxMs: v.WALLET_RETRY_MAX_MS as number,
+      concurrency: v.WALLET_CONCURRENCY as number,
+      claimSize: v.WALLET_CLAIM_SIZE as number,
+      batchSize: v.WALLET_BATCH_SIZE as number,
+      pollIntervalMs: v.WALLET_POLL_INTERVAL_MS as number,
     };
   },
 });
+
+/** Injection token of the {@link WalletConfig} slice. */
+export const WALLET_CONFIG = walletConfig.token;

@@ -13,8 +13,8 @@ import {
 } from '../outbox/dto/outbox.dto.js';
 import { outboxRowId as rowId } from '../outbox/outbox.exception.js';
 import { OutboxService, OutboxStatusView } from '../outbox/outbox.service.js';
-import { APP_CONFIG } from '../config/configuration.js';
-import type { AppConfig } from '../config/configuration.js';
+import { WALLET_CONFIG } from './wallet.config.js';
+import type { WalletConfig } from './wallet.config.js';
 import { WalletOutbox } from './wallet-outbox.js';
 import { API_TAGS } from '../common/api-tags.js';
 
@@ -31,14 +31,14 @@ export class WalletController {
 
   constructor(
     outbox: WalletOutbox,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(WALLET_CONFIG) private readonly config: WalletConfig,
   ) {
     this.wallet = outbox.service;
   }
 
   /** The status as the wallet's operators see it: with the connector in force. */
   private withConnector(status: Promise<OutboxStatusView>): Promise<WalletStatusView> {
-    return status.then((s) => ({ connector: this.config.wallet.connector ?? null, ...s }));
+    return status.then((s) => ({ connector: this.config.connector ?? null, ...s }));
   }
 
   @Get('outbox')

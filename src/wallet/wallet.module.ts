@@ -1,11 +1,11 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import type { AppConfig } from '../config/configuration.js';
 import { CouponsModule } from '../coupons/coupons.module.js';
 import { LedgerModule } from '../ledger/ledger.module.js';
 import { HttpWalletConnectorModule } from './connectors/http-wallet.connector.js';
 import { WalletController } from './wallet.controller.js';
 import { WalletOutbox } from './wallet-outbox.js';
+import type { WalletConfig } from './wallet.config.js';
 
 /**
  * Settlement beyond the ledger (docs/wallet.md): the wallet outbox's operator endpoints and gauges
@@ -15,14 +15,14 @@ import { WalletOutbox } from './wallet-outbox.js';
  */
 @Module({})
 export class WalletModule {
-  static forRoot(config: AppConfig): DynamicModule {
+  static forRoot(config: WalletConfig): DynamicModule {
     return {
       module: WalletModule,
       imports: [
         DiscoveryModule,
         CouponsModule,
         LedgerModule,
-        ...(config.wallet.connector === 'http' ? [HttpWalletConnectorModule] : []),
+        ...(config.connector === 'http' ? [HttpWalletConnectorModule] : []),
       ],
       controllers: [WalletController],
       providers: [WalletOutbox],

@@ -66,7 +66,7 @@ describe('every currency at its own precision (issue 17)', () => {
     });
   const view = async (code: string) => (await ops(t.app).get(`/coupons/${code}`)).body;
   const verify = () =>
-    withClient(t.config.databaseUrl as string, (c) => new LedgerVerifier(c, currencies).verify());
+    withClient(t.config.database.databaseUrl as string, (c) => new LedgerVerifier(c, currencies).verify());
 
   describe.each(CLASSES)('$currency', (c) => {
     const account = `cp-${c.currency.toLowerCase()}`;
@@ -91,7 +91,7 @@ describe('every currency at its own precision (issue 17)', () => {
       ]);
       const expected = currencies.format(
         (
-          await withClient(t.config.databaseUrl as string, (db) =>
+          await withClient(t.config.database.databaseUrl as string, (db) =>
             db.query(`SELECT ($1::numeric - $2::numeric + $3::numeric)::text AS v`, [
               c.deposit,
               c.stake,
@@ -129,7 +129,7 @@ describe('every currency at its own precision (issue 17)', () => {
       ]);
       expect(await balance(t.app, account)).toBe(afterStake);
       expect(before).not.toBe(afterStake);
-      const snapshot = await withClient(t.config.databaseUrl as string, (db) =>
+      const snapshot = await withClient(t.config.database.databaseUrl as string, (db) =>
         db.query(
           `SELECT applied, transition, real_win::text AS real_win, operations FROM coupon_snapshots WHERE coupon_code = $1`,
           [finerCode],
@@ -178,7 +178,7 @@ describe('every currency at its own precision (issue 17)', () => {
       { path: 'amount', message: 'amount must be a decimal string with at most 0 fraction digits, not zero' },
     ]);
     expect(
-      await withClient(t.config.databaseUrl as string, (db) =>
+      await withClient(t.config.database.databaseUrl as string, (db) =>
         db.query(`SELECT id FROM accounts WHERE id = 'cp-r'`),
       ),
     ).toMatchObject({ rowCount: 0 });
@@ -297,7 +297,7 @@ describe('every currency at its own precision (issue 17)', () => {
 
   it('the whole ledger verifies clean against the minor units, and a finer operation is reported', async () => {
     expect((await verify()).violations).toEqual([]);
-    const strict = await withClient(t.config.databaseUrl as string, (c) =>
+    const strict = await withClient(t.config.database.databaseUrl as string, (c) =>
       new LedgerVerifier(c, CurrencyTable.of({ USDT: 6, BTC: 8, KWD: 2 })).verify(),
     );
     expect(strict.violations.filter((v) => v.check === 'amount_precision').map((v) => v.subject)).toEqual(

@@ -1,8 +1,11 @@
 import { Injectable, Module } from '@nestjs/common';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { partnerExtension } from '../../examples/partner-module/extension.js';
-import { PartnerModule } from '../../examples/partner-module/partner.module.js';
-import { AppModule, loadConfig, SettlementHook } from '../../src/extensions.js';
+import { PARTNER_CONFIG } from '../../examples/partner-module/partner.config.js';
+import { PartnerTablePublisher } from '../../examples/partner-module/partner-table.publisher.js';
+import { PartnerTableWalletConnector } from '../../examples/partner-module/partner-table-wallet.connector.js';
+import { WALLET_CONFIG } from '../../src/wallet/wallet.config.js';
+import { AppModule, loadConfig, SettlementHook, WalletConnector } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
 import {
   attemptsWritten,
@@ -60,9 +63,14 @@ describe('the example partner module, given to AppModule.forRoot', () => {
       'partner_wallet.balances',
       'partner_wallet.transactions',
     ]);
-    expect(t.config.extensionSettings).toEqual([
+    expect(t.config.extensions.settings).toEqual([
       { name: 'partner', settings: ['PARTNER_POINTS_PER_UNIT=2'] },
     ]);
+  });
+
+  it('provides its configuration slice under its fragment token, as ours are under theirs', () => {
+    expect(t.app.get(PARTNER_CONFIG)).toEqual({ pointsPerUnit: 2 });
+    expect(t.app.get(WALLET_CONFIG)).toBe(t.config.wallet);
   });
 
   const points = async (account: string) =>
@@ -247,12 +255,21 @@ describe('a hook that awaits past the deadline', () => {
   });
 });
 
+/**
+ * The example's wallet connector and event publisher in a bare module: their names, without the
+ * entry's settings (the example's hook, which injects its slice of them, needs its entry).
+ */
+@Module({
+  providers: [{ provide: WalletConnector, useClass: PartnerTableWalletConnector }, PartnerTablePublisher],
+})
+class PartnerNamesModule {}
+
 // New-user report 2, finding 6: with extension modules a name is known only once Nest has created
 // the providers, so an unknown one stops the start there, listing the built-in and found names.
 describe('an unknown name with extension modules', () => {
   it('stops the start with the names of the built-in and the registered connectors and publishers', async () => {
     const failure = (env: Record<string, string>) =>
-      createTestApp(env, { extensions: [PartnerModule] }).then(
+      createTestApp(env, { extensions: [PartnerNamesModule] }).then(
         async (t) => {
           await t.close();
           return 'started';

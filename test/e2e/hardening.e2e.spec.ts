@@ -48,7 +48,7 @@ describe('hardening fixes (CONTRACT §3–§8, §10)', () => {
   // its own pool, and nothing came at connection start (docs/production.md#pgbouncer).
   describe('session timeouts survive the start-up migrations', () => {
     it('every pooled connection runs its transactions under lock_timeout 3s and statement_timeout 5s, its session untouched', async () => {
-      const n = t.config.dbPoolSize;
+      const n = t.config.database.dbPoolSize;
       let arrived = 0;
       let all: () => void = () => undefined;
       const together = new Promise<void>((ok) => (all = ok));

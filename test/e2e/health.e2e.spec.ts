@@ -56,7 +56,7 @@ describe('health probes', () => {
   });
 
   it('database refusing connections → readiness 503 (database down) within 2 s; back → 200', async () => {
-    await whileDatabaseDown(t.config.databaseUrl as string, async () => {
+    await whileDatabaseDown(t.config.database.databaseUrl as string, async () => {
       const started = Date.now();
       const res = await request(t.app.getHttpServer()).get('/health/ready');
       const elapsed = Date.now() - started;

@@ -584,7 +584,7 @@ describe('inbox mode (CALLBACK_MODE=inbox)', () => {
     await register(t.app, 'IB-9', 'ib-p1', '10.00');
     // Hold the coupon's row lock so the worker stops inside its transaction, then kill its connection.
     const locker = new pg.Client({
-      connectionString: t.config.databaseUrl,
+      connectionString: t.config.database.databaseUrl,
       application_name: 'ib-test-locker',
     });
     locker.on('error', () => undefined);
@@ -855,7 +855,7 @@ describe('inline mode with batches left in the inbox', () => {
 
   it('one new batch id with two bodies, one to this inline process (its transaction open) and one to an inbox replica: 200 and 409, never two 200s', async () => {
     expect((await deliver(t.app, batchOf('il4-a', { code: 'IL-4', status: 1 }))).status).toBe(200);
-    const replica = await startApp({ ...t.config, callbackMode: 'inbox' });
+    const replica = await startApp({ ...t.config, inbox: { ...t.config.inbox, callbackMode: 'inbox' } });
     const holder = await t.db.connect();
     try {
       // The inline delivery claims its batch id, then waits on the coupon row held here.

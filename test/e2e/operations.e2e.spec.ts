@@ -194,7 +194,7 @@ describe('operations: metrics, logs, delivery audit', () => {
 
   it('logs of a delivery failing on a database outage: every line (errors included) carries its request id and batchId, one failed summary', async () => {
     lines.length = 0;
-    const res = await whileDatabaseDown(t.config.databaseUrl as string, () =>
+    const res = await whileDatabaseDown(t.config.database.databaseUrl as string, () =>
       deliver(t.app, batchOf('log-batch-503', { code: 'LOG-503', status: 1 }), {
         headers: { 'x-request-id': 'log-req-503' },
       }),

@@ -129,7 +129,7 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
   // server connections. Twenty start-up checks under such a load must all refuse.
   it('the start-up check refuses an undeclared pooler every time while other clients load it', async () => {
     t = await createTestApp(walletEnv());
-    const directUrl = t.config.databaseDirectUrl!;
+    const directUrl = t.config.database.databaseDirectUrl!;
     const through = new DataSource(buildDataSourceOptions(pooled(directUrl).DATABASE_URL, undefined, 4));
     const direct = new DataSource(buildDataSourceOptions(directUrl, undefined, 4));
     await through.initialize();
@@ -167,7 +167,7 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
 
   it('inline callback, registrations, deposits, wallet outbox, retention and reconciliation runs', async () => {
     t = await createTestApp(walletEnv());
-    expect(t.config.databasePooled).toBe(true);
+    expect(t.config.database.databasePooled).toBe(true);
     for (const account of ['leak-p0', 'leak-p1', 'leak-p2']) await deposit(t.app, account, '100.00');
     // Concurrent registrations and callbacks: unrelated clients share the 2 server connections.
     await Promise.all(
@@ -220,5 +220,5 @@ pgbouncer('through PgBouncer (transaction mode, 2 server connections): nothing l
 
 /** The app's direct URL (`DATABASE_DIRECT_URL`: the test database itself). */
 function directUrlOf(t: TestContext): string {
-  return t.config.databaseDirectUrl as string;
+  return t.config.database.databaseDirectUrl as string;
 }

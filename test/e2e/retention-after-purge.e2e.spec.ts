@@ -76,7 +76,7 @@ describe('after a purge (the retention job in the app)', () => {
     // The ledger verifies clean: the expired snapshot and attempts are no violation.
     const client = await t.db.connect();
     try {
-      const report = await new LedgerVerifier(client, t.config.currencies).verify();
+      const report = await new LedgerVerifier(client, t.config.money.currencies).verify();
       expect(report.violations).toEqual([]);
       expect(report.ok).toBe(true);
     } finally {

@@ -303,7 +303,7 @@ describe('Tx: generic plans for the statements that ask for them (Statement.gene
     );
     // Through PgBouncer (DATABASE_POOLED=1, docs/production.md#pgbouncer) statements go unnamed:
     // nothing prepared, nothing planned generic.
-    const pooled = t.config.databasePooled;
+    const pooled = t.config.database.databasePooled;
     expect(generic.rows).toEqual([{ mode: pooled ? 'auto' : 'force_generic_plan', n: 7 }]);
     expect(plain.rows).toEqual([{ mode: 'auto' }]);
     expect(plans.rows).toEqual(pooled ? [] : [{ generic: 1, custom: 0 }]);

@@ -16,6 +16,9 @@ import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } 
 import { eventually, sleep } from '../support/wait.js';
 import { fetchRead } from '../support/http.js';
 
+/** The defaults, for the wallet's destination (its tables and statements). */
+const CONFIG = loadConfig(REQUIRED_ENV);
+
 // docs/wallet.md: the outbox must survive what a connector and an operator can do to it. A
 // connector is the partner's code: it may throw, answer garbage or never answer; every attempt is
 // still recorded and the row delivered once the connector behaves. Operator actions race the
@@ -667,7 +670,7 @@ describe('the claim with a long backlog in one account (docs/wallet.md, "Claim c
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
   const claim = new OutboxRepository(
-    walletDestination(loadConfig(REQUIRED_ENV)),
+    walletDestination(CONFIG.wallet, CONFIG.money.currencies),
     new CouponRepository(),
   ).claimStatement(20_000, 1);
 
@@ -798,7 +801,7 @@ describe('the record of a claim planned while the outbox was empty, run on a bac
   let db: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
   const repository = new OutboxRepository(
-    walletDestination(loadConfig(REQUIRED_ENV)),
+    walletDestination(CONFIG.wallet, CONFIG.money.currencies),
     new CouponRepository(),
   );
 

@@ -207,7 +207,7 @@ describe('wallet:reconcile compares transactions by id (issue 29)', () => {
           await allDelivered('r-d', 3);
           return walletExport(wallet.url, 2000);
         },
-        (amount, currency) => t.config.currencies.format(amount.toFixed(), currency),
+        (amount, currency) => t.config.money.currencies.format(amount.toFixed(), currency),
       ),
     );
     expect(report.differences).toEqual([]);

@@ -399,7 +399,7 @@ describe('wallet outbox and HTTP connector (issue 15)', () => {
     const client = await t.db.connect();
     try {
       const format = (amount: { toFixed: () => string }, currency: string) =>
-        t.config.currencies.format(amount.toFixed(), currency);
+        t.config.money.currencies.format(amount.toFixed(), currency);
       const ledger = await pushedOperations(client);
       const exported = await walletExport(wallet.url, 2000);
       const clean = reconcileWallet(ledger, exported, format);

@@ -342,7 +342,7 @@ describe('hostile callback bodies (CONTRACT §3, §5, §8)', () => {
     process.stdout.write(`hostile mutations: ${JSON.stringify({ seed: SEED, refused, accepted })}\n`);
     expect(refused).toBeGreaterThan(NUM_RUNS / 2);
     // What was accepted was a valid batch: the ledger is still consistent.
-    expect((await verifyLedger(t.config.databaseUrl as string)).violations).toEqual([]);
+    expect((await verifyLedger(t.config.database.databaseUrl as string)).violations).toEqual([]);
   }, 600_000);
 
   /** Receiver transactions open right now (the pool's idle connections have none). */

@@ -94,7 +94,7 @@ describe('ledger:verify (CONTRACT §7)', () => {
   beforeAll(async () => {
     requireBuild();
     t = await createTestApp();
-    url = t.config.databaseUrl as string;
+    url = t.config.database.databaseUrl as string;
     forger = new pg.Client({ connectionString: url });
     await forger.connect();
     await deposit(t.app, 'p-ver', '100.00');
@@ -299,7 +299,7 @@ describe('ledger:verify in inbox mode (CALLBACK_MODE=inbox)', () => {
       { intervalMs: 100 },
     );
     expect(await balance(t.app, 'p-inbox')).toBe('24.00');
-    const report = await verifyLedger(t.config.databaseUrl as string);
+    const report = await verifyLedger(t.config.database.databaseUrl as string);
     expect(report.violations).toEqual([]);
     expect(report.summary.batches).toBe(2);
   });

@@ -32,6 +32,7 @@ import type { Receiver, SuiteDatabase } from './support/receiver.js';
 // `acme.…`; `npm run migration:run` of the checkout reads it with RECEIVER_EXTENSIONS), an entity
 // and settings (validated at start: a bad one stops it naming the variable; listed in the start
 // line, the token masked), and declares its names (a typo stops the start before the database).
+// Its hook injects its own slice of the configuration by its fragment's token, never the whole.
 
 const ROOT = process.cwd();
 const [PORT] = portRange(98, 1);
@@ -65,16 +66,28 @@ function documentedTsconfig(page = readFileSync(join(ROOT, 'docs/extending.md'),
   return block[1].replace(/^ {3}/gm, '');
 }
 
+/** Its settings: a configuration fragment, whose slice its hook injects by the fragment's token. */
+const CONFIG = `import { configFragment, Joi } from 'sportapi-settlement-receiver/extensions';
+
+export interface AcmeConfig {
+  bonusPoints: number;
+}
+
+export const acmeConfig = configFragment('acme', {
+  schema: {
+    ACME_BONUS_POINTS: Joi.number().integer().min(1).default(1),
+    ACME_API_TOKEN: Joi.string().min(8).required(),
+  },
+  build: (v): AcmeConfig => ({ bonusPoints: v.ACME_BONUS_POINTS as number }),
+});
+
+export const ACME_CONFIG = acmeConfig.token;
+`;
+
 const MODULE = `import { appendFileSync } from 'node:fs';
 import { Inject, Injectable, Module } from '@nestjs/common';
-import {
-  APP_CONFIG,
-  EventPublisher,
-  SettlementHook,
-  WalletConnector,
-} from 'sportapi-settlement-receiver/extensions';
+import { EventPublisher, SettlementHook, WalletConnector } from 'sportapi-settlement-receiver/extensions';
 import type {
-  AppConfig,
   CouponTransition,
   SettlementHookContext,
   OutboxDelivery,
@@ -82,6 +95,8 @@ import type {
   WalletDelivery,
   WalletDeliveryRequest,
 } from 'sportapi-settlement-receiver/extensions';
+import { ACME_CONFIG } from './config.js';
+import type { AcmeConfig } from './config.js';
 
 const note = (line: string) => appendFileSync(process.env.ACME_LOG ?? 'acme.log', line + '\\n');
 
@@ -97,7 +112,7 @@ export class AcmeWallet extends WalletConnector {
 @Injectable()
 export class AcmeHook extends SettlementHook {
   readonly name = 'acme-hook';
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig & { acme: { bonusPoints: number } }) {
+  constructor(@Inject(ACME_CONFIG) private readonly config: AcmeConfig) {
     super();
   }
   async onTransition(t: CouponTransition, context: SettlementHookContext): Promise<void> {
@@ -105,7 +120,7 @@ export class AcmeHook extends SettlementHook {
     const { rows } = await context.tx.query<{ n: number }>('SELECT count(*)::int AS n FROM acme.bonus');
     context.write({
       text: 'INSERT INTO acme.bonus (coupon_code, points, seen) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
-      values: [t.couponCode, this.config.acme.bonusPoints, rows[0].n],
+      values: [t.couponCode, this.config.bonusPoints, rows[0].n],
     });
   }
 }
@@ -149,8 +164,9 @@ export const acmeSchema = { name: 'acme', migrations: [AcmeBonus1796800000000], 
 export const extensions = [acmeSchema];
 `;
 
-const MAIN = `import { configFragment, defineExtension, Joi, main } from 'sportapi-settlement-receiver/extensions';
+const MAIN = `import { defineExtension, main } from 'sportapi-settlement-receiver/extensions';
 import { AcmeModule } from './acme.module.js';
+import { acmeConfig } from './config.js';
 import { acmeSchema } from './schema.js';
 
 main({
@@ -158,13 +174,7 @@ main({
     defineExtension({
       ...acmeSchema,
       module: AcmeModule,
-      config: configFragment({
-        schema: {
-          ACME_BONUS_POINTS: Joi.number().integer().min(1).default(1),
-          ACME_API_TOKEN: Joi.string().min(8).required(),
-        },
-        build: (v) => ({ acme: { bonusPoints: v.ACME_BONUS_POINTS as number } }),
-      }),
+      config: acmeConfig,
       walletConnectors: ['acme-wallet'],
       eventPublishers: ['acme-pub'],
     }),
@@ -182,6 +192,7 @@ describe("a bookmaker's module in its own package, outside this repository", () 
     writeFileSync(join(dir, 'package.json'), JSON.stringify(PACKAGE, null, 2));
     writeFileSync(join(dir, 'tsconfig.json'), documentedTsconfig());
     mkdirSync(join(dir, 'src'));
+    writeFileSync(join(dir, 'src/config.ts'), CONFIG);
     writeFileSync(join(dir, 'src/acme.module.ts'), MODULE);
     writeFileSync(join(dir, 'src/main.ts'), MAIN);
     writeFileSync(join(dir, 'src/schema.ts'), SCHEMA);

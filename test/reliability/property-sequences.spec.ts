@@ -358,7 +358,7 @@ describe('property-based delivery sequences against the model (CONTRACT §6, §7
         }
         const acct = (await ops(t.app).get(`/accounts/${account}`)).body;
         expect(acct.balance).toBe(formatUnits(expectedBalance, SCALE, minorUnits));
-        const report = await verifyLedger(t.config.databaseUrl as string, CURRENCY_TABLE);
+        const report = await verifyLedger(t.config.database.databaseUrl as string, CURRENCY_TABLE);
         stats.violations += report.violations.length;
         expect(report.violations).toEqual([]);
 

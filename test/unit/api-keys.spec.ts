@@ -10,7 +10,7 @@ import { REQUIRED_ENV, SECRET } from '../support/secrets.js';
 
 const hex = (s: string) => createHash('sha256').update(s).digest('hex');
 const keysOf = (OPS_API_KEYS: string) =>
-  loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }).opsApiKeys.map((k) => ({
+  loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }).auth.opsApiKeys.map((k) => ({
     name: k.name,
     scopes: k.scopes.join('+'),
     digest: k.digest.toString('hex'),
@@ -107,7 +107,7 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
 
   it('reads the failed-authentication limit and window', () => {
     const base = REQUIRED_ENV;
-    expect(loadConfig({ ...base, AUTH_FAILURE_LIMIT: '5', AUTH_FAILURE_WINDOW: '15m' })).toMatchObject({
+    expect(loadConfig({ ...base, AUTH_FAILURE_LIMIT: '5', AUTH_FAILURE_WINDOW: '15m' }).auth).toMatchObject({
       authFailureLimit: 5,
       authFailureWindowMs: 900_000,
     });
@@ -123,7 +123,7 @@ describe('OPS_API_KEYS: named, scoped, rotatable keys (CONTRACT §10)', () => {
     try {
       const start = (OPS_API_KEYS: string) =>
         new PartnerAuthenticator(
-          loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }),
+          loadConfig({ SPORTAPI_WEBHOOK_SECRETS: SECRET, OPS_API_KEYS }).auth,
         ).onModuleInit();
       start(`reader:read:${READER},cashier:money:sha256:${hex(CASHIER)}`);
       expect(warn.mock.calls).toEqual([]);

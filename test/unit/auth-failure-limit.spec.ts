@@ -36,7 +36,7 @@ describe('failed-authentication limit per client address', () => {
         OPS_API_KEYS: `reader:read:${GOOD}`,
         AUTH_FAILURE_LIMIT: '2',
         AUTH_FAILURE_WINDOW: '30s',
-      }),
+      }).auth,
     );
   });
   afterEach(() => {
@@ -106,9 +106,9 @@ describe('TRUSTED_PROXIES', () => {
   const required = REQUIRED_ENV;
 
   it('lists addresses, CIDR blocks and proxy-addr’s names; unset trusts none', () => {
-    expect(loadConfig({ ...required }).trustedProxies).toEqual([]);
+    expect(loadConfig({ ...required }).http.trustedProxies).toEqual([]);
     expect(
-      loadConfig({ ...required, TRUSTED_PROXIES: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8,loopback' })
+      loadConfig({ ...required, TRUSTED_PROXIES: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8,loopback' }).http
         .trustedProxies,
     ).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8', 'loopback']);
   });

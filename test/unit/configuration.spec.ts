@@ -11,26 +11,25 @@ describe('loadConfig (validated at start-up)', () => {
   it('applies the defaults of CONTRACT §5 and §10', () => {
     const c = loadConfig(base);
     expect(c).toMatchObject({
-      port: 3000,
-      databaseUrl: undefined,
-      callbackPath: '/sportapi/callback',
-      signatureHeader: 'x-signature',
-      webhookSecrets: [SECRET],
-      opsApiKeys: [{ name: 'key-1', scopes: ALL_SCOPES, digest: sha256(OPS_KEY), legacy: true }],
-      authFailureLimit: 10,
-      authFailureWindowMs: 60_000,
-      bodyLimitBytes: 2 * 1024 * 1024,
-      callbackDeadlineMs: 8000,
-      amountScale: 2,
-      statusMap: { 1: 'PENDING', 2: 'WIN', 3: 'REFUND', 4: 'LOSS', 15: 'RECALCULATION' },
+      http: { port: 3000, callbackPath: '/sportapi/callback', bodyLimitBytes: 2 * 1024 * 1024 },
+      database: { databaseUrl: undefined },
+      callback: { signatureHeader: 'x-signature', webhookSecrets: [SECRET] },
+      auth: {
+        opsApiKeys: [{ name: 'key-1', scopes: ALL_SCOPES, digest: sha256(OPS_KEY), legacy: true }],
+        authFailureLimit: 10,
+        authFailureWindowMs: 60_000,
+      },
+      transaction: { callbackDeadlineMs: 8000 },
+      money: { amountScale: 2 },
+      settlement: { statusMap: { 1: 'PENDING', 2: 'WIN', 3: 'REFUND', 4: 'LOSS', 15: 'RECALCULATION' } },
     });
-    expect(c.statementTimeoutMs).toBeLessThan(c.callbackDeadlineMs);
-    expect(c.lockTimeoutMs).toBeLessThan(c.callbackDeadlineMs);
+    expect(c.database.statementTimeoutMs).toBeLessThan(c.transaction.callbackDeadlineMs);
+    expect(c.database.lockTimeoutMs).toBeLessThan(c.transaction.callbackDeadlineMs);
   });
 
   it('bounds the heap growth by default (HEAP_GROWING_PERCENT 100; 0 keeps V8 own factor)', () => {
-    expect(loadConfig(base).heapGrowingPercent).toBe(100);
-    expect(loadConfig({ ...base, HEAP_GROWING_PERCENT: '0' }).heapGrowingPercent).toBe(0);
+    expect(loadConfig(base).runtime.heapGrowingPercent).toBe(100);
+    expect(loadConfig({ ...base, HEAP_GROWING_PERCENT: '0' }).runtime.heapGrowingPercent).toBe(0);
     expect(() => loadConfig({ ...base, HEAP_GROWING_PERCENT: '-1' })).toThrow(/HEAP_GROWING_PERCENT/);
     expect(() => loadConfig({ ...base, HEAP_GROWING_PERCENT: '301' })).toThrow(/HEAP_GROWING_PERCENT/);
   });
@@ -43,8 +42,8 @@ describe('loadConfig (validated at start-up)', () => {
       'bare-ops-key-yyyy',
     ];
     const c = loadConfig({ SPORTAPI_WEBHOOK_SECRETS: ` ${a} , ${b} ,`, OPS_API_KEYS: `${x},${y}` });
-    expect(c.webhookSecrets).toEqual([a, b]);
-    expect(c.opsApiKeys).toEqual([
+    expect(c.callback.webhookSecrets).toEqual([a, b]);
+    expect(c.auth.opsApiKeys).toEqual([
       { name: 'key-1', scopes: ALL_SCOPES, digest: sha256(x), legacy: true },
       { name: 'key-2', scopes: ALL_SCOPES, digest: sha256(y), legacy: true },
     ]);
@@ -96,7 +95,7 @@ describe('loadConfig (validated at start-up)', () => {
   });
 
   it('defaults to inline mode; reads the inbox settings', () => {
-    expect(loadConfig(base)).toMatchObject({
+    expect(loadConfig(base).inbox).toMatchObject({
       callbackMode: 'inline',
       inboxPollIntervalMs: 500,
       inboxConcurrency: 8,
@@ -113,7 +112,7 @@ describe('loadConfig (validated at start-up)', () => {
         INBOX_MAX_ATTEMPTS: '5',
         INBOX_RETRY_BASE_MS: '200',
         INBOX_RETRY_MAX_MS: '60000',
-      }),
+      }).inbox,
     ).toMatchObject({
       callbackMode: 'inbox',
       inboxPollIntervalMs: 250,
@@ -125,7 +124,9 @@ describe('loadConfig (validated at start-up)', () => {
   });
 
   it('reads a configured status map', () => {
-    expect(loadConfig({ ...base, STATUS_MAP: '1:PENDING, 7:WIN, 15:RECALCULATION' }).statusMap).toEqual({
+    expect(
+      loadConfig({ ...base, STATUS_MAP: '1:PENDING, 7:WIN, 15:RECALCULATION' }).settlement.statusMap,
+    ).toEqual({
       1: 'PENDING',
       7: 'WIN',
       15: 'RECALCULATION',

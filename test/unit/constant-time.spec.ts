@@ -51,7 +51,7 @@ describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
       loadConfig({
         SPORTAPI_WEBHOOK_SECRETS: 'test-webhook-secret-1',
         OPS_API_KEYS: `bare-key-one-0123,two:read:${plain},three:money:sha256:${createHash('sha256').update(hashed).digest('hex')}`,
-      }),
+      }).auth,
     );
     const req = (authorization: string) =>
       ({ headers: { authorization }, socket: { remoteAddress: '127.0.0.1' } }) as never;

@@ -6,7 +6,7 @@ import {
 } from '../../src/common/currency.js';
 import { fractionDigits, formatAmount, parseAmount } from '../../src/common/money.js';
 import { loadConfig } from '../../src/app.config.js';
-import { loadCurrencyTable } from '../../src/config/configuration.js';
+import { loadCurrencyTable } from '../../src/ledger/money.config.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Minor units per currency (CONTRACT §3 "at most the currency's minor-unit digits"): ISO 4217 by
@@ -45,7 +45,7 @@ describe('ISO 4217 minor units (currency-codes)', () => {
 
 describe('CurrencyTable', () => {
   it('defaults: every ISO currency allowed, the largest precision 4 (CLF, UYW)', () => {
-    const t = loadConfig(base).currencies;
+    const t = loadConfig(base).money.currencies;
     expect([t.isAllowed('EUR'), t.isAllowed('JPY'), t.isAllowed('USDT'), t.isAllowed('XAU')]).toEqual([
       true,
       true,
@@ -61,7 +61,7 @@ describe('CurrencyTable', () => {
       ...crypto,
       CURRENCY_MINOR_UNITS: 'USDT:6, BTC:8,JPY:0,HUF:0',
       CURRENCIES: 'EUR,JPY,KWD',
-    }).currencies;
+    }).money.currencies;
     expect(t.allowedCodes()).toEqual(['EUR', 'JPY', 'KWD']);
     expect(t.maxMinorUnits).toBe(3);
     expect([t.minorUnits('HUF'), t.minorUnits('BTC'), t.isAllowed('BTC'), t.isAllowed('USD')]).toEqual([
@@ -70,8 +70,8 @@ describe('CurrencyTable', () => {
       false,
       false,
     ]);
-    expect(loadConfig(crypto).currencies.maxMinorUnits).toBe(8);
-    expect(loadConfig({ ...crypto, CURRENCIES: 'JPY' }).currencies.maxMinorUnits).toBe(0);
+    expect(loadConfig(crypto).money.currencies.maxMinorUnits).toBe(8);
+    expect(loadConfig({ ...crypto, CURRENCIES: 'JPY' }).money.currencies.maxMinorUnits).toBe(0);
   });
 
   it.each([
@@ -87,13 +87,13 @@ describe('CurrencyTable', () => {
     ['BTC', '0.00012345', true, '0.00012345'],
     ['BTC', '0.12345000', true, '0.12345000'],
   ])('%s %s fits: %s, shown as %s (never rounded)', (code, amount, fits, shown) => {
-    const t = loadConfig(crypto).currencies;
+    const t = loadConfig(crypto).money.currencies;
     expect(t.fits(amount, code)).toBe(fits);
     expect(t.format(amount, code)).toBe(shown);
   });
 
   it('shows an unallocated coupon amount (no currency) with 2 digits or more', () => {
-    const t = loadConfig(base).currencies;
+    const t = loadConfig(base).money.currencies;
     expect(t.format('185.50000000', null)).toBe('185.50');
     expect(t.format('0.00012345', null)).toBe('0.00012345');
   });
@@ -115,8 +115,8 @@ describe('CurrencyTable', () => {
   });
 
   it('AMOUNT_SCALE is a deprecated alias: a warning, and only the digits of an unknown stored currency', () => {
-    expect(loadConfig(base).warnings).toEqual([]);
-    const c = loadConfig({ ...base, AMOUNT_SCALE: '0' });
+    expect(loadConfig(base).money.warnings).toEqual([]);
+    const c = loadConfig({ ...base, AMOUNT_SCALE: '0' }).money;
     expect(c.warnings).toEqual([expect.stringMatching(/^AMOUNT_SCALE is deprecated/)]);
     expect([c.amountScale, c.currencies.minorUnits('EUR'), c.currencies.minorUnits('ABC')]).toEqual([
       0, 2, 0,

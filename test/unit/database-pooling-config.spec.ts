@@ -7,7 +7,7 @@ const base = REQUIRED_ENV;
 
 describe('DATABASE_POOLED and DATABASE_DIRECT_URL (start-up check of the configuration)', () => {
   it('not pooled, no direct URL by default', () => {
-    expect(loadConfig(base)).toMatchObject({ databasePooled: false, databaseDirectUrl: undefined });
+    expect(loadConfig(base).database).toMatchObject({ databasePooled: false, databaseDirectUrl: undefined });
   });
 
   it('pooled with a direct URL', () => {
@@ -17,7 +17,7 @@ describe('DATABASE_POOLED and DATABASE_DIRECT_URL (start-up check of the configu
       DATABASE_POOLED: '1',
       DATABASE_DIRECT_URL: 'postgres://app@postgres:5432/settlement',
     });
-    expect(c).toMatchObject({
+    expect(c.database).toMatchObject({
       databaseUrl: 'postgres://app@pgbouncer:6432/settlement',
       databasePooled: true,
       databaseDirectUrl: 'postgres://app@postgres:5432/settlement',

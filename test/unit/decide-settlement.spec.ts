@@ -13,7 +13,7 @@ import {
   TransitionName as T,
 } from '../../src/settlement/rules/settlement.types.js';
 import { StatusMap } from '../../src/settlement/rules/status-map.js';
-import { DEFAULT_STATUS_MAP } from '../../src/config/configuration.js';
+import { DEFAULT_STATUS_MAP } from '../../src/settlement/settlement.config.js';
 
 const S = (over: Partial<CouponSettlementState> = {}): CouponSettlementState => ({
   ...INITIAL_SETTLEMENT_STATE,

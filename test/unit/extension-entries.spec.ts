@@ -69,24 +69,24 @@ describe('loadConfig with extension entries (their settings)', () => {
   const acme = defineExtension({
     name: 'acme-bonus',
     module: EmptyModule,
-    config: configFragment({
+    config: configFragment('acme-bonus', {
       schema: {
         ACME_BONUS_RATE: Joi.number().min(0).max(1).default(0.1),
         ACME_BONUS_API_KEY: Joi.string().min(8),
         ACME_BONUS_PASSPHRASE: Joi.string(),
       },
-      build: (v) => ({ acmeBonus: { rate: v.ACME_BONUS_RATE as number } }),
+      build: (v) => ({ rate: v.ACME_BONUS_RATE as number }),
     }),
     secrets: ['ACME_BONUS_PASSPHRASE'],
   });
 
-  it("adds the extension's fields and lists its settings, secrets masked", () => {
+  it("keeps the extension's slice under its name and lists its settings, secrets masked", () => {
     const config = loadConfig(
       { ...REQUIRED_ENV, ACME_BONUS_API_KEY: 'k3y-0123456789', ACME_BONUS_PASSPHRASE: 'open sesame' },
       [acme],
     );
-    expect((config as unknown as { acmeBonus: unknown }).acmeBonus).toEqual({ rate: 0.1 });
-    expect(describeExtensions(config.extensionSettings)).toBe(
+    expect(config.extensions.slices['acme-bonus']).toEqual({ rate: 0.1 });
+    expect(describeExtensions(config.extensions.settings)).toBe(
       'extensions: acme-bonus (ACME_BONUS_RATE=0.1, ACME_BONUS_API_KEY=***, ACME_BONUS_PASSPHRASE=***)',
     );
   });
@@ -106,7 +106,7 @@ describe('loadConfig with extension entries (their settings)', () => {
     const bad = defineExtension({
       name: 'acme',
       module: EmptyModule,
-      config: configFragment({
+      config: configFragment('acme', {
         schema: { BONUS_RATE: Joi.number(), ACME_X: Joi.string() },
         build: () => ({}),
       }),
@@ -114,7 +114,7 @@ describe('loadConfig with extension entries (their settings)', () => {
     const ours = defineExtension({
       name: 'wallet',
       module: EmptyModule,
-      config: configFragment({ schema: { WALLET_URL: Joi.string() }, build: () => ({}) }),
+      config: configFragment('wallet', { schema: { WALLET_URL: Joi.string() }, build: () => ({}) }),
     });
     expect(failure(() => loadConfig(REQUIRED_ENV, [bad, ours]))).toBe(
       "Invalid extensions:\n  - extension 'acme': BONUS_RATE must be named ACME_…\n  - extension 'wallet': WALLET_URL is a variable of the receiver",

@@ -8,9 +8,9 @@ describe('METRICS_ALLOWED_NETWORKS', () => {
   const required = REQUIRED_ENV;
 
   it('parses addresses and CIDR blocks, IPv4 and IPv6; unset allows none', () => {
-    expect(loadConfig({ ...required }).metricsAllowedNetworks).toEqual([]);
+    expect(loadConfig({ ...required }).metrics.metricsAllowedNetworks).toEqual([]);
     expect(
-      loadConfig({ ...required, METRICS_ALLOWED_NETWORKS: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8' })
+      loadConfig({ ...required, METRICS_ALLOWED_NETWORKS: ' 10.0.0.0/8, 127.0.0.1 ,fd00::/8' }).metrics
         .metricsAllowedNetworks,
     ).toEqual(['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
   });

@@ -1,7 +1,7 @@
 import { Type } from 'class-transformer';
 import { IsArray, IsString, ValidateNested } from 'class-validator';
 import { parsePartnerBody } from '../../src/common/partner-body.js';
-import { loadCurrencyTable } from '../../src/config/configuration.js';
+import { loadCurrencyTable } from '../../src/ledger/money.config.js';
 import { DomainException } from '../../src/common/domain.exception.js';
 import { CurrencyValidationPipe } from '../../src/common/validation.js';
 

@@ -1,6 +1,6 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { request } from 'undici';
-import type { AppConfig } from '../../src/config/configuration.js';
+import type { WalletConfig } from '../../src/wallet/wallet.config.js';
 import {
   HttpWalletConnector,
   outcomeOfStatus,
@@ -406,10 +406,12 @@ describe('permanentFailure: errors no retry can fix park at once', () => {
   });
 
   it('the HTTP connector answers refused (parked at once) when undici will not send the request', async () => {
-    // Only the wallet settings are read by the connector.
+    // Only the wallet's slice is given to the connector, of which it reads these.
     const config = {
-      wallet: { url: 'http://127.0.0.1:9', secret: 'unit-wallet-secret', timeoutMs: 1000 },
-    } as unknown as AppConfig;
+      url: 'http://127.0.0.1:9',
+      secret: 'unit-wallet-secret',
+      timeoutMs: 1000,
+    } as unknown as WalletConfig;
     const connector = new HttpWalletConnector(config);
     try {
       const transaction = walletTransactionOf(

@@ -5,8 +5,8 @@ import { connect, headers } from '@nats-io/transport-node';
 import type { MsgHdrs } from '@nats-io/transport-node';
 import { traceContextHeaders } from '../../observability/tracing.js';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
+import { EVENTS_CONFIG } from '../events.config.js';
+import type { EventsConfig } from '../events.config.js';
 import { excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
@@ -25,14 +25,14 @@ import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publish
 export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
   readonly name = 'nats';
   private readonly logger = new Logger('NatsPublisher');
-  private readonly settings: AppConfig['events']['nats'];
+  private readonly settings: EventsConfig['nats'];
   private readonly timeoutMs: number;
   private client: Promise<{ connection: NatsConnection; js: JetStreamClient }> | undefined;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(EVENTS_CONFIG) config: EventsConfig) {
     super();
-    this.settings = config.events.nats;
-    this.timeoutMs = config.events.timeoutMs;
+    this.settings = config.nats;
+    this.timeoutMs = config.timeoutMs;
   }
 
   /** The subject of an event: `<prefix>.operation.<type>`. */

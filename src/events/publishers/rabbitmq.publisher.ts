@@ -2,8 +2,8 @@ import { traceContextHeaders } from '../../observability/tracing.js';
 import { Inject, Injectable, Logger, Module, OnModuleDestroy } from '@nestjs/common';
 import amqp from 'amqplib';
 import type { ChannelModel, ConfirmChannel } from 'amqplib';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
+import { EVENTS_CONFIG } from '../events.config.js';
+import type { EventsConfig } from '../events.config.js';
 import { excerpt } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
@@ -32,11 +32,11 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
   private channel: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
   private closing = false;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(EVENTS_CONFIG) config: EventsConfig) {
     super();
-    this.url = config.events.rabbitmq.url;
-    this.exchange = config.events.rabbitmq.exchange;
-    this.connectTimeoutMs = config.events.timeoutMs;
+    this.url = config.rabbitmq.url;
+    this.exchange = config.rabbitmq.exchange;
+    this.connectTimeoutMs = config.timeoutMs;
   }
 
   async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {

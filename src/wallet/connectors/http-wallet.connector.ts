@@ -2,8 +2,8 @@ import { traceContextHeaders } from '../../observability/tracing.js';
 import { createHmac } from 'node:crypto';
 import { Inject, Injectable, Module, OnModuleDestroy } from '@nestjs/common';
 import { Agent, request } from 'undici';
-import { APP_CONFIG } from '../../config/configuration.js';
-import type { AppConfig } from '../../config/configuration.js';
+import { WALLET_CONFIG } from '../wallet.config.js';
+import type { WalletConfig } from '../wallet.config.js';
 import { ANSWER_EXCERPT_CHARS, excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import {
   WalletBatchRequest,
@@ -185,9 +185,9 @@ export class HttpWalletConnector extends WalletConnector implements OnModuleDest
   private readonly url: string;
   private readonly secret: string;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(@Inject(WALLET_CONFIG) config: WalletConfig) {
     super();
-    const { url, secret, timeoutMs } = config.wallet;
+    const { url, secret, timeoutMs } = config;
     if (!url || !secret) throw new Error('the http wallet connector needs WALLET_URL and WALLET_SECRET');
     this.url = `${url}/transactions`;
     this.secret = secret;
