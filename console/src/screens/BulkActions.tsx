@@ -1,23 +1,22 @@
 import { useState } from 'react';
 import type { ReactNode } from 'react';
 import { Link, useLocation } from 'wouter';
-import { api, ApiError, asApiError, query } from '../api';
+import { api, ApiError, asApiError } from '../api';
 import {
   Action,
   Badge,
   ErrorNote,
   Facts,
-  Field,
-  Loading,
-  Pager,
+  Form,
+  PagedTable,
   Screen,
   ScopedButton,
-  Table,
+  Tabs,
+  TextField,
   Time,
   toneOf,
-  usePager,
+  usePagedGet,
 } from '../components';
-import { useGet } from '../session';
 import type { BulkAction, BulkActionPage, BulkDetail, BulkKind, BulkPlan } from '../types';
 
 const KIND_TEXT: Record<BulkKind, string> = {
@@ -27,7 +26,7 @@ const KIND_TEXT: Record<BulkKind, string> = {
 };
 
 /** The screen of a bulk action's target row. */
-const targetHref = (kind: string, id: string) =>
+const targetHref = (kind: BulkKind | undefined, id: string) =>
   kind === 'quarantine_replay' ? `/quarantine/${id}` : `/wallet/outbox/${id}`;
 
 /**
@@ -75,11 +74,15 @@ export function BulkPanel(props: {
   return (
     <section className="bulk" aria-label={props.title}>
       <h2>{props.title}</h2>
-      <form className="form" onSubmit={(e) => e.preventDefault()}>
+      <Form>
         {props.fields}
-        <Field label="Cap (rows at most)" hint="1..10000; default 1000">
-          {(id) => <input id={id} inputMode="numeric" value={cap} onChange={(e) => setCap(e.target.value)} />}
-        </Field>
+        <TextField
+          label="Cap (rows at most)"
+          hint="1..10000; default 1000"
+          inputMode="numeric"
+          value={cap}
+          onChange={setCap}
+        />
         <ScopedButton scope="operate" label="Count matching rows" onClick={() => void count()} />
         <ErrorNote error={planError} />
         {planned && (
@@ -89,9 +92,12 @@ export function BulkPanel(props: {
             {planned.sample.length > 0 && <> (first: {planned.sample.join(', ')})</>}.
           </p>
         )}
-        <Field label="Reason" hint="recorded with your key on the bulk action and every row">
-          {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value)} />}
-        </Field>
+        <TextField
+          label="Reason"
+          hint="recorded with your key on the bulk action and every row"
+          value={reason}
+          onChange={setReason}
+        />
         <Action
           label={`Run: ${KIND_TEXT[props.kind]}`}
           scope="operate"
@@ -120,7 +126,7 @@ export function BulkPanel(props: {
           }
           onDone={(answer) => navigate(`/bulk-actions/${(answer.body as BulkAction).id}`)}
         />
-      </form>
+      </Form>
     </section>
   );
 }
@@ -143,129 +149,109 @@ function Progress({ action }: { action: BulkAction }) {
 
 /** A bulk action: its progress (refreshed while it runs), every row's outcome, cancel. */
 export function BulkActionScreen({ id }: { id: string }) {
-  const pager = usePager();
   const [outcome, setOutcome] = useState('');
   const [running, setRunning] = useState(true);
-  const { data, error, loading, reload } = useGet<BulkDetail>(
-    `/bulk-actions/${id}${query({ outcome, cursor: pager.cursor, limit: 100 })}`,
-    running ? 1000 : undefined,
+  const action = usePagedGet<BulkDetail>(
+    `/bulk-actions/${id}`,
+    { outcome },
+    { limit: 100, everyMs: running ? 1000 : undefined },
   );
-  if (data && running && data.status !== 'running') setRunning(false);
+  if (action.data && running && action.data.status !== 'running') setRunning(false);
+  const kind = action.data?.kind;
   return (
     <Screen title={<>Bulk action {id}</>}>
-      <Loading loading={loading && !data} error={error} />
-      {data && (
-        <>
-          <Facts
-            rows={[
-              ['what', KIND_TEXT[data.kind] ?? data.kind],
-              ['status', <Badge text={data.status} tone={toneOf(data.status)} />],
-              ['filter', <code>{JSON.stringify(data.filter)}</code>],
-              ['reason', data.reason],
-              ['started by', data.actor],
-              ['cap', data.cap],
-              ['started', <Time at={data.createdAt} />],
-              ['finished', <Time at={data.finishedAt} />],
-              ['cancelled by', data.cancelledBy ?? '—'],
-            ]}
-          />
-          <Progress action={data} />
-          {data.status === 'running' && (
-            <Action
-              label="Cancel bulk action"
-              scope="operate"
-              danger
-              what={<p>Rows not run yet stay pending and are never run; a row in hand finishes first.</p>}
-              send={() => api(`/bulk-actions/${id}/cancel`, { method: 'POST', body: {} })}
-              onDone={reload}
+      <PagedTable
+        list={action}
+        above={(data) => (
+          <>
+            <Facts
+              rows={[
+                ['what', KIND_TEXT[data.kind] ?? data.kind],
+                ['status', <Badge text={data.status} tone={toneOf(data.status)} />],
+                ['filter', <code>{JSON.stringify(data.filter)}</code>],
+                ['reason', data.reason],
+                ['started by', data.actor],
+                ['cap', data.cap],
+                ['started', <Time at={data.createdAt} />],
+                ['finished', <Time at={data.finishedAt} />],
+                ['cancelled by', data.cancelledBy ?? '—'],
+              ]}
             />
-          )}
-          <div className="filters" role="group" aria-label="row outcome">
-            {['', 'done', 'skipped', 'failed', 'pending'].map((o) => (
-              <button
-                key={o}
-                type="button"
-                aria-pressed={outcome === o}
-                onClick={() => {
-                  pager.reset();
-                  setOutcome(o);
-                }}
-              >
-                {o || 'all rows'}
-              </button>
-            ))}
-          </div>
-          <Table
-            label="rows"
-            rows={data.items}
-            rowKey={(item) => item.seq}
-            columns={[
-              { header: '#', cell: (item) => item.seq },
-              {
-                header: 'row',
-                cell: (item) => <Link href={targetHref(data.kind, item.targetId)}>{item.targetId}</Link>,
-              },
-              {
-                header: 'outcome',
-                cell: (item) => <Badge text={item.outcome} tone={toneOf(item.outcome)} />,
-              },
-              { header: 'code', cell: (item) => item.code ?? '' },
-              { header: 'why', cell: (item) => item.message ?? '' },
-              { header: 'order kept per', cell: (item) => item.groupKeys?.join(', ') ?? '' },
-              { header: 'finished', cell: (item) => <Time at={item.finishedAt} /> },
-            ]}
-          />
-          <Pager pager={pager} nextCursor={data.nextCursor} />
-        </>
-      )}
+            <Progress action={data} />
+            {data.status === 'running' && (
+              <Action
+                label="Cancel bulk action"
+                scope="operate"
+                danger
+                what={<p>Rows not run yet stay pending and are never run; a row in hand finishes first.</p>}
+                send={() => api(`/bulk-actions/${id}/cancel`, { method: 'POST', body: {} })}
+                onDone={action.reload}
+              />
+            )}
+            <Tabs
+              label="row outcome"
+              value={outcome}
+              onChange={setOutcome}
+              options={[['', 'all rows'], 'done', 'skipped', 'failed', 'pending']}
+            />
+          </>
+        )}
+        label="rows"
+        rowKey={(item) => item.seq}
+        columns={[
+          { header: '#', cell: (item) => item.seq },
+          {
+            header: 'row',
+            cell: (item) => <Link href={targetHref(kind, item.targetId)}>{item.targetId}</Link>,
+          },
+          {
+            header: 'outcome',
+            cell: (item) => <Badge text={item.outcome} tone={toneOf(item.outcome)} />,
+          },
+          { header: 'code', cell: (item) => item.code ?? '' },
+          { header: 'why', cell: (item) => item.message ?? '' },
+          { header: 'order kept per', cell: (item) => item.groupKeys?.join(', ') ?? '' },
+          { header: 'finished', cell: (item) => <Time at={item.finishedAt} /> },
+        ]}
+      />
     </Screen>
   );
 }
 
 /** Every bulk action, newest first, with its progress. */
 export function BulkActionsScreen() {
-  const pager = usePager();
-  const { data, error, loading } = useGet<BulkActionPage>(
-    `/bulk-actions${query({ cursor: pager.cursor, limit: 50 })}`,
-    5000,
-  );
+  const actions = usePagedGet<BulkActionPage>('/bulk-actions', {}, { everyMs: 5000 });
   return (
     <Screen title="Bulk actions">
       <p className="muted">
         Start one from the <Link href="/quarantine">quarantine</Link> or the{' '}
         <Link href="/wallet">wallet outbox</Link>.
       </p>
-      <Loading loading={loading && !data} error={error} />
-      {data && (
-        <>
-          <Table
-            rows={data.items}
-            rowKey={(a) => a.id}
-            empty="No bulk action yet."
-            columns={[
-              {
-                header: 'id',
-                className: 'id',
-                cell: (a) => <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link>,
-              },
-              { header: 'what', cell: (a) => KIND_TEXT[a.kind] ?? a.kind },
-              { header: 'status', cell: (a) => <Badge text={a.status} tone={toneOf(a.status)} /> },
-              {
-                header: 'progress',
-                cell: (a) => (
-                  <>
-                    {a.done} done, {a.skipped} skipped, {a.failed} failed of {a.total}
-                  </>
-                ),
-              },
-              { header: 'reason', cell: (a) => a.reason },
-              { header: 'by', cell: (a) => a.actor },
-              { header: 'started', cell: (a) => <Time at={a.createdAt} /> },
-            ]}
-          />
-          <Pager pager={pager} nextCursor={data.nextCursor} />
-        </>
-      )}
+      <PagedTable
+        list={actions}
+        rowKey={(a) => a.id}
+        empty="No bulk action yet."
+        columns={[
+          {
+            header: 'id',
+            className: 'id',
+            cell: (a) => <Link href={`/bulk-actions/${a.id}`}>{a.id}</Link>,
+          },
+          { header: 'what', cell: (a) => KIND_TEXT[a.kind] ?? a.kind },
+          { header: 'status', cell: (a) => <Badge text={a.status} tone={toneOf(a.status)} /> },
+          {
+            header: 'progress',
+            cell: (a) => (
+              <>
+                {a.done} done, {a.skipped} skipped, {a.failed} failed of {a.total}
+              </>
+            ),
+          },
+          { header: 'reason', cell: (a) => a.reason },
+          { header: 'by', cell: (a) => a.actor },
+          { header: 'started', cell: (a) => <Time at={a.createdAt} /> },
+        ]}
+      />
     </Screen>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { Link, useLocation, useSearch } from 'wouter';
-import { api, query, seg } from '../api';
+import { api, seg } from '../api';
 import {
   Action,
   Amount,
@@ -8,20 +8,33 @@ import {
   Badge,
   CouponStatus,
   Facts,
-  Field,
+  Form,
   Json,
-  Loading,
-  Pager,
+  PagedTable,
+  RecordLink,
+  RecordScreen,
   Screen,
   Table,
+  Tabs,
+  TextField,
   Time,
   toneOf,
-  usePager,
+  usePagedGet,
 } from '../components';
 import { useGet, useSession } from '../session';
 import type { Coupon, CouponPage, Resolution, SnapshotPage } from '../types';
 
-const couponHref = (code: string) => `/coupons/${seg(code)}`;
+/** The coupons' tabs, and the list each opens. */
+const TABS = [
+  ['review', 'Needs review'],
+  ['unallocated', 'Unallocated'],
+  ['all', 'Not flagged'],
+] as const;
+const TAB_PATHS: Record<(typeof TABS)[number][0], string> = {
+  review: '/coupons?needsReview=true',
+  unallocated: '/coupons?unallocated=true',
+  all: '/coupons?needsReview=false',
+};
 
 /** Coupons, most recently changed first: the flagged and unallocated ones by default. */
 export function CouponsScreen() {
@@ -30,79 +43,44 @@ export function CouponsScreen() {
   const needsReview = params.get('needsReview') ?? (params.get('unallocated') ? '' : 'true');
   const unallocated = params.get('unallocated') ?? '';
   const reviewReason = params.get('reviewReason') ?? '';
-  const pager = usePager();
-  const path = `/coupons${query({ needsReview, unallocated, reviewReason, cursor: pager.cursor, limit: 50 })}`;
-  const { data, error, loading } = useGet<CouponPage>(path);
-  const show = (which: string) => {
-    pager.reset();
-    navigate(
-      which === 'review'
-        ? '/coupons?needsReview=true'
-        : which === 'unallocated'
-          ? '/coupons?unallocated=true'
-          : '/coupons?needsReview=false',
-    );
-  };
+  const coupons = usePagedGet<CouponPage>('/coupons', { needsReview, unallocated, reviewReason });
   const which = unallocated === 'true' ? 'unallocated' : needsReview === 'true' ? 'review' : 'all';
   return (
     <Screen title="Coupons">
-      <div className="filters" role="group" aria-label="which coupons">
-        {[
-          ['review', 'Needs review'],
-          ['unallocated', 'Unallocated'],
-          ['all', 'Not flagged'],
-        ].map(([value, label]) => (
-          <button key={value} type="button" aria-pressed={which === value} onClick={() => show(value)}>
-            {label}
-          </button>
-        ))}
+      <Tabs label="which coupons" value={which} onChange={(tab) => navigate(TAB_PATHS[tab])} options={TABS}>
         {reviewReason && (
           <span>
             reason <Badge text={reviewReason} /> <Link href="/coupons?needsReview=true">all reasons</Link>
           </span>
         )}
-      </div>
-      <Loading loading={loading} error={error} />
-      {data && (
-        <>
-          <Table
-            rows={data.items}
-            rowKey={(c) => c.coupon_code}
-            empty="No coupon here."
-            columns={[
-              {
-                header: 'coupon',
-                cell: (c) => <Link href={couponHref(c.coupon_code)}>{c.coupon_code}</Link>,
-              },
-              {
-                header: 'account',
-                cell: (c) =>
-                  c.accountId ? (
-                    <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
-                  ) : (
-                    'unallocated'
-                  ),
-              },
-              { header: 'stake', cell: (c) => <Amount value={c.stake} currency={c.currency} /> },
-              { header: 'status', cell: (c) => <CouponStatus status={c.status} /> },
-              { header: 'realWin', cell: (c) => <Amount value={c.realWin} currency={c.currency} /> },
-              {
-                header: 'flag',
-                cell: (c) =>
-                  c.needsReview ? (
-                    <Badge text={c.reviewReason ?? 'needs review'} tone="bad" />
-                  ) : c.unallocated ? (
-                    <Badge text="unallocated" tone="warn" />
-                  ) : (
-                    ''
-                  ),
-              },
-              { header: 'changed', cell: (c) => <Time at={c.updatedAt} /> },
-            ]}
-          />
-          <Pager pager={pager} nextCursor={data.nextCursor} />
-        </>
-      )}
+      </Tabs>
+      <PagedTable
+        list={coupons}
+        rowKey={(c) => c.coupon_code}
+        empty="No coupon here."
+        columns={[
+          { header: 'coupon', cell: (c) => <RecordLink to="coupons" id={c.coupon_code} /> },
+          {
+            header: 'account',
+            cell: (c) => <RecordLink to="accounts" id={c.accountId} none="unallocated" />,
+          },
+          { header: 'stake', cell: (c) => <Amount value={c.stake} currency={c.currency} /> },
+          { header: 'status', cell: (c) => <CouponStatus status={c.status} /> },
+          { header: 'realWin', cell: (c) => <Amount value={c.realWin} currency={c.currency} /> },
+          {
+            header: 'flag',
+            cell: (c) =>
+              c.needsReview ? (
+                <Badge text={c.reviewReason ?? 'needs review'} tone="bad" />
+              ) : c.unallocated ? (
+                <Badge text="unallocated" tone="warn" />
+              ) : (
+                ''
+              ),
+          },
+          { header: 'changed', cell: (c) => <Time at={c.updatedAt} /> },
+        ]}
+      />
     </Screen>
   );
 }
@@ -126,21 +104,16 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
           ? 'say who resolves it'
           : undefined;
   return (
-    <form className="form" aria-label="resolve" onSubmit={(e) => e.preventDefault()}>
-      <Field
+    <Form label="resolve">
+      <TextField
         label={`realWin (${coupon.currency ?? 'currency'}; 0 for a loss)`}
         hint="credited for the result, stake included"
-      >
-        {(id) => (
-          <input id={id} inputMode="decimal" value={realWin} onChange={(e) => setRealWin(e.target.value)} />
-        )}
-      </Field>
-      <Field label="Reason">
-        {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value)} />}
-      </Field>
-      <Field label="Resolved by">
-        {(id) => <input id={id} value={resolvedBy} onChange={(e) => setResolvedBy(e.target.value)} />}
-      </Field>
+        inputMode="decimal"
+        value={realWin}
+        onChange={setRealWin}
+      />
+      <TextField label="Reason" value={reason} onChange={setReason} />
+      <TextField label="Resolved by" value={resolvedBy} onChange={setResolvedBy} />
       <Action
         label="Resolve"
         scope="operate"
@@ -172,41 +145,29 @@ function ResolveForm({ coupon, onDone }: { coupon: Coupon; onDone: () => void })
           onDone();
         }}
       />
-    </form>
+    </Form>
   );
 }
 
 /** A coupon: its state, bets, operations and every snapshot; reconcile now, resolve by hand. */
 export function CouponScreen({ code }: { code: string }) {
   const coupon = useGet<Coupon>(`/coupons/${seg(code)}`);
-  const pager = usePager();
-  const history = useGet<SnapshotPage>(
-    `/coupons/${seg(code)}/history${query({ cursor: pager.cursor, limit: 20 })}`,
-  );
+  const history = usePagedGet<SnapshotPage>(`/coupons/${seg(code)}/history`, {}, { limit: 20 });
   const reload = () => {
     coupon.reload();
     history.reload();
   };
-  const c = coupon.data;
   const { who } = useSession();
   // The form stays once shown, so its answer stays on screen after the flag is gone.
   const [resolving, setResolving] = useState(false);
-  if (c?.needsReview && !resolving) setResolving(true);
+  if (coupon.data?.needsReview && !resolving) setResolving(true);
   return (
-    <Screen title={<>Coupon {code}</>}>
-      <Loading loading={coupon.loading && !c} error={coupon.error} />
-      {c && (
+    <RecordScreen title={<>Coupon {code}</>} got={coupon}>
+      {(c) => (
         <>
           <Facts
             rows={[
-              [
-                'account',
-                c.accountId ? (
-                  <Link href={`/accounts/${seg(c.accountId)}`}>{c.accountId}</Link>
-                ) : (
-                  'unallocated'
-                ),
-              ],
+              ['account', <RecordLink to="accounts" id={c.accountId} none="unallocated" />],
               ['stake', <Amount value={c.stake} currency={c.currency} />],
               ['status', <CouponStatus status={c.status} none="no callback yet" />],
               ['realWin', <Amount value={c.realWin} currency={c.currency} />],
@@ -273,21 +234,13 @@ export function CouponScreen({ code }: { code: string }) {
               ]}
             />
           </section>
-        </>
-      )}
-      <section>
-        <h2>Snapshots</h2>
-        {/* Amounts need the coupon's currency: the table waits for both answers, so it never shows
-            a bare amount first and the same amount with its currency a moment later. */}
-        <Loading
-          loading={(history.loading && !history.data) || (!c && !coupon.error)}
-          error={history.error}
-        />
-        {history.data && c && (
-          <>
-            <Table
+          <section>
+            <h2>Snapshots</h2>
+            {/* Amounts need the coupon's currency: the snapshots show once the coupon is there, so
+                never a bare amount first and the same amount with its currency a moment later. */}
+            <PagedTable
+              list={history}
               label="snapshots"
-              rows={history.data.items}
               rowKey={(s) => s.id}
               columns={[
                 { header: 'received', cell: (s) => <Time at={s.receivedAt} /> },
@@ -295,7 +248,7 @@ export function CouponScreen({ code }: { code: string }) {
                   header: 'batch',
                   cell: (s) => (
                     <>
-                      <Link href={`/batches/${seg(s.batchId)}`}>{s.batchId}</Link>
+                      <RecordLink to="batches" id={s.batchId} />
                       {s.actor && <span className="muted"> by {s.actor}</span>}
                     </>
                   ),
@@ -326,10 +279,9 @@ export function CouponScreen({ code }: { code: string }) {
                 },
               ]}
             />
-            <Pager pager={pager} nextCursor={history.data.nextCursor} />
-          </>
-        )}
-      </section>
-    </Screen>
+          </section>
+        </>
+      )}
+    </RecordScreen>
   );
 }

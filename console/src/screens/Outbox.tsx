@@ -1,21 +1,26 @@
 import { useState } from 'react';
 import type { ReactNode } from 'react';
 import { Link } from 'wouter';
-import { api, query, seg } from '../api';
+import { api, seg } from '../api';
 import {
   Action,
   Amount,
   Badge,
   Facts,
-  Field,
-  Loading,
-  Pager,
+  PagedTable,
+  ReasonAction,
+  RecordLink,
+  RecordScreen,
   Screen,
+  SelectField,
   Table,
+  Tabs,
+  TextField,
   Time,
   toneOf,
-  usePager,
+  usePagedGet,
   UtcField,
+  WhenLoaded,
 } from '../components';
 import { duration, isoFromInput } from '../format';
 import { useGet } from '../session';
@@ -23,6 +28,12 @@ import type { OutboxDetail, OutboxPage, OutboxStatus, PublisherStatus, WalletSta
 import { BulkPanel } from './BulkActions';
 
 const STATUSES = ['parked', 'pending', 'delivered', 'skipped'];
+
+/** The bulk actions on the wallet's parked rows. */
+const BULK_KINDS = [
+  ['outbox_retry', 'retry (deliver again)'],
+  ['outbox_skip', 'skip (settled by hand in the wallet)'],
+] as const;
 
 /**
  * An outbox and where it delivers: the wallet (docs/wallet.md) or a publisher of settlement events
@@ -116,7 +127,6 @@ function PauseResume({
   status: OutboxStatus;
   onDone: () => void;
 }) {
-  const [reason, setReason] = useState('');
   if (status.paused)
     return (
       <Action
@@ -133,35 +143,29 @@ function PauseResume({
       />
     );
   return (
-    <form className="form inline" onSubmit={(e) => e.preventDefault()} aria-label="pause">
-      <Field label="Pause reason">
-        {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value)} />}
-      </Field>
-      <Action
-        label="Pause delivery"
-        scope="operate"
-        danger
-        what={
-          <p>
-            Every replica stops delivering to {dest.to}; settlements keep writing {dest.rows}, which wait
-            until resumed.
-            {reason.trim() && (
-              <>
-                {' '}
-                Reason: <q>{reason.trim()}</q>.
-              </>
-            )}
-          </p>
-        }
-        send={() =>
-          api<OutboxStatus>(`${dest.path}/pause`, {
-            method: 'POST',
-            body: reason.trim() ? { reason: reason.trim() } : {},
-          })
-        }
-        onDone={onDone}
-      />
-    </form>
+    <ReasonAction
+      form="pause"
+      reasonLabel="Pause reason"
+      label="Pause delivery"
+      scope="operate"
+      danger
+      what={(reason) => (
+        <p>
+          Every replica stops delivering to {dest.to}; settlements keep writing {dest.rows}, which wait until
+          resumed.
+          {reason && (
+            <>
+              {' '}
+              Reason: <q>{reason}</q>.
+            </>
+          )}
+        </p>
+      )}
+      send={(reason) =>
+        api<OutboxStatus>(`${dest.path}/pause`, { method: 'POST', body: reason ? { reason } : {} })
+      }
+      onDone={onDone}
+    />
   );
 }
 
@@ -171,98 +175,79 @@ function PauseResume({
  */
 export function OutboxScreen({ dest, children }: { dest: Destination; children?: ReactNode }) {
   const status = useOutboxStatus(dest);
-  const pager = usePager();
   const [state, setState] = useState('parked');
-  const rows = useGet<OutboxPage>(
-    `${dest.path}/outbox${query({ status: state, cursor: pager.cursor, limit: 50 })}`,
-  );
-  const s = status.data;
-  // The wallet's connector; a publisher has none.
-  const connector = s && 'connector' in s ? s.connector : null;
+  const rows = usePagedGet<OutboxPage>(`${dest.path}/outbox`, { status: state });
   return (
     <Screen title={dest.title}>
-      <Loading loading={status.loading && !s} error={status.error} />
+      <WhenLoaded got={status}>
+        {(s) => {
+          // The wallet's connector; a publisher has none.
+          const connector = 'connector' in s ? s.connector : null;
+          return (
+            <>
+              <Facts
+                rows={[
+                  dest.publisher
+                    ? ['publisher', dest.publisher]
+                    : ['connector', connector ?? 'none configured'],
+                  [
+                    'delivery',
+                    <DeliveryState paused={s.paused} noConnector={!dest.publisher && !connector} />,
+                  ],
+                  ['since', <Time at={s.changedAt} />],
+                  [
+                    'changed by',
+                    s.changedBy ?? (s.paused ? `the receiver (${dest.to} refused our credentials)` : '—'),
+                  ],
+                  ['reason', s.reason ?? '—'],
+                  ['pending', s.pending],
+                  ['parked', s.parked],
+                  ['oldest pending', duration(s.oldestPendingAgeSeconds)],
+                ]}
+              />
+              <PauseResume
+                dest={dest}
+                status={s}
+                onDone={() => {
+                  status.reload();
+                  rows.reload();
+                }}
+              />
+            </>
+          );
+        }}
+      </WhenLoaded>
       {status.missing && <p>No publisher {dest.publisher} in EVENT_PUBLISHERS.</p>}
-      {s && (
-        <>
-          <Facts
-            rows={[
-              dest.publisher ? ['publisher', dest.publisher] : ['connector', connector ?? 'none configured'],
-              ['delivery', <DeliveryState paused={s.paused} noConnector={!dest.publisher && !connector} />],
-              ['since', <Time at={s.changedAt} />],
-              [
-                'changed by',
-                s.changedBy ?? (s.paused ? `the receiver (${dest.to} refused our credentials)` : '—'),
-              ],
-              ['reason', s.reason ?? '—'],
-              ['pending', s.pending],
-              ['parked', s.parked],
-              ['oldest pending', duration(s.oldestPendingAgeSeconds)],
-            ]}
-          />
-          <PauseResume
-            dest={dest}
-            status={s}
-            onDone={() => {
-              status.reload();
-              rows.reload();
-            }}
-          />
-        </>
-      )}
       <h2>Rows</h2>
-      <div className="filters" role="group" aria-label="outbox state">
-        {STATUSES.map((st) => (
-          <button
-            key={st}
-            type="button"
-            aria-pressed={state === st}
-            onClick={() => {
-              pager.reset();
-              setState(st);
-            }}
-          >
-            {st}
-          </button>
-        ))}
-      </div>
-      <Loading loading={rows.loading && !rows.data} error={rows.error} />
-      {rows.data && (
-        <>
-          <Table
-            label="outbox rows"
-            rows={rows.data.items}
-            rowKey={(r) => r.id}
-            empty={`No ${state} row.`}
-            columns={[
-              {
-                header: 'id',
-                className: 'id',
-                cell: (r) => <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link>,
-              },
-              { header: 'operation key', cell: (r) => <code>{r.operationKey}</code> },
-              {
-                header: 'account',
-                cell: (r) => <Link href={`/accounts/${seg(r.accountId)}`}>{r.accountId}</Link>,
-              },
-              { header: 'amount', cell: (r) => <Amount value={r.amount} currency={r.currency} /> },
-              {
-                header: 'state',
-                cell: (r) => (
-                  <>
-                    <Badge text={r.status} tone={toneOf(r.status)} /> {r.parkedReason ?? ''}
-                    {r.heldBy && <HeldBy dest={dest} id={r.heldBy} />}
-                  </>
-                ),
-              },
-              { header: 'attempts', cell: (r) => r.attempts },
-              { header: 'last answer', cell: (r) => <code>{r.lastError ?? ''}</code> },
-              { header: 'written', cell: (r) => <Time at={r.createdAt} /> },
-            ]}
-          />
-          <Pager pager={pager} nextCursor={rows.data.nextCursor} />
-        </>
-      )}
+      <Tabs label="outbox state" value={state} onChange={setState} options={STATUSES} />
+      <PagedTable
+        list={rows}
+        label="outbox rows"
+        rowKey={(r) => r.id}
+        empty={`No ${state} row.`}
+        columns={[
+          {
+            header: 'id',
+            className: 'id',
+            cell: (r) => <Link href={`${dest.path}/outbox/${r.id}`}>{r.id}</Link>,
+          },
+          { header: 'operation key', cell: (r) => <code>{r.operationKey}</code> },
+          { header: 'account', cell: (r) => <RecordLink to="accounts" id={r.accountId} /> },
+          { header: 'amount', cell: (r) => <Amount value={r.amount} currency={r.currency} /> },
+          {
+            header: 'state',
+            cell: (r) => (
+              <>
+                <Badge text={r.status} tone={toneOf(r.status)} /> {r.parkedReason ?? ''}
+                {r.heldBy && <HeldBy dest={dest} id={r.heldBy} />}
+              </>
+            ),
+          },
+          { header: 'attempts', cell: (r) => r.attempts },
+          { header: 'last answer', cell: (r) => <code>{r.lastError ?? ''}</code> },
+          { header: 'written', cell: (r) => <Time at={r.createdAt} /> },
+        ]}
+      />
       {children}
     </Screen>
   );
@@ -300,31 +285,15 @@ export function WalletScreen() {
         filter={filter}
         fields={
           <>
-            <Field label="Action">
-              {(id) => (
-                <select
-                  id={id}
-                  value={bulkKind}
-                  onChange={(e) => setBulkKind(e.target.value as 'outbox_retry' | 'outbox_skip')}
-                >
-                  <option value="outbox_retry">retry (deliver again)</option>
-                  <option value="outbox_skip">skip (settled by hand in the wallet)</option>
-                </select>
-              )}
-            </Field>
-            <Field label="Parked because">
-              {(id) => (
-                <select id={id} value={parkedReason} onChange={(e) => setParkedReason(e.target.value)}>
-                  <option value="">any</option>
-                  <option>refused</option>
-                  <option>conflict</option>
-                  <option>retry_budget_exhausted</option>
-                </select>
-              )}
-            </Field>
-            <Field label="Account">
-              {(id) => <input id={id} value={accountId} onChange={(e) => setAccountId(e.target.value)} />}
-            </Field>
+            <SelectField label="Action" value={bulkKind} onChange={setBulkKind} options={BULK_KINDS} />
+            <SelectField
+              label="Parked because"
+              value={parkedReason}
+              onChange={setParkedReason}
+              options={['refused', 'conflict', 'retry_budget_exhausted']}
+              any
+            />
+            <TextField label="Account" value={accountId} onChange={setAccountId} />
             <UtcField label="Parked from" value={from} onChange={setFrom} />
             <UtcField label="Parked before" value={to} onChange={setTo} />
           </>
@@ -336,60 +305,51 @@ export function WalletScreen() {
 
 /** Every publisher of settlement events: its state and backlog, each linking to its outbox. */
 export function EventsScreen() {
-  const { data, error, loading } = useGet<PublisherStatus[]>('/events/status', 10_000);
+  const publishers = useGet<PublisherStatus[]>('/events/status', 10_000);
   return (
-    <Screen title="Settlement events">
-      <Loading loading={loading && !data} error={error} />
-      {data && data.length === 0 && (
-        <p>
-          No publisher: settlement events are off (<code>EVENT_PUBLISHERS</code> is empty).
-        </p>
-      )}
-      {data && data.length > 0 && (
-        <Table
-          label="publishers"
-          rows={data}
-          rowKey={(p) => p.publisher}
-          columns={[
-            {
-              header: 'publisher',
-              cell: (p) => <Link href={publisherDestination(p.publisher).path}>{p.publisher}</Link>,
-            },
-            { header: 'delivery', cell: (p) => <DeliveryState paused={p.paused} /> },
-            { header: 'pending', cell: (p) => p.pending },
-            { header: 'parked', cell: (p) => p.parked },
-            { header: 'oldest pending', cell: (p) => duration(p.oldestPendingAgeSeconds) },
-            { header: 'reason', cell: (p) => p.reason ?? '' },
-          ]}
-        />
-      )}
-    </Screen>
+    <RecordScreen title="Settlement events" got={publishers}>
+      {(data) =>
+        data.length === 0 ? (
+          <p>
+            No publisher: settlement events are off (<code>EVENT_PUBLISHERS</code> is empty).
+          </p>
+        ) : (
+          <Table
+            label="publishers"
+            rows={data}
+            rowKey={(p) => p.publisher}
+            columns={[
+              {
+                header: 'publisher',
+                cell: (p) => <Link href={publisherDestination(p.publisher).path}>{p.publisher}</Link>,
+              },
+              { header: 'delivery', cell: (p) => <DeliveryState paused={p.paused} /> },
+              { header: 'pending', cell: (p) => p.pending },
+              { header: 'parked', cell: (p) => p.parked },
+              { header: 'oldest pending', cell: (p) => duration(p.oldestPendingAgeSeconds) },
+              { header: 'reason', cell: (p) => p.reason ?? '' },
+            ]}
+          />
+        )
+      }
+    </RecordScreen>
   );
 }
 
 /** One outbox row: the operation, every delivery attempt and the exact body; retry or skip. */
 export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string }) {
-  const { data, error, loading, reload } = useGet<OutboxDetail>(`${dest.path}/outbox/${seg(id)}`);
-  const [skipReason, setSkipReason] = useState('');
+  const row = useGet<OutboxDetail>(`${dest.path}/outbox/${seg(id)}`);
   return (
-    <Screen title={dest.publisher ? `${dest.publisher} event row ${id}` : `Outbox row ${id}`}>
-      <Loading loading={loading && !data} error={error} />
-      {data && (
+    <RecordScreen title={dest.publisher ? `${dest.publisher} event row ${id}` : `Outbox row ${id}`} got={row}>
+      {(data) => (
         <>
           <Facts
             rows={[
               ['operation key', <code>{data.operationKey}</code>],
               ['type', data.type],
-              ['account', <Link href={`/accounts/${seg(data.accountId)}`}>{data.accountId}</Link>],
+              ['account', <RecordLink to="accounts" id={data.accountId} />],
               ['amount', <Amount value={data.amount} currency={data.currency} />],
-              [
-                'coupon',
-                data.couponCode ? (
-                  <Link href={`/coupons/${seg(data.couponCode)}`}>{data.couponCode}</Link>
-                ) : (
-                  '—'
-                ),
-              ],
+              ['coupon', <RecordLink to="coupons" id={data.couponCode} />],
               [
                 'state',
                 <>
@@ -438,36 +398,28 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
                 </p>
               }
               send={() => api<OutboxDetail>(`${dest.path}/outbox/${seg(id)}/retry`, { method: 'POST' })}
-              onDone={reload}
+              onDone={row.reload}
             />
           </div>
           {(data.status === 'parked' || data.status === 'pending') && (
-            <form className="form inline" onSubmit={(e) => e.preventDefault()} aria-label="skip">
-              <Field label="Skip reason">
-                {(fid) => (
-                  <input id={fid} value={skipReason} onChange={(e) => setSkipReason(e.target.value)} />
-                )}
-              </Field>
-              <Action
-                label="Skip"
-                scope="operate"
-                danger
-                blocked={skipReason.trim() ? undefined : 'enter a reason'}
-                what={
-                  <p>
-                    Row {data.id} (<Amount value={data.amount} currency={data.currency} /> to {data.accountId}
-                    ) {dest.skipped}. Reason: <q>{skipReason.trim()}</q>.
-                  </p>
-                }
-                send={() =>
-                  api<OutboxDetail>(`${dest.path}/outbox/${seg(id)}/skip`, {
-                    method: 'POST',
-                    body: { reason: skipReason.trim() },
-                  })
-                }
-                onDone={reload}
-              />
-            </form>
+            <ReasonAction
+              form="skip"
+              reasonLabel="Skip reason"
+              required
+              label="Skip"
+              scope="operate"
+              danger
+              what={(reason) => (
+                <p>
+                  Row {data.id} (<Amount value={data.amount} currency={data.currency} /> to {data.accountId}){' '}
+                  {dest.skipped}. Reason: <q>{reason}</q>.
+                </p>
+              )}
+              send={(reason) =>
+                api<OutboxDetail>(`${dest.path}/outbox/${seg(id)}/skip`, { method: 'POST', body: { reason } })
+              }
+              onDone={row.reload}
+            />
           )}
           <h2>Delivery attempts</h2>
           <Table
@@ -492,6 +444,6 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
           </pre>
         </>
       )}
-    </Screen>
+    </RecordScreen>
   );
 }

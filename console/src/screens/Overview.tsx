@@ -1,7 +1,7 @@
 import { useEffect, useRef } from 'react';
 import { BarController, BarElement, CategoryScale, Chart, Legend, LinearScale, Tooltip } from 'chart.js';
 import { Link } from 'wouter';
-import { Facts, Loading, Screen, Time } from '../components';
+import { Facts, RecordScreen, Time } from '../components';
 import { duration, utc } from '../format';
 import { useGet, useSession } from '../session';
 import type { DeliverySeries, OutboxFigures, Overview } from '../types';
@@ -139,19 +139,11 @@ function OutboxCard(props: { title: string; href: string; figures: OutboxFigures
 
 /** The first screen: deliveries per minute, and what waits for a person. */
 export function OverviewScreen() {
-  const { data, error, loading, reload } = useGet<Overview>('/overview', 15_000);
+  const overview = useGet<Overview>('/overview', 15_000);
   const { who } = useSession();
   return (
-    <Screen
-      title="Overview"
-      actions={
-        <button type="button" onClick={reload}>
-          Refresh
-        </button>
-      }
-    >
-      <Loading loading={loading && !data} error={error} />
-      {data && (
+    <RecordScreen title="Overview" refresh={overview.reload} got={overview}>
+      {(data) => (
         <>
           <p className="muted">
             As of <Time at={data.generatedAt} />; refreshed every 15 s.
@@ -213,6 +205,6 @@ export function OverviewScreen() {
           <DeliveryChart title="Last day" series={data.deliveries.lastDay} />
         </>
       )}
-    </Screen>
+    </RecordScreen>
   );
 }

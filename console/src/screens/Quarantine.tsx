@@ -1,19 +1,20 @@
 import { useState } from 'react';
 import { Link } from 'wouter';
-import { api, query, seg } from '../api';
+import { api, seg } from '../api';
 import {
   Action,
   Badge,
   Facts,
-  Field,
   Json,
-  Loading,
-  Pager,
+  PagedTable,
+  RecordLink,
+  RecordScreen,
   Screen,
-  Table,
+  Tabs,
+  TextField,
   Time,
   toneOf,
-  usePager,
+  usePagedGet,
   UtcField,
 } from '../components';
 import { hexDump, isoFromInput } from '../format';
@@ -21,12 +22,15 @@ import { useGet } from '../session';
 import type { QuarantineDetail, QuarantinePage } from '../types';
 import { BulkPanel } from './BulkActions';
 
+/** The ways to show a body. */
+const BODY_VIEWS = [
+  ['text', 'Text (UTF-8)'],
+  ['hex', 'Hex'],
+] as const;
+
 /** The quarantine: kept bodies newest first, and the bulk replay of those a filter matches. */
 export function QuarantineScreen() {
-  const pager = usePager();
-  const { data, error, loading, reload } = useGet<QuarantinePage>(
-    `/callbacks/quarantine${query({ cursor: pager.cursor, limit: 50 })}`,
-  );
+  const bodies = usePagedGet<QuarantinePage>('/callbacks/quarantine');
   const [reason, setReason] = useState('');
   const [prefix, setPrefix] = useState('');
   const [from, setFrom] = useState('');
@@ -40,75 +44,57 @@ export function QuarantineScreen() {
     notReplayed,
   };
   return (
-    <Screen
-      title="Quarantine"
-      actions={
-        <button type="button" onClick={reload}>
-          Refresh
-        </button>
-      }
-    >
+    <Screen title="Quarantine" refresh={bodies.reload}>
       <p className="muted">
         Signed callback bodies refused with 400 or 409, and inbox batches that kept failing, kept byte for
         byte. Replay one once the cause is fixed; a replay is safe to repeat (the batch id is applied once).
       </p>
-      <Loading loading={loading && !data} error={error} />
-      {data && (
-        <>
-          <Table
-            label="quarantined bodies"
-            rows={data.items}
-            rowKey={(q) => q.id}
-            empty="The quarantine is empty."
-            columns={[
-              {
-                header: 'id',
-                className: 'id',
-                cell: (q) => <Link href={`/quarantine/${q.id}`}>{q.id}</Link>,
-              },
-              { header: 'received', cell: (q) => <Time at={q.receivedAt} /> },
-              {
-                header: 'batch',
-                cell: (q) => (q.batchId ? <Link href={`/batches/${seg(q.batchId)}`}>{q.batchId}</Link> : '—'),
-              },
-              { header: 'reason', cell: (q) => <Badge text={q.reason} tone="bad" /> },
-              { header: 'bytes', cell: (q) => q.bodyBytes },
-              {
-                header: 'body (first bytes)',
-                className: 'preview',
-                cell: (q) => <code>{q.bodyPreview}</code>,
-              },
-              {
-                header: 'replayed',
-                cell: (q) =>
-                  q.replayOutcome ? (
-                    <>
-                      <Badge text={q.replayOutcome} tone={toneOf(q.replayOutcome)} /> ×{q.replayCount}
-                    </>
-                  ) : (
-                    'no'
-                  ),
-              },
-            ]}
-          />
-          <Pager pager={pager} nextCursor={data.nextCursor} />
-        </>
-      )}
+      <PagedTable
+        list={bodies}
+        label="quarantined bodies"
+        rowKey={(q) => q.id}
+        empty="The quarantine is empty."
+        columns={[
+          {
+            header: 'id',
+            className: 'id',
+            cell: (q) => <Link href={`/quarantine/${q.id}`}>{q.id}</Link>,
+          },
+          { header: 'received', cell: (q) => <Time at={q.receivedAt} /> },
+          { header: 'batch', cell: (q) => <RecordLink to="batches" id={q.batchId} /> },
+          { header: 'reason', cell: (q) => <Badge text={q.reason} tone="bad" /> },
+          { header: 'bytes', cell: (q) => q.bodyBytes },
+          {
+            header: 'body (first bytes)',
+            className: 'preview',
+            cell: (q) => <code>{q.bodyPreview}</code>,
+          },
+          {
+            header: 'replayed',
+            cell: (q) =>
+              q.replayOutcome ? (
+                <>
+                  <Badge text={q.replayOutcome} tone={toneOf(q.replayOutcome)} /> ×{q.replayCount}
+                </>
+              ) : (
+                'no'
+              ),
+          },
+        ]}
+      />
       <BulkPanel
         kind="quarantine_replay"
         title="Bulk replay"
         filter={filter}
         fields={
           <>
-            <Field
+            <TextField
               label="Refusal (reason)"
               hint="e.g. validation_failed, batch_conflict, apply_failed; empty: any"
-            >
-              {(id) => <input id={id} value={reason} onChange={(e) => setReason(e.target.value.trim())} />}
-            </Field>
-            <Field label="Batch id starts with">
-              {(id) => <input id={id} value={prefix} onChange={(e) => setPrefix(e.target.value)} />}
-            </Field>
+              value={reason}
+              onChange={(v) => setReason(v.trim())}
+            />
+            <TextField label="Batch id starts with" value={prefix} onChange={setPrefix} />
             <UtcField label="Received from" value={from} onChange={setFrom} />
             <UtcField label="Received before" value={to} onChange={setTo} />
             <div className="field checkbox">
@@ -129,20 +115,16 @@ export function QuarantineScreen() {
 
 /** One quarantined body: why, its bytes as text and hex, and replay. */
 export function QuarantineEntryScreen({ id }: { id: string }) {
-  const { data, error, loading, reload } = useGet<QuarantineDetail>(`/callbacks/quarantine/${seg(id)}`);
-  const [view, setView] = useState<'text' | 'hex'>('text');
+  const entry = useGet<QuarantineDetail>(`/callbacks/quarantine/${seg(id)}`);
+  const [view, setView] = useState<(typeof BODY_VIEWS)[number][0]>('text');
   return (
-    <Screen title={<>Quarantined body {id}</>}>
-      <Loading loading={loading && !data} error={error} />
-      {data && (
+    <RecordScreen title={<>Quarantined body {id}</>} got={entry}>
+      {(data) => (
         <>
           <Facts
             rows={[
               ['received', <Time at={data.receivedAt} />],
-              [
-                'batch',
-                data.batchId ? <Link href={`/batches/${seg(data.batchId)}`}>{data.batchId}</Link> : '—',
-              ],
+              ['batch', <RecordLink to="batches" id={data.batchId} />],
               ['reason', <Badge text={data.reason} tone="bad" />],
               ['answered', data.httpStatus],
               ['content type', data.contentType ?? '—'],
@@ -176,22 +158,15 @@ export function QuarantineEntryScreen({ id }: { id: string }) {
               </p>
             }
             send={() => api(`/callbacks/quarantine/${seg(id)}/replay`, { method: 'POST' })}
-            onDone={reload}
+            onDone={entry.reload}
           />
           <h2>Body</h2>
-          <div className="filters" role="group" aria-label="body view">
-            <button type="button" aria-pressed={view === 'text'} onClick={() => setView('text')}>
-              Text (UTF-8)
-            </button>
-            <button type="button" aria-pressed={view === 'hex'} onClick={() => setView('hex')}>
-              Hex
-            </button>
-          </div>
+          <Tabs label="body view" value={view} onChange={setView} options={BODY_VIEWS} />
           <pre className="body" aria-label={view === 'text' ? 'body as text' : 'body as hex'} tabIndex={0}>
             {view === 'text' ? data.body : hexDump(data.bodyBase64)}
           </pre>
         </>
       )}
-    </Screen>
+    </RecordScreen>
   );
 }
