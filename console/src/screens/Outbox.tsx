@@ -103,7 +103,7 @@ function useOutboxStatus(dest: Destination) {
 
 /**
  * Whether an outbox delivers: paused, running, or (the wallet without `WALLET_CONNECTOR`) no
- * connector, when nothing is delivered whatever the pause state.
+ * connector, when no row is written, so none is delivered, whatever the pause state.
  */
 export function DeliveryState(props: { paused: boolean; noConnector?: boolean; brief?: boolean }) {
   const { paused, noConnector } = props;
@@ -111,7 +111,9 @@ export function DeliveryState(props: { paused: boolean; noConnector?: boolean; b
     return (
       <>
         <Badge text="no connector" tone="warn" />
-        {!props.brief && <span className="muted"> nothing is delivered: WALLET_CONNECTOR is none</span>}
+        {!props.brief && (
+          <span className="muted"> no wallet rows are written or delivered: WALLET_CONNECTOR is none</span>
+        )}
       </>
     );
   return paused ? <Badge text="paused" tone="bad" /> : <Badge text="running" tone="ok" />;
