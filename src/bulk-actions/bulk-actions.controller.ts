@@ -3,7 +3,7 @@ import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
 import { API_TAGS } from '../common/api-tags.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, INVALID_REASON } from '../common/error-response.dto.js';
 import { BulkActionsService } from './bulk-actions.service.js';
 import { BULK_CAP } from './bulk-actions.types.js';
 import {
@@ -185,9 +185,7 @@ export class BulkActionsController {
       cancelledBy: 'ops-desk',
     },
   })
-  @ApiResponse(
-    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
-  )
+  @ApiResponse(INVALID_REASON)
   @ApiResponse(apiError(404, 'no such bulk action', 'not_found', 'bulk action 7 not found'))
   @ApiResponse(
     apiError(

@@ -1,24 +1,14 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
-import { IsIntegerFrom, PAGE_SIZE } from './pagination.js';
+import { PageLimit } from './pagination.js';
 
 /**
  * Query of a list paged by row id, newest first (the quarantine, the delivery log; the inbox and
- * the outboxes add their status filter to it): the page rule of every list ({@link PAGE_SIZE},
+ * the outboxes add their status filter to it): the page rule of every list ({@link PageLimit},
  * read with `pageSize`), the cursor a row id.
  */
 export class IdPageQueryDto {
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 1,
-    maximum: PAGE_SIZE.max,
-    default: PAGE_SIZE.default,
-    example: PAGE_SIZE.default,
-    description: `rows per page, 1..${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`,
-  })
-  @IsOptional()
-  @IsIntegerFrom(1, PAGE_SIZE.max)
-  limit?: string | number;
+  @PageLimit() limit?: string | number;
 
   @ApiPropertyOptional({
     description: '`nextCursor` of the previous page: rows with a smaller id',

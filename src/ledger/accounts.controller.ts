@@ -11,7 +11,7 @@ import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { csvStream, textCell } from '../common/csv.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
 import {
@@ -88,7 +88,7 @@ export class AccountsController {
   @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(apiError(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
   @ApiResponse(apiError(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async adjust(
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
@@ -139,7 +139,7 @@ export class AccountsController {
     },
   })
   @ApiResponse(apiError(400, 'invalid prefix, limit or cursor', 'validation_failed'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   list(@Query() query: AccountListQueryDto): Promise<AccountPageView> {
     return this.ledger.listAccounts(query.q, query);
   }
@@ -191,7 +191,7 @@ export class AccountsController {
   })
   @ApiResponse(apiError(400, 'invalid range, limit, cursor or format', 'validation_failed'))
   @ApiResponse(apiError(404, 'no such player account', 'not_found', 'account player-42 not found'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async statement(
     @Param('id') id: string,
     @Query() query: StatementQueryDto,

@@ -3,7 +3,7 @@ import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { apiError, apiErrors } from '../common/error-response.dto.js';
+import { apiError, apiErrors, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import {
   QuarantineEntryDetailView,
   QuarantineListQueryDto,
@@ -139,7 +139,7 @@ export class QuarantineController {
       'the quarantined body is still refused: the batch does not match the contract',
     ),
   )
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   replay(@Param('id') id: string, @Actor() actor: Actor): Promise<ReplayResult> {
     return this.quarantine.replay(entryId(id), actor);
   }

@@ -3,7 +3,7 @@ import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
-import { apiError, apiErrors } from '../common/error-response.dto.js';
+import { apiError, apiErrors, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
@@ -120,7 +120,7 @@ export class ReconciliationController {
       },
     ),
   )
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async resolve(
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,

@@ -4,7 +4,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsRFC3339,
   IsObject,
   IsOptional,
   IsString,
@@ -14,7 +13,7 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
+import { ApiNextCursor, DateTimeFilter, PageQueryDto } from '../../common/pagination.js';
 import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
 import { BULK_CAP, BULK_KINDS } from '../bulk-actions.types.js';
 import type { BulkKind } from '../bulk-actions.types.js';
@@ -37,23 +36,9 @@ export class BulkFilterDto {
   @IsStorableText()
   batchIdPrefix?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-29T22:00:00Z',
-    format: 'date-time',
-    description: 'quarantine: received at or after',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  receivedFrom?: string;
+  @DateTimeFilter('2026-11-29T22:00:00Z', 'quarantine: received at or after') receivedFrom?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T02:00:00Z',
-    format: 'date-time',
-    description: 'quarantine: received before',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  receivedTo?: string;
+  @DateTimeFilter('2026-11-30T02:00:00Z', 'quarantine: received before') receivedTo?: string;
 
   @ApiPropertyOptional({
     example: true,
@@ -77,23 +62,9 @@ export class BulkFilterDto {
   @Matches(/^[A-Za-z0-9._@-]{1,64}$/, { message: 'accountId must be 1..64 of A-Z a-z 0-9 . _ @ -' })
   accountId?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-29T22:00:00Z',
-    format: 'date-time',
-    description: 'outbox: parked at or after',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  parkedFrom?: string;
+  @DateTimeFilter('2026-11-29T22:00:00Z', 'outbox: parked at or after') parkedFrom?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T02:00:00Z',
-    format: 'date-time',
-    description: 'outbox: parked before',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  parkedTo?: string;
+  @DateTimeFilter('2026-11-30T02:00:00Z', 'outbox: parked before') parkedTo?: string;
 }
 
 /** Body of `POST /bulk-actions/plan`. */

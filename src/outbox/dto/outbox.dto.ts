@@ -1,7 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiNextCursor } from '../../common/pagination.js';
 import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
 import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { apiError } from '../../common/error-response.dto.js';
 import { OUTBOX_STATUSES } from '../outbox.types.js';
 import type { OutboxStatus } from '../outbox.types.js';
 
@@ -128,13 +130,7 @@ export class OutboxEntryDetailView extends OutboxEntryView {
 /** A page of the outbox, newest first. */
 export class OutboxPageView {
   @ApiProperty({ type: [OutboxEntryView] }) items: OutboxEntryView[];
-  @ApiProperty({
-    example: null,
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next page',
-  })
-  nextCursor: string | null;
+  @ApiNextCursor(null, 'pass as `cursor` for the next page') nextCursor: string | null;
 }
 
 /** Whether an outbox's delivery runs, and its backlog: the wallet's, or a publisher's. */
@@ -164,4 +160,25 @@ export class WalletStatusView extends OutboxStateView {
     description: 'null: no connector configured',
   })
   connector: string | null;
+}
+
+/** The 409 of a retry (`POST …/outbox/{id}/retry`) of a row that is not parked. */
+export const OUTBOX_ROW_NOT_PARKED = apiError(
+  409,
+  'the row is not parked',
+  'outbox_entry_state',
+  'outbox row 42 is delivered: only a parked row can be retried',
+);
+
+/**
+ * The 409 of a skip (`POST …/outbox/{id}/skip`) of a row that is delivered or skipped, or that a
+ * worker is `sending` ("delivered", "published") right now.
+ */
+export function outboxRowNotSkippable(sending: string) {
+  return apiError(
+    409,
+    `the row is delivered or skipped, or being ${sending} right now`,
+    'outbox_entry_state',
+    'outbox row 42 is delivered: nothing to skip',
+  );
 }
