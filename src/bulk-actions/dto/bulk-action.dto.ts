@@ -14,7 +14,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { ApiNextCursor, DateTimeFilter, PageQueryDto } from '../../common/pagination.js';
-import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
+import { ActionReason, IsStorableText } from '../../common/validation.js';
 import { BULK_CAP, BULK_KINDS } from '../bulk-actions.types.js';
 import type { BulkKind } from '../bulk-actions.types.js';
 
@@ -95,30 +95,16 @@ export class BulkPlanDto {
 
 /** Body of `POST /bulk-actions`. */
 export class BulkRunDto extends BulkPlanDto {
-  @ApiProperty({
-    ...textSchema(1, 500, true),
-    example: 'bodies refused by the bad deploy of 2026-11-29, fixed in 4.2.1',
-    description: 'why (1..500 characters), recorded with the key name',
-  })
-  @IsString()
-  @TextLength(1, 500)
-  @Matches(/\S/, { message: 'reason must not be blank' })
-  @IsStorableText()
+  @ActionReason(
+    'bodies refused by the bad deploy of 2026-11-29, fixed in 4.2.1',
+    'why (1..500 characters), recorded with the key name',
+  )
   reason: string;
 }
 
 /** Body of `POST /bulk-actions/{id}/cancel` (optional). */
 export class BulkCancelDto {
-  @ApiPropertyOptional({
-    ...textSchema(1, 500),
-    example: 'wrong filter',
-    description: 'why (at most 500 characters)',
-  })
-  @IsOptional()
-  @IsString()
-  @TextLength(1, 500)
-  @IsStorableText()
-  reason?: string;
+  @ActionReason('wrong filter', 'why (at most 500 characters)', true) reason?: string;
 }
 
 /** Query of `GET /bulk-actions`. */

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ApiNextCursor } from '../../common/pagination.js';
-import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
-import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
+import { IsIn, IsOptional } from 'class-validator';
+import { ActionReason } from '../../common/validation.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 import { apiError } from '../../common/error-response.dto.js';
 import { OUTBOX_STATUSES } from '../outbox.types.js';
@@ -17,30 +17,16 @@ export class OutboxListQueryDto extends IdPageQueryDto {
 
 /** Body of `POST /wallet/outbox/{id}/skip`. */
 export class SkipOutboxEntryDto {
-  @ApiProperty({
-    ...textSchema(1, 500, true),
-    example: 'credited by hand in the wallet, ticket OPS-4711',
-    description: 'why the row needs no delivery (1..500 characters), recorded with the key name',
-  })
-  @IsString()
-  @TextLength(1, 500)
-  @Matches(/\S/, { message: 'reason must not be blank' })
-  @IsStorableText()
+  @ActionReason(
+    'credited by hand in the wallet, ticket OPS-4711',
+    'why the row needs no delivery (1..500 characters), recorded with the key name',
+  )
   reason: string;
 }
 
 /** Body of `POST /wallet/pause` (optional). */
 export class PauseWalletDto {
-  @ApiPropertyOptional({
-    ...textSchema(1, 500),
-    example: 'wallet maintenance 02:00-02:30',
-    description: 'why (at most 500 characters)',
-  })
-  @IsOptional()
-  @IsString()
-  @TextLength(1, 500)
-  @IsStorableText()
-  reason?: string;
+  @ActionReason('wallet maintenance 02:00-02:30', 'why (at most 500 characters)', true) reason?: string;
 }
 
 /** An outbox row: the operation it pushes and where its delivery stands. */
