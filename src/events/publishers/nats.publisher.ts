@@ -10,6 +10,7 @@ import type { AppConfig } from '../../config/configuration.js';
 import { excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { publishEach } from './publish-each.js';
 
 /**
  * Publishes settlement events to NATS JetStream (`EVENT_PUBLISHERS=nats`; `@nats-io/*`): one
@@ -40,37 +41,33 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     return `${this.settings.subjectPrefix}.operation.${event.type}`;
   }
 
-  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
-    let js: JetStreamClient;
-    try {
-      ({ js } = await this.open());
-    } catch (err) {
-      const reason = excerpt(`NATS unreachable: ${(err as Error).message}`);
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
-    }
-    // The outbox gave up on this call while the connection opened: publish nothing now.
-    if (signal.aborted)
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
-    return Promise.all(
-      events.map(async (e): Promise<OutboxDelivery> => {
-        try {
-          const ack = await js.publish(this.subjectOf(e.event), e.body, {
-            msgID: headerToken(e.event.eventId),
-            timeout: this.timeoutMs,
-            // No instrumentation exists for NATS: the publish span's trace context by hand.
-            ...natsTraceHeaders(),
-          });
-          return {
-            outcome: 'delivered',
-            answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
-          };
-        } catch (err) {
-          const permanent = permanentFailure(err);
-          if (permanent) return { outcome: 'refused', reason: permanent };
-          return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
-        }
-      }),
+  publish(request: PublishRequest): Promise<OutboxDelivery[]> {
+    return publishEach(
+      'NATS',
+      request,
+      async () => (await this.open()).js,
+      (js, e) => this.publishOne(js, e),
     );
+  }
+
+  /** One event, `delivered` on the stream's ack. */
+  private async publishOne(js: JetStreamClient, e: PublishedEvent): Promise<OutboxDelivery> {
+    try {
+      const ack = await js.publish(this.subjectOf(e.event), e.body, {
+        msgID: headerToken(e.event.eventId),
+        timeout: this.timeoutMs,
+        // No instrumentation exists for NATS: the publish span's trace context by hand.
+        ...natsTraceHeaders(),
+      });
+      return {
+        outcome: 'delivered',
+        answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
+      };
+    } catch (err) {
+      const permanent = permanentFailure(err);
+      if (permanent) return { outcome: 'refused', reason: permanent };
+      return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
+    }
   }
 
   /** The connection and its JetStream client (the stream made sure of), opened once and after a close. */

@@ -7,6 +7,7 @@ import type { AppConfig } from '../../config/configuration.js';
 import { excerpt } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { publishEach } from './publish-each.js';
 
 /** Routing key of an event on the topic exchange: `operation.<type>`, e.g. `operation.final_credit`. */
 export function routingKeyOf(event: PublishedEvent['event']): string {
@@ -39,19 +40,13 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
     this.connectTimeoutMs = config.events.timeoutMs;
   }
 
-  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
-    let channel: ConfirmChannel;
-    try {
-      ({ channel } = await this.open());
-    } catch (err) {
-      const reason = excerpt(`RabbitMQ unreachable: ${(err as Error).message}`);
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
-    }
-    // The outbox gave up on this call while the connection opened: publish nothing now (the rows
-    // come again in order; publishing late could put an event after its account's next one).
-    if (signal.aborted)
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
-    return Promise.all(events.map((e) => this.publishOne(channel, e)));
+  publish(request: PublishRequest): Promise<OutboxDelivery[]> {
+    return publishEach(
+      'RabbitMQ',
+      request,
+      async () => (await this.open()).channel,
+      (channel, e) => this.publishOne(channel, e),
+    );
   }
 
   /** One event, `delivered` on the broker's ack. */
