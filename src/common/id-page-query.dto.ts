@@ -1,6 +1,19 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsOptional, Matches } from 'class-validator';
+import { DomainException, ErrorCode } from './domain.exception.js';
 import { PageLimit } from './pagination.js';
+
+/** A row id as a list's cursor and a path take it: a positive `bigint`'s digits, at most 18. */
+export const ROW_ID = /^[1-9]\d{0,17}$/;
+
+/**
+ * A row id path parameter, checked before any SQL: `id` when it is a {@link ROW_ID}.
+ * @throws DomainException NOT_FOUND (404) "<what> <id> not found" otherwise (never a database error).
+ */
+export function rowIdParam(id: string, what: string): string {
+  if (!ROW_ID.test(id)) throw new DomainException(ErrorCode.NOT_FOUND, `${what} ${id} not found`);
+  return id;
+}
 
 /**
  * Query of a list paged by row id, newest first (the quarantine, the delivery log; the inbox and
@@ -16,6 +29,6 @@ export class IdPageQueryDto {
     pattern: '^[1-9]\\d{0,17}$',
   })
   @IsOptional()
-  @Matches(/^[1-9]\d{0,17}$/, { message: 'cursor must be a row id' })
+  @Matches(ROW_ID, { message: 'cursor must be a row id' })
   cursor?: string;
 }
