@@ -10,6 +10,7 @@ import type { AppConfig } from '../../config/configuration.js';
 import { excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { BrokerConnection } from './broker-connection.js';
 import { publishEach } from './publish-each.js';
 
 /**
@@ -28,7 +29,7 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
   private readonly logger = new Logger('NatsPublisher');
   private readonly settings: AppConfig['events']['nats'];
   private readonly timeoutMs: number;
-  private client: Promise<{ connection: NatsConnection; js: JetStreamClient }> | undefined;
+  private readonly client = new BrokerConnection(() => this.open());
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     super();
@@ -45,7 +46,7 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     return publishEach(
       'NATS',
       request,
-      async () => (await this.open()).js,
+      async () => (await this.client.get()).js,
       (js, e) => this.publishOne(js, e),
     );
   }
@@ -70,30 +71,24 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     }
   }
 
-  /** The connection and its JetStream client (the stream made sure of), opened once and after a close. */
-  private open(): Promise<{ connection: NatsConnection; js: JetStreamClient }> {
-    this.client ??= (async () => {
-      const connection = await connect({
-        servers: this.settings.servers,
-        name: 'settlement-receiver',
-        timeout: this.timeoutMs,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 500,
-      });
-      void connection.closed().then((err) => {
-        if (err)
-          this.logger.warn(
-            `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
-          );
-        this.client = undefined;
-      });
-      await this.ensureStream(await jetstreamManager(connection));
-      return { connection, js: jetstream(connection) };
-    })().catch((err: unknown) => {
-      this.client = undefined;
-      throw err;
+  /** Opens the connection and its JetStream client (the stream made sure of); forgotten at a close. */
+  private async open(): Promise<{ connection: NatsConnection; js: JetStreamClient }> {
+    const connection = await connect({
+      servers: this.settings.servers,
+      name: 'settlement-receiver',
+      timeout: this.timeoutMs,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
     });
-    return this.client;
+    void connection.closed().then((err) => {
+      if (err)
+        this.logger.warn(
+          `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
+        );
+      this.client.forget();
+    });
+    await this.ensureStream(await jetstreamManager(connection));
+    return { connection, js: jetstream(connection) };
   }
 
   /** Creates the stream when it does not exist (an existing one is left as the operator set it). */
@@ -111,16 +106,8 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
-    const open = this.client;
-    this.client = undefined;
-    if (!open) return;
-    try {
-      const { connection } = await open;
-      await connection.drain();
-    } catch {
-      // Never opened, or already gone.
-    }
+  onModuleDestroy(): Promise<void> {
+    return this.client.close(({ connection }) => connection.drain());
   }
 }
 

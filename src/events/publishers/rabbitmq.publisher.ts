@@ -7,6 +7,7 @@ import type { AppConfig } from '../../config/configuration.js';
 import { excerpt } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { BrokerConnection } from './broker-connection.js';
 import { publishEach } from './publish-each.js';
 
 /** Routing key of an event on the topic exchange: `operation.<type>`, e.g. `operation.final_credit`. */
@@ -30,7 +31,7 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
   private readonly url: string;
   private readonly exchange: string;
   private readonly connectTimeoutMs: number;
-  private channel: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
+  private readonly channel = new BrokerConnection(() => this.open());
   private closing = false;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
@@ -44,7 +45,7 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
     return publishEach(
       'RabbitMQ',
       request,
-      async () => (await this.open()).channel,
+      async () => (await this.channel.get()).channel,
       (channel, e) => this.publishOne(channel, e),
     );
   }
@@ -76,46 +77,32 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
         );
       } catch (err) {
         // The channel closed under the call: open another at the next publish.
-        this.channel = undefined;
+        this.channel.forget();
         resolve({ outcome: 'retry', reason: excerpt(`RabbitMQ publish failed: ${errorText(err)}`) });
       }
     });
   }
 
-  /** The connection and its confirm channel (the exchange declared), opened once and after a failure. */
-  private open(): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
-    this.channel ??= (async () => {
-      const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
-      const forget = (why: string) => {
-        if (!this.closing)
-          this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
-        this.channel = undefined;
-      };
-      connection.on('error', (err: Error) => forget(err.message));
-      connection.on('close', () => forget('closed'));
-      const channel = await connection.createConfirmChannel();
-      channel.on('error', (err: Error) => forget(err.message));
-      channel.on('close', () => forget('channel closed'));
-      await channel.assertExchange(this.exchange, 'topic', { durable: true });
-      return { connection, channel };
-    })().catch((err: unknown) => {
-      this.channel = undefined;
-      throw err;
-    });
-    return this.channel;
+  /** Opens the connection and its confirm channel (the exchange declared); forgotten at a failure. */
+  private async open(): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
+    const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
+    const forget = (why: string) => {
+      if (!this.closing)
+        this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
+      this.channel.forget();
+    };
+    connection.on('error', (err: Error) => forget(err.message));
+    connection.on('close', () => forget('closed'));
+    const channel = await connection.createConfirmChannel();
+    channel.on('error', (err: Error) => forget(err.message));
+    channel.on('close', () => forget('channel closed'));
+    await channel.assertExchange(this.exchange, 'topic', { durable: true });
+    return { connection, channel };
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closing = true;
-    const open = this.channel;
-    this.channel = undefined;
-    if (!open) return;
-    try {
-      const { connection } = await open;
-      await connection.close();
-    } catch {
-      // Never opened, or already gone.
-    }
+    await this.channel.close(({ connection }) => connection.close());
   }
 }
 
