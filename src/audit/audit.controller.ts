@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiExtraModels, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { IdentifierParamPipe } from '../common/validation.js';
 import { AuditService } from './audit.service.js';
 import { BatchAuditView, DeliveryPageView, DeliveryQueryDto, ExpiredView } from './dto/audit.dto.js';
@@ -100,7 +100,7 @@ export class AuditController {
     ),
   )
   @ApiResponse(apiError(404, 'batch id never delivered', 'not_found', 'batch b-404 was never delivered'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   batch(@Param('batchId', new IdentifierParamPipe(128)) batchId: string): Promise<BatchAuditView> {
     return this.audit.batch(batchId);
   }
@@ -120,7 +120,7 @@ export class AuditController {
     },
   })
   @ApiResponse(apiError(400, 'invalid filter', 'validation_failed', 'the request does not match the schema'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   deliveries(@Query() query: DeliveryQueryDto): Promise<DeliveryPageView> {
     return this.audit.deliveries(query);
   }

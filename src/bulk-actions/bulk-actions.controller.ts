@@ -1,9 +1,9 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { rowIdParam } from '../common/id-page-query.dto.js';
 import { API_TAGS } from '../common/api-tags.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, INVALID_REASON } from '../common/error-response.dto.js';
 import { BulkActionsService } from './bulk-actions.service.js';
 import { BULK_CAP } from './bulk-actions.types.js';
 import {
@@ -17,13 +17,6 @@ import {
   BulkPlanView,
   BulkRunDto,
 } from './dto/bulk-action.dto.js';
-
-/** A bulk action id path parameter: digits only, else 404 (never a database error). */
-function actionId(id: string): string {
-  if (!/^[1-9]\d{0,17}$/.test(id))
-    throw new DomainException(ErrorCode.NOT_FOUND, `bulk action ${id} not found`);
-  return id;
-}
 
 const RUNNING_EXAMPLE = {
   id: '7',
@@ -163,7 +156,7 @@ export class BulkActionsController {
   })
   @ApiResponse(apiError(404, 'no such bulk action', 'not_found', 'bulk action 7 not found'))
   get(@Param('id') id: string, @Query() query: BulkItemsQueryDto): Promise<BulkActionDetailView> {
-    return this.bulk.get(actionId(id), query);
+    return this.bulk.get(rowIdParam(id, 'bulk action'), query);
   }
 
   @Post(':id/cancel')
@@ -185,9 +178,7 @@ export class BulkActionsController {
       cancelledBy: 'ops-desk',
     },
   })
-  @ApiResponse(
-    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
-  )
+  @ApiResponse(INVALID_REASON)
   @ApiResponse(apiError(404, 'no such bulk action', 'not_found', 'bulk action 7 not found'))
   @ApiResponse(
     apiError(
@@ -202,6 +193,6 @@ export class BulkActionsController {
     @Body() dto: BulkCancelDto,
     @Actor() actor: Actor,
   ): Promise<BulkActionView> {
-    return this.bulk.cancel(actionId(id), actor, dto?.reason ?? null);
+    return this.bulk.cancel(rowIdParam(id, 'bulk action'), actor, dto?.reason ?? null);
   }
 }

@@ -95,14 +95,7 @@ export class BulkActionsRepository {
    */
   async create(
     tx: Tx,
-    a: {
-      kind: BulkKind;
-      filter: BulkFilter;
-      reason: string;
-      actor: string;
-      requestId: string | null;
-      cap: number;
-    },
+    a: Pick<BulkActionRow, 'kind' | 'filter' | 'reason' | 'actor' | 'requestId' | 'cap'>,
   ): Promise<BulkActionRow> {
     const t = targets(a.kind, a.filter);
     const n = t.values.length;

@@ -47,3 +47,13 @@ export function apiErrors(status: number, description: string, cases: Record<str
     ),
   };
 }
+
+/** The 503 of a route whose database work failed for now (`TransientError`): the client retries later. */
+export const TRANSIENT_FAILURE = apiError(503, 'temporarily unavailable, retry later', 'transient_failure');
+
+/** The 400 of an action whose optional body is `{ reason }` (1..500 characters): pause, cancel. */
+export const INVALID_REASON = apiError(
+  400,
+  'the body is not an object, or reason is not 1..500 characters',
+  'validation_failed',
+);

@@ -1,5 +1,6 @@
+import { applyDecorators } from '@nestjs/common';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, Length, registerDecorator, ValidationOptions } from 'class-validator';
+import { IsOptional, IsRFC3339, Length, registerDecorator, ValidationOptions } from 'class-validator';
 import { DomainException, ErrorCode } from './domain.exception.js';
 
 /** Rows per page of a list when none is asked for, and the most one page holds. */
@@ -32,6 +33,25 @@ export function IsIntegerFrom(min: number, max: number, options?: ValidationOpti
 }
 
 /**
+ * The `limit` of a list's query: rows per page, 1..`PAGE_SIZE.max`, `PAGE_SIZE.default` when
+ * absent (read with {@link pageSize}); anything else is a 400 `validation_failed`.
+ */
+export function PageLimit(): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({
+      type: 'integer',
+      minimum: 1,
+      maximum: PAGE_SIZE.max,
+      default: PAGE_SIZE.default,
+      example: PAGE_SIZE.default,
+      description: `rows per page, 1..${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`,
+    }),
+    IsOptional(),
+    IsIntegerFrom(1, PAGE_SIZE.max),
+  );
+}
+
+/**
  * Property is `true` or `false` (a query string, or a boolean). Read it with {@link queryFlag}.
  */
 export function IsQueryFlag(options?: ValidationOptions): PropertyDecorator {
@@ -56,17 +76,7 @@ export function queryFlag(value: string | boolean | undefined): boolean | undefi
  * filters by extending it.
  */
 export class PageQueryDto {
-  @ApiPropertyOptional({
-    type: 'integer',
-    minimum: 1,
-    maximum: PAGE_SIZE.max,
-    default: PAGE_SIZE.default,
-    example: 50,
-    description: `rows per page, 1..${PAGE_SIZE.max} (default ${PAGE_SIZE.default})`,
-  })
-  @IsOptional()
-  @IsIntegerFrom(1, PAGE_SIZE.max)
-  limit?: string | number;
+  @PageLimit() limit?: string | number;
 
   @ApiPropertyOptional({
     type: 'string',
@@ -156,12 +166,22 @@ export function toPage<R, T>(
   };
 }
 
-/** Swagger's `nextCursor` property of a page. */
-export function ApiNextCursor(example: string | null = '1792') {
-  return ApiProperty({
-    example,
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next (older) page; null on the last page',
-  });
+/** Swagger's `nextCursor` property of a page: nullable string, with `example` and `description`. */
+export function ApiNextCursor(
+  example: string | null = '1792',
+  description = 'pass as `cursor` for the next (older) page; null on the last page',
+) {
+  return ApiProperty({ example, type: String, nullable: true, description });
+}
+
+/**
+ * An optional filter of a list's query that takes an RFC 3339 date-time (`2026-11-30T00:00:00Z`),
+ * documented with `example` and `description`; anything else is a 400 `validation_failed`.
+ */
+export function DateTimeFilter(example: string, description: string): PropertyDecorator {
+  return applyDecorators(
+    ApiPropertyOptional({ example, format: 'date-time', description }),
+    IsOptional(),
+    IsRFC3339(),
+  );
 }

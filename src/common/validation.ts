@@ -1,5 +1,9 @@
-import { ArgumentMetadata, PipeTransform, ValidationPipe } from '@nestjs/common';
+import { applyDecorators, ArgumentMetadata, PipeTransform, ValidationPipe } from '@nestjs/common';
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
+  IsOptional,
+  IsString,
+  Matches,
   registerDecorator,
   ValidationArguments,
   ValidationError,
@@ -190,6 +194,18 @@ export function IsAllowedCurrency(validationOptions?: ValidationOptions): Proper
   };
 }
 
+/** A body's `currency`, checked by {@link IsAllowedCurrency} and documented as such. */
+export function CurrencyProperty(): PropertyDecorator {
+  return applyDecorators(
+    ApiProperty({
+      example: 'EUR',
+      pattern: CURRENCY_CODE.source,
+      description: 'ISO 4217 code or one of CURRENCY_MINOR_UNITS (e.g. USDT), restricted by CURRENCIES.',
+    }),
+    IsAllowedCurrency(),
+  );
+}
+
 /**
  * Flattens class-validator errors into JSON paths (`coupons[0].events[1].uuid`), one message per
  * path: that of the rule written first on the property, its type before its length or pattern (a
@@ -285,6 +301,28 @@ export function textSchema(min: number, max: number, notBlank = false) {
     maxLength: max,
     pattern: notBlank ? `^(?=[\\s\\S]*\\S)${storable}` : STORABLE_TEXT_PATTERN,
   } as const;
+}
+
+/**
+ * The `reason` an operator's action is recorded with: 1..500 characters ({@link TextLength}),
+ * {@link IsStorableText}, and not blank; or, `optional`, absent or 1..500 characters, blank
+ * allowed. `example` and `description` document it in the schema ({@link textSchema}).
+ */
+export function ActionReason(example: string, description: string, optional = false): PropertyDecorator {
+  const rules = [
+    (optional ? ApiPropertyOptional : ApiProperty)({
+      ...textSchema(1, 500, !optional),
+      example,
+      description,
+    }),
+    ...(optional ? [IsOptional()] : []),
+    IsString(),
+    TextLength(1, 500),
+    ...(optional ? [] : [Matches(/\S/, { message: 'reason must not be blank' })]),
+    IsStorableText(),
+  ];
+  // Last first, as stacked decorators apply: flattenValidationErrors reports the rule written first.
+  return applyDecorators(...rules.reverse());
 }
 
 /**

@@ -2,7 +2,7 @@ import { Body, Controller, Get, Param, Post, Query, Res, UseInterceptors } from 
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponsService } from './coupons.service.js';
 import { PageQueryDto } from '../common/pagination.js';
@@ -32,7 +32,7 @@ export class CouponsController {
   @ApiResponse(apiError(400, 'invalid body', 'validation_failed'))
   @ApiResponse(apiError(409, 'coupon registered with another account, stake or currency', 'coupon_conflict'))
   @ApiResponse(apiError(422, 'stake above the balance, or account in another currency', 'insufficient_funds'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async register(
     @Body() dto: RegisterCouponDto,
     @Actor() actor: Actor,
@@ -93,7 +93,7 @@ export class CouponsController {
     },
   })
   @ApiResponse(apiError(400, 'invalid filter, limit or cursor', 'validation_failed'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   list(@Query() query: CouponListQueryDto): Promise<CouponPageView> {
     return this.coupons.list(query);
   }

@@ -17,7 +17,7 @@ import type { ActionSpec } from '../operator-actions/operator-actions.types.js';
 import { admitDeferredOperations } from '../settlement/rules/decide-settlement.js';
 import { Cursor, CURSOR_PART, Page, pageSize, queryFlag, toPage } from '../common/pagination.js';
 import type { SettlementOperation } from '../settlement/rules/settlement.types.js';
-import { CouponListRow, CouponRepository } from './coupon.repository.js';
+import { CouponListRow, CouponRepository, CouponRow } from './coupon.repository.js';
 import { CouponListQueryDto, CouponSummaryView, SnapshotPageView } from './dto/coupon-list.dto.js';
 import { CouponView } from './dto/coupon-view.dto.js';
 import { RegisterCouponDto } from './dto/register-coupon.dto.js';
@@ -204,21 +204,31 @@ export class CouponsService implements OnModuleInit {
     };
   }
 
-  private summary(r: CouponListRow): CouponSummaryView {
-    const amount = (value: string) => this.money.currencies.format(value, r.currency);
+  /**
+   * What a coupon's list entry and its full view show alike: its registration and settlement
+   * state, amounts at the currency's precision ("1500" JPY, "0.00012345" BTC; never rounded).
+   */
+  private state(c: CouponListRow | CouponRow) {
+    const amount = (value: string) => this.money.currencies.format(value, c.currency);
     return {
-      coupon_code: r.couponCode,
-      accountId: r.accountId,
-      stake: r.stake === null ? null : amount(r.stake),
-      currency: r.currency,
-      status: r.status,
-      realWin: r.realWin === null ? null : amount(r.realWin),
-      settlementGeneration: r.generation,
-      settled: r.generationSettled,
-      recalculationOpen: r.recalculationOpen,
-      needsReview: r.needsReview,
-      reviewReason: r.reviewReason,
-      unallocated: r.accountId === null,
+      coupon_code: c.couponCode,
+      accountId: c.accountId,
+      stake: c.stake === null ? null : amount(c.stake),
+      currency: c.currency,
+      status: c.status,
+      realWin: c.realWin === null ? null : amount(c.realWin),
+      settlementGeneration: c.generation,
+      settled: c.generationSettled,
+      recalculationOpen: c.recalculationOpen,
+      needsReview: c.needsReview,
+      reviewReason: c.reviewReason,
+      unallocated: c.accountId === null,
+    };
+  }
+
+  private summary(r: CouponListRow): CouponSummaryView {
+    return {
+      ...this.state(r),
       lastBatchId: r.lastBatchId,
       createdAt: r.createdAt.toISOString(),
       updatedAt: r.updatedAt.toISOString(),
@@ -234,18 +244,7 @@ export class CouponsService implements OnModuleInit {
     // At the currency's precision ("1500" JPY, "0.00012345" BTC); never rounded.
     const amount = (value: string) => this.money.currencies.format(value, coupon.currency);
     return {
-      coupon_code: coupon.couponCode,
-      accountId: coupon.accountId,
-      stake: coupon.stake === null ? null : amount(coupon.stake),
-      currency: coupon.currency,
-      status: coupon.status,
-      realWin: coupon.realWin === null ? null : amount(coupon.realWin),
-      settlementGeneration: coupon.generation,
-      settled: coupon.generationSettled,
-      recalculationOpen: coupon.recalculationOpen,
-      needsReview: coupon.needsReview,
-      reviewReason: coupon.reviewReason,
-      unallocated: coupon.accountId === null,
+      ...this.state(coupon),
       registeredBy: coupon.registeredBy,
       events,
       operations: operations.map((o) => ({

@@ -4,11 +4,13 @@ import { ApiOperation, ApiParam, ApiProperty, ApiResponse, ApiTags } from '@nest
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
 import { API_TAGS } from '../common/api-tags.js';
 import { ErrorCode } from '../common/domain.exception.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, INVALID_REASON } from '../common/error-response.dto.js';
 import {
   OutboxEntryDetailView,
   OutboxListQueryDto,
   OutboxPageView,
+  OUTBOX_ROW_NOT_PARKED,
+  outboxRowNotSkippable,
   OutboxStateView,
   PauseWalletDto,
   SkipOutboxEntryDto,
@@ -92,14 +94,7 @@ export class EventsController {
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(
-    apiError(
-      409,
-      'the row is not parked',
-      'outbox_entry_state',
-      'outbox row 42 is delivered: only a parked row can be retried',
-    ),
-  )
+  @ApiResponse(OUTBOX_ROW_NOT_PARKED)
   retry(
     @Param('publisher') publisher: string,
     @Param('id') id: string,
@@ -120,14 +115,7 @@ export class EventsController {
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
   @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(
-    apiError(
-      409,
-      'the row is delivered or skipped, or being published right now',
-      'outbox_entry_state',
-      'outbox row 42 is delivered: nothing to skip',
-    ),
-  )
+  @ApiResponse(outboxRowNotSkippable('published'))
   skip(
     @Param('publisher') publisher: string,
     @Param('id') id: string,
@@ -147,9 +135,7 @@ export class EventsController {
   })
   @ApiParam(PUBLISHER)
   @ApiResponse({ status: 200, type: PublisherStatusView, description: 'the state after it' })
-  @ApiResponse(
-    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
-  )
+  @ApiResponse(INVALID_REASON)
   @ApiResponse(NOT_FOUND)
   async pause(
     @Param('publisher') publisher: string,

@@ -9,9 +9,9 @@ import {
 } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
+import { requireIdempotencyKey, IDEMPOTENCY_KEY, apiIdempotentCreated } from '../common/idempotency-key.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { csvStream, textCell } from '../common/csv.js';
 import { AccountViewDto, AdjustmentDto, AdjustmentViewDto } from './dto/adjustment.dto.js';
 import {
@@ -74,21 +74,11 @@ export class AccountsController {
     description:
       '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (no colon, so adjustment keys never meet coupon keys); the same key and body return the first result',
   })
-  @ApiResponse({
-    status: 201,
-    type: AdjustmentViewDto,
-    description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)',
-    headers: {
-      'Idempotent-Replayed': {
-        description: '"true" when this is the stored first result',
-        schema: { type: 'string' },
-      },
-    },
-  })
+  @ApiResponse(apiIdempotentCreated(AdjustmentViewDto))
   @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(apiError(409, 'Idempotency-Key used with a different body', 'idempotency_conflict'))
   @ApiResponse(apiError(422, 'withdrawal above the balance, or another currency', 'insufficient_funds'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async adjust(
     @Param('id') id: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,
@@ -139,7 +129,7 @@ export class AccountsController {
     },
   })
   @ApiResponse(apiError(400, 'invalid prefix, limit or cursor', 'validation_failed'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   list(@Query() query: AccountListQueryDto): Promise<AccountPageView> {
     return this.ledger.listAccounts(query.q, query);
   }
@@ -191,7 +181,7 @@ export class AccountsController {
   })
   @ApiResponse(apiError(400, 'invalid range, limit, cursor or format', 'validation_failed'))
   @ApiResponse(apiError(404, 'no such player account', 'not_found', 'account player-42 not found'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async statement(
     @Param('id') id: string,
     @Query() query: StatementQueryDto,

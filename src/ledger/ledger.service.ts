@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { Decimal } from 'decimal.js';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { replayOf } from '../common/idempotency-key.js';
 import { formatAmount } from '../common/money.js';
 import { MONEY_CONFIG } from './money.config.js';
 import type { MoneyConfig } from './money.config.js';
@@ -345,15 +346,8 @@ export class LedgerService {
     idempotencyKey: string,
     requestHash: string,
   ): Promise<AdjustmentView | undefined> {
-    const earlier = await this.ledger.findAdjustment(tx, idempotencyKey);
-    if (!earlier) return undefined;
-    if (earlier.requestHash !== requestHash) {
-      throw new DomainException(
-        ErrorCode.IDEMPOTENCY_CONFLICT,
-        'this Idempotency-Key was used with a different request',
-      );
-    }
-    return this.adjustmentView(earlier);
+    const earlier = replayOf(await this.ledger.findAdjustment(tx, idempotencyKey), requestHash);
+    return earlier && this.adjustmentView(earlier);
   }
 
   /** An adjustment with its amounts at the currency's precision. */

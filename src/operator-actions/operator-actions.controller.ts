@@ -2,7 +2,7 @@ import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { RequireScope } from '../auth/require-scope.decorator.js';
 import { API_TAGS } from '../common/api-tags.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { Cursor, CURSOR_PART, pageSize, toPage } from '../common/pagination.js';
 import { TransactionRunner } from '../database/transaction.js';
 import {
@@ -59,7 +59,7 @@ export class OperatorActionsController {
     },
   })
   @ApiResponse(apiError(400, 'invalid filter, limit or cursor', 'validation_failed'))
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async list(@Query() q: OperatorActionQueryDto): Promise<OperatorActionPageView> {
     const limit = pageSize(q);
     const before = q.cursor === undefined ? undefined : Cursor.decode(q.cursor, [CURSOR_PART.id])[0];

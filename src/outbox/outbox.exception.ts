@@ -1,4 +1,5 @@
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { rowIdParam } from '../common/id-page-query.dto.js';
 
 /** An outbox's refusals of operator actions (docs/wallet.md); mapped to HTTP at the edge. */
 export type OutboxErrorCode = ErrorCode.NOT_FOUND | ErrorCode.OUTBOX_ENTRY_STATE;
@@ -14,9 +15,7 @@ export class OutboxException extends DomainException {
   }
 }
 
-/** An outbox id path parameter: digits only, else 404 (never a database error). */
+/** An outbox id path parameter: digits only, else 404 (never a database error; {@link rowIdParam}). */
 export function outboxRowId(id: string): string {
-  if (!/^[1-9]\d{0,17}$/.test(id))
-    throw new OutboxException(ErrorCode.NOT_FOUND, `outbox row ${id} not found`);
-  return id;
+  return rowIdParam(id, 'outbox row');
 }

@@ -25,18 +25,9 @@ export interface ClaimedOutboxRow extends OutboxOperation {
   traceparent: string | null;
 }
 
-/** One attempt to record with its row's next step. */
-export interface RecordedAttempt {
+/** One attempt to record with its row's next step (its number is `row.attempt`). */
+export interface RecordedAttempt extends Omit<OutboxAttemptView, 'attempt' | 'traceId'> {
   row: ClaimedOutboxRow;
-  requestId: string;
-  /** The deliverer's name: the wallet connector's, the event publisher's. */
-  connector: string;
-  startedAt: Date;
-  durationMs: number;
-  outcome: AttemptOutcome;
-  httpStatus: number | null;
-  /** Excerpt of the wallet's answer or of the error (at most 500 characters). */
-  answer: string | null;
   step: OutboxStep;
   /** The attempt's trace id (32 hex) when tracing was on. */
   traceId?: string | null;
@@ -70,11 +61,13 @@ export interface OutboxRowView extends OutboxOperation {
 export interface OutboxAttemptView {
   attempt: number;
   requestId: string;
+  /** The deliverer's name: the wallet connector's, the event publisher's. */
   connector: string;
   startedAt: Date;
   durationMs: number;
   outcome: AttemptOutcome;
   httpStatus: number | null;
+  /** Excerpt of the wallet's answer or of the error (at most 500 characters). */
   answer: string | null;
   /** The attempt's OpenTelemetry trace id (32 hex) when tracing was on, else null (issue 41). */
   traceId: string | null;

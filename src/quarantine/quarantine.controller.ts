@@ -2,8 +2,8 @@ import { Controller, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { DomainException, ErrorCode } from '../common/domain.exception.js';
-import { apiError, apiErrors } from '../common/error-response.dto.js';
+import { rowIdParam } from '../common/id-page-query.dto.js';
+import { apiError, apiErrors, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import {
   QuarantineEntryDetailView,
   QuarantineListQueryDto,
@@ -13,13 +13,6 @@ import {
 import { QuarantineService } from './quarantine.service.js';
 import type { QuarantinePage, ReplayResult } from './quarantine.service.js';
 import { API_TAGS } from '../common/api-tags.js';
-
-/** A quarantine id path parameter: digits only, else 404 (never a database error). */
-function entryId(id: string): string {
-  if (!/^[1-9]\d{0,17}$/.test(id))
-    throw new DomainException(ErrorCode.NOT_FOUND, `quarantine entry ${id} not found`);
-  return id;
-}
 
 /**
  * The quarantine (CONTRACT §8) on the partner API (bearer key, §10): list the kept bodies and
@@ -78,7 +71,7 @@ export class QuarantineController {
   @ApiResponse({ status: 200, type: QuarantineEntryDetailView, description: 'the entry with its raw body' })
   @ApiResponse(apiError(404, 'no such entry', 'not_found', 'quarantine entry 42 not found'))
   get(@Param('id') id: string): Promise<QuarantineEntryDetailView> {
-    return this.quarantine.get(entryId(id));
+    return this.quarantine.get(rowIdParam(id, 'quarantine entry'));
   }
 
   @Post(':id/replay')
@@ -139,8 +132,8 @@ export class QuarantineController {
       'the quarantined body is still refused: the batch does not match the contract',
     ),
   )
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   replay(@Param('id') id: string, @Actor() actor: Actor): Promise<ReplayResult> {
-    return this.quarantine.replay(entryId(id), actor);
+    return this.quarantine.replay(rowIdParam(id, 'quarantine entry'), actor);
   }
 }

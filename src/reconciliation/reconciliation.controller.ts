@@ -2,8 +2,8 @@ import { Body, Controller, Headers, HttpCode, Param, Post, Res, UseInterceptors 
 import { ApiHeader, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { requireIdempotencyKey, IDEMPOTENCY_KEY } from '../common/idempotency-key.js';
-import { apiError, apiErrors } from '../common/error-response.dto.js';
+import { requireIdempotencyKey, IDEMPOTENCY_KEY, apiIdempotentCreated } from '../common/idempotency-key.js';
+import { apiError, apiErrors, TRANSIENT_FAILURE } from '../common/error-response.dto.js';
 import { LosslessJsonInterceptor } from '../common/lossless-json.interceptor.js';
 import { CouponView } from '../coupons/dto/coupon-view.dto.js';
 import { ResolutionDto, ResolutionResultView } from './dto/resolution.dto.js';
@@ -95,17 +95,7 @@ export class ReconciliationController {
     required: true,
     description: '1..128 of A-Z a-z 0-9 . _ ~ + / = @ - (as for adjustments)',
   })
-  @ApiResponse({
-    status: 201,
-    type: ResolutionResultView,
-    description: 'applied (also returned again for the same key and body, with Idempotent-Replayed: true)',
-    headers: {
-      'Idempotent-Replayed': {
-        description: '"true" when this is the stored first result',
-        schema: { type: 'string' },
-      },
-    },
-  })
+  @ApiResponse(apiIdempotentCreated(ResolutionResultView))
   @ApiResponse(apiError(400, 'invalid body or missing Idempotency-Key', 'validation_failed'))
   @ApiResponse(apiError(404, 'coupon not found', 'not_found'))
   @ApiResponse(
@@ -120,7 +110,7 @@ export class ReconciliationController {
       },
     ),
   )
-  @ApiResponse(apiError(503, 'temporarily unavailable, retry later', 'transient_failure'))
+  @ApiResponse(TRANSIENT_FAILURE)
   async resolve(
     @Param('coupon_code') couponCode: string,
     @Headers('idempotency-key') idempotencyKey: string | undefined,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Actor } from '../auth/actor.js';
 import { DomainException, ErrorCode } from '../common/domain.exception.js';
+import { replayOf } from '../common/idempotency-key.js';
 import { formatAmount, isPositive, parseAmount } from '../common/money.js';
 import { MONEY_CONFIG } from '../ledger/money.config.js';
 import type { MoneyConfig } from '../ledger/money.config.js';
@@ -196,15 +197,7 @@ export class ResolutionService {
     idempotencyKey: string,
     requestHash: string,
   ): Promise<ResolutionRow | undefined> {
-    const earlier = await this.repository.findResolution(tx, idempotencyKey);
-    if (!earlier) return undefined;
-    if (earlier.requestHash !== requestHash) {
-      throw new DomainException(
-        ErrorCode.IDEMPOTENCY_CONFLICT,
-        'this Idempotency-Key was used with a different request',
-      );
-    }
-    return earlier;
+    return replayOf(await this.repository.findResolution(tx, idempotencyKey), requestHash);
   }
 
   /** The status code a resolution records: the given one (checked) or the configured WIN/LOSS code. */

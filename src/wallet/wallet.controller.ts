@@ -2,11 +2,13 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@ne
 import { pageSize } from '../common/pagination.js';
 import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../auth/require-scope.decorator.js';
-import { apiError } from '../common/error-response.dto.js';
+import { apiError, INVALID_REASON } from '../common/error-response.dto.js';
 import {
   OutboxEntryDetailView,
   OutboxListQueryDto,
   OutboxPageView,
+  OUTBOX_ROW_NOT_PARKED,
+  outboxRowNotSkippable,
   PauseWalletDto,
   SkipOutboxEntryDto,
   WalletStatusView,
@@ -78,14 +80,7 @@ export class WalletController {
   @ApiParam({ name: 'id', example: '42' })
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(
-    apiError(
-      409,
-      'the row is not parked',
-      'outbox_entry_state',
-      'outbox row 42 is delivered: only a parked row can be retried',
-    ),
-  )
+  @ApiResponse(OUTBOX_ROW_NOT_PARKED)
   retry(@Param('id') id: string, @Actor() actor: Actor): Promise<OutboxEntryDetailView> {
     return this.wallet.retry(rowId(id), actor);
   }
@@ -104,14 +99,7 @@ export class WalletController {
   @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
   @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
   @ApiResponse(NOT_FOUND)
-  @ApiResponse(
-    apiError(
-      409,
-      'the row is delivered or skipped, or being delivered right now',
-      'outbox_entry_state',
-      'outbox row 42 is delivered: nothing to skip',
-    ),
-  )
+  @ApiResponse(outboxRowNotSkippable('delivered'))
   skip(
     @Param('id') id: string,
     @Body() body: SkipOutboxEntryDto,
@@ -137,9 +125,7 @@ export class WalletController {
       'Rows keep being written with their settlements and wait. Also set by the receiver after a 401/403.',
   })
   @ApiResponse({ status: 200, type: WalletStatusView, description: 'the outbox state after it' })
-  @ApiResponse(
-    apiError(400, 'the body is not an object, or reason is not 1..500 characters', 'validation_failed'),
-  )
+  @ApiResponse(INVALID_REASON)
   pause(@Body() body: PauseWalletDto, @Actor() actor: Actor): Promise<WalletStatusView> {
     return this.withConnector(this.wallet.setPaused(true, actor, body.reason ?? null));
   }

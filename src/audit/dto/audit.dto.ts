@@ -1,7 +1,8 @@
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { ApiNextCursor, DateTimeFilter } from '../../common/pagination.js';
 import { nullableRef } from '../../common/openapi-schema.js';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
+import { IsIn, IsOptional, Matches } from 'class-validator';
 import { DeliveryOutcome } from '../../deliveries/delivery.types.js';
 
 /** One delivery attempt of a batch (CONTRACT §8); `durationMs` in milliseconds. */
@@ -128,33 +129,13 @@ export class DeliveryQueryDto extends IdPageQueryDto {
   @Matches(/^.{1,128}$/s)
   batchId?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T00:00:00Z',
-    format: 'date-time',
-    description: 'received at or after (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  from?: string;
+  @DateTimeFilter('2026-11-30T00:00:00Z', 'received at or after (RFC 3339 date-time)') from?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-12-01T00:00:00Z',
-    format: 'date-time',
-    description: 'received before (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  to?: string;
+  @DateTimeFilter('2026-12-01T00:00:00Z', 'received before (RFC 3339 date-time)') to?: string;
 }
 
 /** One page of delivery attempts, newest first. */
 export class DeliveryPageView {
   @ApiProperty({ type: [DeliveryAttemptView] }) items: DeliveryAttemptView[];
-  @ApiProperty({
-    example: '1792',
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next (older) page; null on the last page',
-  })
-  nextCursor: string | null;
+  @ApiNextCursor() nextCursor: string | null;
 }

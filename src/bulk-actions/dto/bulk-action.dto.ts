@@ -4,7 +4,6 @@ import {
   IsBoolean,
   IsIn,
   IsInt,
-  IsRFC3339,
   IsObject,
   IsOptional,
   IsString,
@@ -14,8 +13,8 @@ import {
   Min,
   ValidateNested,
 } from 'class-validator';
-import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
-import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
+import { ApiNextCursor, DateTimeFilter, PageQueryDto } from '../../common/pagination.js';
+import { ActionReason, IsStorableText } from '../../common/validation.js';
 import { BULK_CAP, BULK_KINDS } from '../bulk-actions.types.js';
 import type { BulkKind } from '../bulk-actions.types.js';
 
@@ -37,23 +36,9 @@ export class BulkFilterDto {
   @IsStorableText()
   batchIdPrefix?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-29T22:00:00Z',
-    format: 'date-time',
-    description: 'quarantine: received at or after',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  receivedFrom?: string;
+  @DateTimeFilter('2026-11-29T22:00:00Z', 'quarantine: received at or after') receivedFrom?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T02:00:00Z',
-    format: 'date-time',
-    description: 'quarantine: received before',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  receivedTo?: string;
+  @DateTimeFilter('2026-11-30T02:00:00Z', 'quarantine: received before') receivedTo?: string;
 
   @ApiPropertyOptional({
     example: true,
@@ -77,23 +62,9 @@ export class BulkFilterDto {
   @Matches(/^[A-Za-z0-9._@-]{1,64}$/, { message: 'accountId must be 1..64 of A-Z a-z 0-9 . _ @ -' })
   accountId?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-29T22:00:00Z',
-    format: 'date-time',
-    description: 'outbox: parked at or after',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  parkedFrom?: string;
+  @DateTimeFilter('2026-11-29T22:00:00Z', 'outbox: parked at or after') parkedFrom?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T02:00:00Z',
-    format: 'date-time',
-    description: 'outbox: parked before',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  parkedTo?: string;
+  @DateTimeFilter('2026-11-30T02:00:00Z', 'outbox: parked before') parkedTo?: string;
 }
 
 /** Body of `POST /bulk-actions/plan`. */
@@ -124,30 +95,16 @@ export class BulkPlanDto {
 
 /** Body of `POST /bulk-actions`. */
 export class BulkRunDto extends BulkPlanDto {
-  @ApiProperty({
-    ...textSchema(1, 500, true),
-    example: 'bodies refused by the bad deploy of 2026-11-29, fixed in 4.2.1',
-    description: 'why (1..500 characters), recorded with the key name',
-  })
-  @IsString()
-  @TextLength(1, 500)
-  @Matches(/\S/, { message: 'reason must not be blank' })
-  @IsStorableText()
+  @ActionReason(
+    'bodies refused by the bad deploy of 2026-11-29, fixed in 4.2.1',
+    'why (1..500 characters), recorded with the key name',
+  )
   reason: string;
 }
 
 /** Body of `POST /bulk-actions/{id}/cancel` (optional). */
 export class BulkCancelDto {
-  @ApiPropertyOptional({
-    ...textSchema(1, 500),
-    example: 'wrong filter',
-    description: 'why (at most 500 characters)',
-  })
-  @IsOptional()
-  @IsString()
-  @TextLength(1, 500)
-  @IsStorableText()
-  reason?: string;
+  @ActionReason('wrong filter', 'why (at most 500 characters)', true) reason?: string;
 }
 
 /** Query of `GET /bulk-actions`. */

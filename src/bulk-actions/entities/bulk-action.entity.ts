@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index } from 'typeorm';
+import { BigintIdColumn, CreatedAtColumn } from '../../database/columns.js';
 
 /**
  * A bulk action (docs/api.md, "Bulk actions"): the `kind` of single action it repeats, the
@@ -15,7 +16,7 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn 
 @Check('bulk_actions_counts_check', 'done_count + skipped_count + failed_count <= total')
 @Index('bulk_actions_running_idx', ['id'], { where: "status = 'running'" })
 export class BulkActionEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'bulk_actions_pkey' }) id: string;
+  @BigintIdColumn('bulk_actions_pkey') id: string;
   @Column('text') kind: string;
   @Column('jsonb') filter: Record<string, unknown>;
   @Column('text') reason: string;
@@ -27,7 +28,7 @@ export class BulkActionEntity {
   @Column('int', { name: 'done_count', default: 0 }) doneCount: number;
   @Column('int', { name: 'skipped_count', default: 0 }) skippedCount: number;
   @Column('int', { name: 'failed_count', default: 0 }) failedCount: number;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @CreatedAtColumn() createdAt: Date;
   @Column('timestamptz', { name: 'finished_at', nullable: true }) finishedAt: Date | null;
   @Column('text', { name: 'cancelled_by', nullable: true }) cancelledBy: string | null;
 }

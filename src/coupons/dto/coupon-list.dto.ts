@@ -1,6 +1,12 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsOptional, IsRFC3339, Matches } from 'class-validator';
-import { ApiNextCursor, IsIntegerFrom, IsQueryFlag, PageQueryDto } from '../../common/pagination.js';
+import { IsOptional, Matches } from 'class-validator';
+import {
+  ApiNextCursor,
+  DateTimeFilter,
+  IsIntegerFrom,
+  IsQueryFlag,
+  PageQueryDto,
+} from '../../common/pagination.js';
 
 /** Query of `GET /coupons`: filters, then the page. */
 export class CouponListQueryDto extends PageQueryDto {
@@ -40,23 +46,9 @@ export class CouponListQueryDto extends PageQueryDto {
   @Matches(/^[A-Z0-9]{3,8}$/, { message: 'currency must be 3..8 of A-Z 0-9' })
   currency?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T00:00:00Z',
-    format: 'date-time',
-    description: 'changed at or after (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  updatedFrom?: string;
+  @DateTimeFilter('2026-11-30T00:00:00Z', 'changed at or after (RFC 3339 date-time)') updatedFrom?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-12-01T00:00:00Z',
-    format: 'date-time',
-    description: 'changed before (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  updatedTo?: string;
+  @DateTimeFilter('2026-12-01T00:00:00Z', 'changed before (RFC 3339 date-time)') updatedTo?: string;
 }
 
 /** A coupon in a list: registration and settlement state, without bets and operations. */

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString, Length, Matches } from 'class-validator';
-import { IsAllowedCurrency, IsDecimalAmount, IsStorableText } from '../../common/validation.js';
+import { CurrencyProperty, IsDecimalAmount, IsStorableText } from '../../common/validation.js';
 
 /** `POST /coupons` body (CONTRACT §10): a placed coupon, its owner and stake. */
 export class RegisterCouponDto {
@@ -33,11 +33,5 @@ export class RegisterCouponDto {
   @IsDecimalAmount({ currencyField: 'currency' })
   stake: string;
 
-  @ApiProperty({
-    example: 'EUR',
-    pattern: '^[A-Z0-9]{3,8}$',
-    description: 'ISO 4217 code or one of CURRENCY_MINOR_UNITS (e.g. USDT), restricted by CURRENCIES.',
-  })
-  @IsAllowedCurrency()
-  currency: string;
+  @CurrencyProperty() currency: string;
 }

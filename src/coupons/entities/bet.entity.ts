@@ -1,15 +1,6 @@
-import {
-  Check,
-  Index,
-  Column,
-  CreateDateColumn,
-  Entity,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  UpdateDateColumn,
-} from 'typeorm';
+import { Check, Index, Column, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { CreatedAtColumn, UpdatedAtColumn } from '../../database/columns.js';
 import { CouponEntity } from './coupon.entity.js';
 
 /** A bet (event, selection) of a coupon by (`coupon_code`, `uuid`); `payload` keeps every field sent. */
@@ -25,6 +16,6 @@ export class BetEntity {
   @Column('int') status: number;
   @Column('jsonb') payload: Record<string, unknown>;
   @Column('text', { name: 'last_batch_id' }) lastBatchId: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+  @CreatedAtColumn() createdAt: Date;
+  @UpdatedAtColumn() updatedAt: Date;
 }

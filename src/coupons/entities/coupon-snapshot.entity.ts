@@ -1,13 +1,6 @@
-import {
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryGeneratedColumn,
-} from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, BigintIdColumn, CreatedAtColumn } from '../../database/columns.js';
 import { CouponEntity } from './coupon.entity.js';
 
 /**
@@ -20,7 +13,7 @@ import { CouponEntity } from './coupon.entity.js';
 @Index('coupon_snapshots_coupon_batch_idx', ['couponCode', 'batchId'])
 @Index('coupon_snapshots_batch_idx', ['batchId'])
 export class CouponSnapshotEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'coupon_snapshots_pkey' }) id: string;
+  @BigintIdColumn('coupon_snapshots_pkey') id: string;
   @Column('text', { name: 'coupon_code' }) couponCode: string;
   @ManyToOne(() => CouponEntity)
   @JoinColumn({ name: 'coupon_code', foreignKeyConstraintName: 'coupon_snapshots_coupon_code_fkey' })
@@ -31,17 +24,11 @@ export class CouponSnapshotEntity {
   @JoinColumn({ name: 'batch_id', foreignKeyConstraintName: 'coupon_snapshots_batch_id_fkey' })
   batch: Relation<{ batchId: string }>;
   @Column('int') status: number;
-  @Column('numeric', { name: 'real_win', precision: 26, scale: 8, nullable: true }) realWin: string | null;
+  @AmountColumn({ name: 'real_win', nullable: true }) realWin: string | null;
   @Column('boolean') applied: boolean;
   @Column('text') transition: string;
   @Column('int') generation: number;
   @Column('jsonb', { default: [] }) operations: unknown[];
   @Column('jsonb') payload: Record<string, unknown>;
-  @CreateDateColumn({
-    name: 'received_at',
-    type: 'timestamptz',
-    primary: true,
-    primaryKeyConstraintName: 'coupon_snapshots_pkey',
-  })
-  receivedAt: Date;
+  @CreatedAtColumn('received_at', { primaryKeyConstraintName: 'coupon_snapshots_pkey' }) receivedAt: Date;
 }

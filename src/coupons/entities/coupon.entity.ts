@@ -1,15 +1,6 @@
-import {
-  Check,
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  UpdateDateColumn,
-} from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, CreatedAtColumn, CurrencyColumn, UpdatedAtColumn } from '../../database/columns.js';
 import { AccountEntity } from '../../ledger/entities/account.entity.js';
 
 /**
@@ -40,22 +31,21 @@ export class CouponEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'coupons_account_id_fkey' })
   account: Relation<AccountEntity> | null;
-  @Column('numeric', { precision: 26, scale: 8, nullable: true }) stake: string | null;
-  @Column('varchar', { length: 8, nullable: true }) currency: string | null;
+  @AmountColumn({ nullable: true }) stake: string | null;
+  @CurrencyColumn({ nullable: true }) currency: string | null;
   @Column('char', { name: 'registration_hash', length: 64, nullable: true }) registrationHash: string | null;
   @Column('timestamptz', { name: 'registered_at', nullable: true }) registeredAt: Date | null;
   @Column('int', { nullable: true }) status: number | null;
-  @Column('numeric', { name: 'real_win', precision: 26, scale: 8, nullable: true }) realWin: string | null;
+  @AmountColumn({ name: 'real_win', nullable: true }) realWin: string | null;
   @Column('int', { name: 'settlement_generation', default: 0 }) settlementGeneration: number;
   @Column('boolean', { name: 'generation_settled', default: false }) generationSettled: boolean;
-  @Column('numeric', { name: 'settled_amount', precision: 26, scale: 8, nullable: true })
-  settledAmount: string | null;
+  @AmountColumn({ name: 'settled_amount', nullable: true }) settledAmount: string | null;
   @Column('boolean', { name: 'recalculation_open', default: false }) recalculationOpen: boolean;
   @Column('boolean', { name: 'needs_review', default: false }) needsReview: boolean;
   @Column('text', { name: 'review_reason', nullable: true }) reviewReason: string | null;
   @Column('text', { name: 'last_batch_id', nullable: true }) lastBatchId: string | null;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+  @CreatedAtColumn() createdAt: Date;
+  @UpdatedAtColumn() updatedAt: Date;
   /** When the reconciliation last read this coupon from SportAPI (CONTRACT §9). */
   @Column('timestamptz', { name: 'last_reconciled_at', nullable: true }) lastReconciledAt: Date | null;
   @Column('text', { name: 'registered_by', nullable: true }) registeredBy: string | null;

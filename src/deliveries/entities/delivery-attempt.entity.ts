@@ -1,4 +1,5 @@
-import { Check, Column, Entity, Index, PrimaryColumn, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { BigintIdColumn } from '../../database/columns.js';
 import { DeliveryOutcome } from '../delivery.types.js';
 
 /**
@@ -15,7 +16,7 @@ import { DeliveryOutcome } from '../delivery.types.js';
 @Index('delivery_attempts_received_idx', ['receivedAt'])
 @Index('delivery_attempts_request_idx', ['requestId'])
 export class DeliveryAttemptEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'delivery_attempts_pkey' }) id: string;
+  @BigintIdColumn('delivery_attempts_pkey') id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @Column('text', { name: 'request_id', nullable: true }) requestId: string | null;
   @PrimaryColumn('timestamptz', { name: 'received_at', primaryKeyConstraintName: 'delivery_attempts_pkey' })

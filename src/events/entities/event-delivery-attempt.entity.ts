@@ -1,15 +1,7 @@
-import {
-  Check,
-  Column,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  PrimaryGeneratedColumn,
-} from 'typeorm';
+import { Check, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
-import type { AttemptOutcome } from '../../outbox/outbox.types.js';
+import { BigintIdColumn } from '../../database/columns.js';
+import { DeliveryAttemptColumns } from '../../outbox/entities/outbox-columns.js';
 import { EventOutboxEntryEntity } from './event-outbox-entry.entity.js';
 
 /**
@@ -26,25 +18,14 @@ import { EventOutboxEntryEntity } from './event-outbox-entry.entity.js';
 // One line per row and request (a record run again adds none: ON CONFLICT); also the row's history.
 @Index('event_delivery_attempts_outbox_request_key', ['outboxId', 'requestId', 'startedAt'], { unique: true })
 @Index('event_delivery_attempts_request_idx', ['requestId'])
-export class EventDeliveryAttemptEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_delivery_attempts_pkey' })
-  id: string;
-  @Column('bigint', { name: 'outbox_id' }) outboxId: string;
+export class EventDeliveryAttemptEntity extends DeliveryAttemptColumns {
+  @BigintIdColumn('event_delivery_attempts_pkey') id: string;
   @ManyToOne(() => EventOutboxEntryEntity)
   @JoinColumn({ name: 'outbox_id', foreignKeyConstraintName: 'event_delivery_attempts_outbox_id_fkey' })
   outbox: Relation<EventOutboxEntryEntity>;
-  @Column('int') attempt: number;
-  @Column('text', { name: 'request_id' }) requestId: string;
-  @Column('text') connector: string;
   @PrimaryColumn('timestamptz', {
     name: 'started_at',
     primaryKeyConstraintName: 'event_delivery_attempts_pkey',
   })
   startedAt: Date;
-  @Column('int', { name: 'duration_ms' }) durationMs: number;
-  @Column('text') outcome: AttemptOutcome;
-  @Column('int', { name: 'http_status', nullable: true }) httpStatus: number | null;
-  @Column('text', { nullable: true }) answer: string | null;
-  /** The attempt's OpenTelemetry trace id (32 hex) when tracing was on; null otherwise. */
-  @Column('char', { name: 'trace_id', length: 32, nullable: true }) traceId: string | null;
 }

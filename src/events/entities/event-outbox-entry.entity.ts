@@ -1,17 +1,8 @@
-import {
-  Check,
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryGeneratedColumn,
-  Unique,
-} from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, Unique } from 'typeorm';
 import type { Relation } from 'typeorm';
 import { FinancialOperationEntity } from '../../ledger/entities/financial-operation.entity.js';
-import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
+import { BigintIdColumn } from '../../database/columns.js';
+import { OutboxEntryColumns } from '../../outbox/entities/outbox-columns.js';
 
 /**
  * A settlement event to publish (docs/events.md): one row per financial operation of
@@ -40,35 +31,10 @@ import type { OutboxStatus, ParkReason } from '../../outbox/outbox.types.js';
 @Index('event_outbox_skipped_idx', ['skippedAt'], { where: "status = 'skipped'" })
 // The operators' lists of parked and skipped rows (see wallet_outbox_held_idx).
 @Index('event_outbox_held_idx', ['publisher', 'id'], { where: "status IN ('parked', 'skipped')" })
-export class EventOutboxEntryEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'event_outbox_pkey' }) id: string;
+export class EventOutboxEntryEntity extends OutboxEntryColumns {
+  @BigintIdColumn('event_outbox_pkey') id: string;
   @Column('text') publisher: string;
-  @Column('bigint', { name: 'operation_id' }) operationId: string;
   @ManyToOne(() => FinancialOperationEntity)
   @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'event_outbox_operation_id_fkey' })
   operation: Relation<FinancialOperationEntity>;
-  @Column('text', { name: 'operation_key' }) operationKey: string;
-  @Column('text', { name: 'account_id' }) accountId: string;
-  @Column('text', { default: 'pending' }) status: OutboxStatus;
-  @Column('int', { default: 0 }) attempts: number;
-  @Column('timestamptz', { name: 'next_attempt_at', default: () => 'now()' }) nextAttemptAt: Date;
-  @Column('timestamptz', { name: 'leased_until', nullable: true }) leasedUntil: Date | null;
-  @Column('timestamptz', { name: 'retry_from', default: () => 'now()' }) retryFrom: Date;
-  @Column('bytea', { nullable: true }) body: Buffer | null;
-  @Column('int', { name: 'last_status', nullable: true }) lastStatus: number | null;
-  @Column('text', { name: 'last_error', nullable: true }) lastError: string | null;
-  @Column('text', { name: 'parked_reason', nullable: true }) parkedReason: ParkReason | null;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-  @Column('timestamptz', { name: 'delivered_at', nullable: true }) deliveredAt: Date | null;
-  @Column('timestamptz', { name: 'parked_at', nullable: true }) parkedAt: Date | null;
-  @Column('timestamptz', { name: 'skipped_at', nullable: true }) skippedAt: Date | null;
-  @Column('text', { name: 'skipped_by', nullable: true }) skippedBy: string | null;
-  @Column('text', { name: 'skip_reason', nullable: true }) skipReason: string | null;
-  @Column('timestamptz', { name: 'retried_at', nullable: true }) retriedAt: Date | null;
-  @Column('text', { name: 'retried_by', nullable: true }) retriedBy: string | null;
-  /**
-   * W3C `traceparent` of the transaction that wrote the row, when tracing was on: its deliveries
-   * join that batch's trace (docs/operating.md, "Traces"); null otherwise.
-   */
-  @Column('text', { nullable: true }) traceparent: string | null;
 }

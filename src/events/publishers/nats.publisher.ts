@@ -10,6 +10,8 @@ import type { EventsConfig } from '../events.config.js';
 import { excerpt, headerToken, permanentFailure } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { BrokerConnection } from './broker-connection.js';
+import { publishEach } from './publish-each.js';
 
 /**
  * Publishes settlement events to NATS JetStream (`EVENT_PUBLISHERS=nats`; `@nats-io/*`): one
@@ -27,7 +29,7 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
   private readonly logger = new Logger('NatsPublisher');
   private readonly settings: EventsConfig['nats'];
   private readonly timeoutMs: number;
-  private client: Promise<{ connection: NatsConnection; js: JetStreamClient }> | undefined;
+  private readonly client = new BrokerConnection(() => this.open());
 
   constructor(@Inject(EVENTS_CONFIG) config: EventsConfig) {
     super();
@@ -40,63 +42,53 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     return `${this.settings.subjectPrefix}.operation.${event.type}`;
   }
 
-  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
-    let js: JetStreamClient;
-    try {
-      ({ js } = await this.open());
-    } catch (err) {
-      const reason = excerpt(`NATS unreachable: ${(err as Error).message}`);
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
-    }
-    // The outbox gave up on this call while the connection opened: publish nothing now.
-    if (signal.aborted)
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
-    return Promise.all(
-      events.map(async (e): Promise<OutboxDelivery> => {
-        try {
-          const ack = await js.publish(this.subjectOf(e.event), e.body, {
-            msgID: headerToken(e.event.eventId),
-            timeout: this.timeoutMs,
-            // No instrumentation exists for NATS: the publish span's trace context by hand.
-            ...natsTraceHeaders(),
-          });
-          return {
-            outcome: 'delivered',
-            answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
-          };
-        } catch (err) {
-          const permanent = permanentFailure(err);
-          if (permanent) return { outcome: 'refused', reason: permanent };
-          return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
-        }
-      }),
+  publish(request: PublishRequest): Promise<OutboxDelivery[]> {
+    return publishEach(
+      'NATS',
+      request,
+      async () => (await this.client.get()).js,
+      (js, e) => this.publishOne(js, e),
     );
   }
 
-  /** The connection and its JetStream client (the stream made sure of), opened once and after a close. */
-  private open(): Promise<{ connection: NatsConnection; js: JetStreamClient }> {
-    this.client ??= (async () => {
-      const connection = await connect({
-        servers: this.settings.servers,
-        name: 'settlement-receiver',
+  /** One event, `delivered` on the stream's ack. */
+  private async publishOne(js: JetStreamClient, e: PublishedEvent): Promise<OutboxDelivery> {
+    try {
+      const ack = await js.publish(this.subjectOf(e.event), e.body, {
+        msgID: headerToken(e.event.eventId),
         timeout: this.timeoutMs,
-        maxReconnectAttempts: -1,
-        reconnectTimeWait: 500,
+        // No instrumentation exists for NATS: the publish span's trace context by hand.
+        ...natsTraceHeaders(),
       });
-      void connection.closed().then((err) => {
-        if (err)
-          this.logger.warn(
-            `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
-          );
-        this.client = undefined;
-      });
-      await this.ensureStream(await jetstreamManager(connection));
-      return { connection, js: jetstream(connection) };
-    })().catch((err: unknown) => {
-      this.client = undefined;
-      throw err;
+      return {
+        outcome: 'delivered',
+        answer: `${ack.stream} seq ${ack.seq}${ack.duplicate ? ' (duplicate)' : ''}`,
+      };
+    } catch (err) {
+      const permanent = permanentFailure(err);
+      if (permanent) return { outcome: 'refused', reason: permanent };
+      return { outcome: 'retry', reason: excerpt(`JetStream did not ack: ${(err as Error).message}`) };
+    }
+  }
+
+  /** Opens the connection and its JetStream client (the stream made sure of); forgotten at a close. */
+  private async open(): Promise<{ connection: NatsConnection; js: JetStreamClient }> {
+    const connection = await connect({
+      servers: this.settings.servers,
+      name: 'settlement-receiver',
+      timeout: this.timeoutMs,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
     });
-    return this.client;
+    void connection.closed().then((err) => {
+      if (err)
+        this.logger.warn(
+          `NATS connection closed (${(err as Error).message}): reconnecting at the next publish`,
+        );
+      this.client.forget();
+    });
+    await this.ensureStream(await jetstreamManager(connection));
+    return { connection, js: jetstream(connection) };
   }
 
   /** Creates the stream when it does not exist (an existing one is left as the operator set it). */
@@ -114,16 +106,8 @@ export class NatsPublisher extends EventPublisher implements OnModuleDestroy {
     }
   }
 
-  async onModuleDestroy(): Promise<void> {
-    const open = this.client;
-    this.client = undefined;
-    if (!open) return;
-    try {
-      const { connection } = await open;
-      await connection.drain();
-    } catch {
-      // Never opened, or already gone.
-    }
+  onModuleDestroy(): Promise<void> {
+    return this.client.close(({ connection }) => connection.drain());
   }
 }
 

@@ -7,6 +7,8 @@ import type { EventsConfig } from '../events.config.js';
 import { excerpt } from '../../outbox/outbox-rules.js';
 import type { OutboxDelivery } from '../../outbox/outbox.types.js';
 import { EventPublisher, PublishedEvent, PublishRequest } from '../event-publisher.js';
+import { BrokerConnection } from './broker-connection.js';
+import { publishEach } from './publish-each.js';
 
 /** Routing key of an event on the topic exchange: `operation.<type>`, e.g. `operation.final_credit`. */
 export function routingKeyOf(event: PublishedEvent['event']): string {
@@ -29,7 +31,7 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
   private readonly url: string;
   private readonly exchange: string;
   private readonly connectTimeoutMs: number;
-  private channel: Promise<{ connection: ChannelModel; channel: ConfirmChannel }> | undefined;
+  private readonly channel = new BrokerConnection(() => this.open());
   private closing = false;
 
   constructor(@Inject(EVENTS_CONFIG) config: EventsConfig) {
@@ -39,19 +41,13 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
     this.connectTimeoutMs = config.timeoutMs;
   }
 
-  async publish({ events, signal }: PublishRequest): Promise<OutboxDelivery[]> {
-    let channel: ConfirmChannel;
-    try {
-      ({ channel } = await this.open());
-    } catch (err) {
-      const reason = excerpt(`RabbitMQ unreachable: ${(err as Error).message}`);
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason }));
-    }
-    // The outbox gave up on this call while the connection opened: publish nothing now (the rows
-    // come again in order; publishing late could put an event after its account's next one).
-    if (signal.aborted)
-      return events.map((): OutboxDelivery => ({ outcome: 'retry', reason: 'abandoned while connecting' }));
-    return Promise.all(events.map((e) => this.publishOne(channel, e)));
+  publish(request: PublishRequest): Promise<OutboxDelivery[]> {
+    return publishEach(
+      'RabbitMQ',
+      request,
+      async () => (await this.channel.get()).channel,
+      (channel, e) => this.publishOne(channel, e),
+    );
   }
 
   /** One event, `delivered` on the broker's ack. */
@@ -81,46 +77,32 @@ export class RabbitMqPublisher extends EventPublisher implements OnModuleDestroy
         );
       } catch (err) {
         // The channel closed under the call: open another at the next publish.
-        this.channel = undefined;
+        this.channel.forget();
         resolve({ outcome: 'retry', reason: excerpt(`RabbitMQ publish failed: ${errorText(err)}`) });
       }
     });
   }
 
-  /** The connection and its confirm channel (the exchange declared), opened once and after a failure. */
-  private open(): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
-    this.channel ??= (async () => {
-      const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
-      const forget = (why: string) => {
-        if (!this.closing)
-          this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
-        this.channel = undefined;
-      };
-      connection.on('error', (err: Error) => forget(err.message));
-      connection.on('close', () => forget('closed'));
-      const channel = await connection.createConfirmChannel();
-      channel.on('error', (err: Error) => forget(err.message));
-      channel.on('close', () => forget('channel closed'));
-      await channel.assertExchange(this.exchange, 'topic', { durable: true });
-      return { connection, channel };
-    })().catch((err: unknown) => {
-      this.channel = undefined;
-      throw err;
-    });
-    return this.channel;
+  /** Opens the connection and its confirm channel (the exchange declared); forgotten at a failure. */
+  private async open(): Promise<{ connection: ChannelModel; channel: ConfirmChannel }> {
+    const connection = await amqp.connect(this.url, { timeout: this.connectTimeoutMs });
+    const forget = (why: string) => {
+      if (!this.closing)
+        this.logger.warn(`RabbitMQ connection lost (${why}): reconnecting at the next publish`);
+      this.channel.forget();
+    };
+    connection.on('error', (err: Error) => forget(err.message));
+    connection.on('close', () => forget('closed'));
+    const channel = await connection.createConfirmChannel();
+    channel.on('error', (err: Error) => forget(err.message));
+    channel.on('close', () => forget('channel closed'));
+    await channel.assertExchange(this.exchange, 'topic', { durable: true });
+    return { connection, channel };
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closing = true;
-    const open = this.channel;
-    this.channel = undefined;
-    if (!open) return;
-    try {
-      const { connection } = await open;
-      await connection.close();
-    } catch {
-      // Never opened, or already gone.
-    }
+    await this.channel.close(({ connection }) => connection.close());
   }
 }
 

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiNextCursor } from '../../common/pagination.js';
 import { IsIn, IsOptional } from 'class-validator';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
@@ -44,11 +45,5 @@ export class InboxEntryDto {
 /** A page of the inbox, newest first. */
 export class InboxPageDto {
   @ApiProperty({ type: [InboxEntryDto] }) items: InboxEntryDto[];
-  @ApiProperty({
-    example: null,
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next page',
-  })
-  nextCursor: string | null;
+  @ApiNextCursor(null, 'pass as `cursor` for the next page') nextCursor: string | null;
 }

@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, PrimaryGeneratedColumn, Unique } from 'typeorm';
+import { Check, Column, Entity, Index, Unique } from 'typeorm';
+import { BigintIdColumn, CreatedAtColumn } from '../../database/columns.js';
 import type { InboxStatus } from '../inbox.types.js';
 
 /**
@@ -18,7 +19,7 @@ import type { InboxStatus } from '../inbox.types.js';
 // The retention policy finds applied rows by age (docs/retention.md).
 @Index('callback_inbox_done_idx', ['finishedAt'], { where: "status = 'done'" })
 export class InboxEntryEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'callback_inbox_pkey' }) id: string;
+  @BigintIdColumn('callback_inbox_pkey') id: string;
   @Column('text', { name: 'batch_id' }) batchId: string;
   @Column('char', { name: 'payload_hash', length: 64 }) payloadHash: string;
   @Column('int', { name: 'coupon_count' }) couponCount: number;
@@ -32,6 +33,6 @@ export class InboxEntryEntity {
   @Column('timestamptz', { name: 'next_attempt_at', default: () => 'now()' }) nextAttemptAt: Date;
   @Column('text', { name: 'last_error', nullable: true }) lastError: string | null;
   @Column('text', { nullable: true }) outcome: string | null;
-  @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
+  @CreatedAtColumn('received_at') receivedAt: Date;
   @Column('timestamptz', { name: 'finished_at', nullable: true }) finishedAt: Date | null;
 }

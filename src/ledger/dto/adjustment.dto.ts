@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsString } from 'class-validator';
 import {
-  IsAllowedCurrency,
+  CurrencyProperty,
   IsDecimalAmount,
   IsStorableText,
   TextLength,
@@ -19,13 +19,7 @@ export class AdjustmentDto {
   @IsDecimalAmount({ allowNegative: true, currencyField: 'currency' })
   amount: string;
 
-  @ApiProperty({
-    example: 'EUR',
-    pattern: '^[A-Z0-9]{3,8}$',
-    description: 'ISO 4217 code or one of CURRENCY_MINOR_UNITS (e.g. USDT), restricted by CURRENCIES.',
-  })
-  @IsAllowedCurrency()
-  currency: string;
+  @CurrencyProperty() currency: string;
 
   @ApiProperty({ ...textSchema(1, 500), example: 'cashier deposit' })
   @IsString()

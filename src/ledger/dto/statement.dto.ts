@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
-import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
+import { IsIn, IsOptional, Matches } from 'class-validator';
+import { ApiNextCursor, DateTimeFilter, PageQueryDto } from '../../common/pagination.js';
 
 /** Query of `GET /accounts`: an id prefix, then the page. */
 export class AccountListQueryDto extends PageQueryDto {
@@ -31,23 +31,9 @@ export class AccountPageView {
 
 /** Query of `GET /accounts/{id}/statement`: a time range, the page, and the format. */
 export class StatementQueryDto extends PageQueryDto {
-  @ApiPropertyOptional({
-    example: '2026-11-01T00:00:00Z',
-    format: 'date-time',
-    description: 'entries at or after (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  from?: string;
+  @DateTimeFilter('2026-11-01T00:00:00Z', 'entries at or after (RFC 3339 date-time)') from?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-12-01T00:00:00Z',
-    format: 'date-time',
-    description: 'entries before (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  to?: string;
+  @DateTimeFilter('2026-12-01T00:00:00Z', 'entries before (RFC 3339 date-time)') to?: string;
 
   @ApiPropertyOptional({
     enum: ['json', 'csv'],

@@ -1,5 +1,6 @@
-import { Check, Column, CreateDateColumn, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, CreatedAtColumn, CurrencyColumn } from '../../database/columns.js';
 import { AccountEntity } from './account.entity.js';
 import { FinancialOperationEntity } from './financial-operation.entity.js';
 
@@ -19,14 +20,14 @@ export class AccountAdjustmentEntity {
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'account_adjustments_account_id_fkey' })
   account: Relation<AccountEntity>;
   @Column('char', { name: 'request_hash', length: 64 }) requestHash: string;
-  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
-  @Column('varchar', { length: 8 }) currency: string;
+  @AmountColumn() amount: string;
+  @CurrencyColumn() currency: string;
   @Column('text') reason: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
   @ManyToOne(() => FinancialOperationEntity)
   @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'account_adjustments_operation_id_fkey' })
   operation: Relation<FinancialOperationEntity>;
-  @Column('numeric', { name: 'balance_after', precision: 26, scale: 8 }) balanceAfter: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @AmountColumn({ name: 'balance_after' }) balanceAfter: string;
+  @CreatedAtColumn() createdAt: Date;
   @Column('text', { nullable: true }) actor: string | null;
 }

@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { AmountColumn, CreatedAtColumn, CurrencyColumn, UpdatedAtColumn } from '../../database/columns.js';
 import type { AccountKind } from '../ledger.types.js';
 
 /**
@@ -15,8 +16,8 @@ import type { AccountKind } from '../ledger.types.js';
 export class AccountEntity {
   @PrimaryColumn('text', { primaryKeyConstraintName: 'accounts_pkey' }) id: string;
   @Column('text') kind: AccountKind;
-  @Column('varchar', { length: 8 }) currency: string;
-  @Column('numeric', { precision: 26, scale: 8, default: 0 }) balance: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+  @CurrencyColumn() currency: string;
+  @AmountColumn({ default: 0 }) balance: string;
+  @CreatedAtColumn() createdAt: Date;
+  @UpdatedAtColumn() updatedAt: Date;
 }

@@ -1,15 +1,6 @@
-import {
-  Check,
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryGeneratedColumn,
-  Unique,
-} from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, Unique } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, BigintIdColumn, CreatedAtColumn, CurrencyColumn } from '../../database/columns.js';
 import { AccountEntity } from './account.entity.js';
 import { OperationType } from '../ledger.types.js';
 
@@ -32,8 +23,7 @@ import { OperationType } from '../ledger.types.js';
 @Index('financial_operations_coupon_idx', ['couponCode'], { where: 'coupon_code IS NOT NULL' })
 @Index('financial_operations_account_idx', ['accountId'])
 export class FinancialOperationEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'financial_operations_pkey' })
-  id: string;
+  @BigintIdColumn('financial_operations_pkey') id: string;
   @Column('text', { name: 'operation_key' }) operationKey: string;
   @Column('text') type: OperationType;
   @Column('text', { name: 'coupon_code', nullable: true }) couponCode: string | null;
@@ -42,8 +32,8 @@ export class FinancialOperationEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'financial_operations_account_id_fkey' })
   account: Relation<AccountEntity>;
-  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
-  @Column('varchar', { length: 8 }) currency: string;
+  @AmountColumn() amount: string;
+  @CurrencyColumn() currency: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @CreatedAtColumn() createdAt: Date;
 }

@@ -1,14 +1,6 @@
-import {
-  Check,
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryGeneratedColumn,
-} from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, BigintIdColumn, CreatedAtColumn } from '../../database/columns.js';
 import { AccountEntity } from './account.entity.js';
 import { FinancialOperationEntity } from './financial-operation.entity.js';
 
@@ -24,7 +16,7 @@ import { FinancialOperationEntity } from './financial-operation.entity.js';
 @Index('ledger_entries_operation_idx', ['operationId'])
 @Index('ledger_entries_account_entry_idx', ['accountId', 'id'])
 export class LedgerEntryEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'ledger_entries_pkey' }) id: string;
+  @BigintIdColumn('ledger_entries_pkey') id: string;
   @Column('bigint', { name: 'operation_id' }) operationId: string;
   @ManyToOne(() => FinancialOperationEntity)
   @JoinColumn({ name: 'operation_id', foreignKeyConstraintName: 'ledger_entries_operation_id_fkey' })
@@ -33,6 +25,6 @@ export class LedgerEntryEntity {
   @ManyToOne(() => AccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'ledger_entries_account_id_fkey' })
   account: Relation<AccountEntity>;
-  @Column('numeric', { precision: 26, scale: 8 }) amount: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  @AmountColumn() amount: string;
+  @CreatedAtColumn() createdAt: Date;
 }

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsRFC3339, Matches } from 'class-validator';
-import { ApiNextCursor, PageQueryDto } from '../../common/pagination.js';
+import { IsIn, IsOptional, Matches } from 'class-validator';
+import { ApiNextCursor, DateTimeFilter, PageQueryDto } from '../../common/pagination.js';
 import { OPERATOR_ACTIONS, TARGET_KINDS } from '../operator-actions.types.js';
 
 /** Query of `GET /operator-actions`: filters, then the page. */
@@ -28,23 +28,9 @@ export class OperatorActionQueryDto extends PageQueryDto {
   @Matches(/^.{1,200}$/s, { message: 'targetId must be 1..200 characters' })
   targetId?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-11-30T00:00:00Z',
-    format: 'date-time',
-    description: 'at or after (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  from?: string;
+  @DateTimeFilter('2026-11-30T00:00:00Z', 'at or after (RFC 3339 date-time)') from?: string;
 
-  @ApiPropertyOptional({
-    example: '2026-12-01T00:00:00Z',
-    format: 'date-time',
-    description: 'before (RFC 3339 date-time)',
-  })
-  @IsOptional()
-  @IsRFC3339()
-  to?: string;
+  @DateTimeFilter('2026-12-01T00:00:00Z', 'before (RFC 3339 date-time)') to?: string;
 }
 
 /** One operator action: who did what to what, why, and how it ended. */

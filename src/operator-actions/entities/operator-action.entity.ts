@@ -1,4 +1,5 @@
-import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Check, Column, Entity, Index } from 'typeorm';
+import { BigintIdColumn } from '../../database/columns.js';
 
 /**
  * One action taken with a partner API key holding scope `money` or `operate` (docs/api.md,
@@ -25,7 +26,7 @@ import { Check, Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
 @Index('operator_actions_at_idx', ['at'])
 @Index('operator_actions_request_idx', ['requestId'], { where: 'request_id IS NOT NULL' })
 export class OperatorActionEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'operator_actions_pkey' }) id: string;
+  @BigintIdColumn('operator_actions_pkey') id: string;
   @Column('timestamptz', { default: () => 'now()' }) at: Date;
   @Column('text') actor: string;
   @Column('text') action: string;

@@ -1,7 +1,9 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, Matches } from 'class-validator';
-import { IsStorableText, TextLength, textSchema } from '../../common/validation.js';
+import { ApiNextCursor } from '../../common/pagination.js';
+import { IsIn, IsOptional } from 'class-validator';
+import { ActionReason } from '../../common/validation.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
+import { apiError } from '../../common/error-response.dto.js';
 import { OUTBOX_STATUSES } from '../outbox.types.js';
 import type { OutboxStatus } from '../outbox.types.js';
 
@@ -15,30 +17,16 @@ export class OutboxListQueryDto extends IdPageQueryDto {
 
 /** Body of `POST /wallet/outbox/{id}/skip`. */
 export class SkipOutboxEntryDto {
-  @ApiProperty({
-    ...textSchema(1, 500, true),
-    example: 'credited by hand in the wallet, ticket OPS-4711',
-    description: 'why the row needs no delivery (1..500 characters), recorded with the key name',
-  })
-  @IsString()
-  @TextLength(1, 500)
-  @Matches(/\S/, { message: 'reason must not be blank' })
-  @IsStorableText()
+  @ActionReason(
+    'credited by hand in the wallet, ticket OPS-4711',
+    'why the row needs no delivery (1..500 characters), recorded with the key name',
+  )
   reason: string;
 }
 
 /** Body of `POST /wallet/pause` (optional). */
 export class PauseWalletDto {
-  @ApiPropertyOptional({
-    ...textSchema(1, 500),
-    example: 'wallet maintenance 02:00-02:30',
-    description: 'why (at most 500 characters)',
-  })
-  @IsOptional()
-  @IsString()
-  @TextLength(1, 500)
-  @IsStorableText()
-  reason?: string;
+  @ActionReason('wallet maintenance 02:00-02:30', 'why (at most 500 characters)', true) reason?: string;
 }
 
 /** An outbox row: the operation it pushes and where its delivery stands. */
@@ -128,13 +116,7 @@ export class OutboxEntryDetailView extends OutboxEntryView {
 /** A page of the outbox, newest first. */
 export class OutboxPageView {
   @ApiProperty({ type: [OutboxEntryView] }) items: OutboxEntryView[];
-  @ApiProperty({
-    example: null,
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next page',
-  })
-  nextCursor: string | null;
+  @ApiNextCursor(null, 'pass as `cursor` for the next page') nextCursor: string | null;
 }
 
 /** Whether an outbox's delivery runs, and its backlog: the wallet's, or a publisher's. */
@@ -164,4 +146,25 @@ export class WalletStatusView extends OutboxStateView {
     description: 'null: no connector configured',
   })
   connector: string | null;
+}
+
+/** The 409 of a retry (`POST …/outbox/{id}/retry`) of a row that is not parked. */
+export const OUTBOX_ROW_NOT_PARKED = apiError(
+  409,
+  'the row is not parked',
+  'outbox_entry_state',
+  'outbox row 42 is delivered: only a parked row can be retried',
+);
+
+/**
+ * The 409 of a skip (`POST …/outbox/{id}/skip`) of a row that is delivered or skipped, or that a
+ * worker is `sending` ("delivered", "published") right now.
+ */
+export function outboxRowNotSkippable(sending: string) {
+  return apiError(
+    409,
+    `the row is delivered or skipped, or being ${sending} right now`,
+    'outbox_entry_state',
+    'outbox row 42 is delivered: nothing to skip',
+  );
 }

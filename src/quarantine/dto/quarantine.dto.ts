@@ -1,4 +1,5 @@
 import { ApiProperty, getSchemaPath } from '@nestjs/swagger';
+import { ApiNextCursor } from '../../common/pagination.js';
 import { FieldErrorDto } from '../../common/error-response.dto.js';
 import { IdPageQueryDto } from '../../common/id-page-query.dto.js';
 
@@ -69,13 +70,7 @@ export class QuarantineEntryDetailView extends QuarantineEntryView {
 /** A page of the quarantine, newest first. */
 export class QuarantinePageView {
   @ApiProperty({ type: [QuarantineEntryView] }) items: QuarantineEntryView[];
-  @ApiProperty({
-    example: '41',
-    type: String,
-    nullable: true,
-    description: 'pass as `cursor` for the next page; null on the last page',
-  })
-  nextCursor: string | null;
+  @ApiNextCursor('41', 'pass as `cursor` for the next page; null on the last page') nextCursor: string | null;
 }
 
 /** Answer of a replay that went through: applied now, or applied before (no money moved). */

@@ -1,13 +1,6 @@
-import {
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryGeneratedColumn,
-} from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { BigintIdColumn, CreatedAtColumn } from '../../database/columns.js';
 import { InboxEntryEntity } from '../../inbox/entities/inbox-entry.entity.js';
 
 /**
@@ -19,7 +12,7 @@ import { InboxEntryEntity } from '../../inbox/entities/inbox-entry.entity.js';
 @Index('quarantined_bodies_inbox_idx', ['inboxId'], { where: 'inbox_id IS NOT NULL' })
 @Index('quarantined_bodies_unreplayed_idx', ['id'], { where: 'replayed_at IS NULL' })
 export class QuarantinedBodyEntity {
-  @PrimaryGeneratedColumn({ type: 'bigint', primaryKeyConstraintName: 'quarantined_bodies_pkey' }) id: string;
+  @BigintIdColumn('quarantined_bodies_pkey') id: string;
   @Column('text', { name: 'batch_id', nullable: true }) batchId: string | null;
   @Column('text') reason: string;
   @Column('jsonb', { nullable: true }) details: unknown;
@@ -27,7 +20,7 @@ export class QuarantinedBodyEntity {
   @Column('bytea') body: Buffer;
   @Column('text', { name: 'content_type', nullable: true }) contentType: string | null;
   @Column('char', { name: 'payload_hash', length: 64 }) payloadHash: string;
-  @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
+  @CreatedAtColumn('received_at') receivedAt: Date;
   @Column('timestamptz', { name: 'replayed_at', nullable: true }) replayedAt: Date | null;
   @Column('text', { name: 'replay_outcome', nullable: true }) replayOutcome: string | null;
   @Column('int', { name: 'replay_count', default: 0 }) replayCount: number;

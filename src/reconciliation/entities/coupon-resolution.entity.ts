@@ -1,14 +1,6 @@
-import {
-  Check,
-  Column,
-  CreateDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-} from 'typeorm';
+import { Check, Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import type { Relation } from 'typeorm';
+import { AmountColumn, CreatedAtColumn } from '../../database/columns.js';
 import { CallbackBatchEntity } from '../../settlement/entities/callback-batch.entity.js';
 import { CouponEntity } from '../../coupons/entities/coupon.entity.js';
 
@@ -36,7 +28,7 @@ export class CouponResolutionEntity {
   coupon: Relation<CouponEntity>;
   @Column('char', { name: 'request_hash', length: 64 }) requestHash: string;
   @Column('int') status: number;
-  @Column('numeric', { name: 'real_win', precision: 26, scale: 8 }) realWin: string;
+  @AmountColumn({ name: 'real_win' }) realWin: string;
   @Column('text') reason: string;
   @Column('text', { name: 'resolved_by' }) resolvedBy: string;
   @Column('text', { name: 'batch_id' }) batchId: string;
@@ -46,6 +38,6 @@ export class CouponResolutionEntity {
   @Column('text') transition: string;
   @Column('int') generation: number;
   @Column('jsonb') operations: unknown;
-  @CreateDateColumn({ name: 'resolved_at', type: 'timestamptz' }) resolvedAt: Date;
+  @CreatedAtColumn('resolved_at') resolvedAt: Date;
   @Column('text', { nullable: true }) actor: string | null;
 }

@@ -1,4 +1,5 @@
-import { Column, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { UpdatedAtColumn } from '../../database/columns.js';
 
 /**
  * Per data class of the retention policy, the time before which its rows (or bytes) may have been
@@ -10,5 +11,5 @@ export class RetentionHorizonEntity {
   @PrimaryColumn('text', { name: 'data_class', primaryKeyConstraintName: 'retention_horizons_pkey' })
   dataClass: string;
   @Column('timestamptz', { name: 'expired_before' }) expiredBefore: Date;
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+  @UpdatedAtColumn() updatedAt: Date;
 }

@@ -1,4 +1,5 @@
-import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 'typeorm';
+import { Check, Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { CreatedAtColumn } from '../../database/columns.js';
 
 /**
  * A committed batch by `batchId`, with the SHA-256 of its raw body and the body itself (CONTRACT
@@ -19,7 +20,7 @@ export class CallbackBatchEntity {
   @Column('int', { name: 'coupon_count' }) couponCount: number;
   /** The raw body; null once expired under `RETENTION_RAW_BODIES` (docs/retention.md). */
   @Column('bytea', { nullable: true }) payload: Buffer | null;
-  @CreateDateColumn({ name: 'received_at', type: 'timestamptz' }) receivedAt: Date;
+  @CreatedAtColumn('received_at') receivedAt: Date;
   @Column('text', { nullable: true }) actor: string | null;
   /** When the retention job removed the raw body (then `payload` is null). */
   @Column('timestamptz', { name: 'payload_expired_at', nullable: true }) payloadExpiredAt: Date | null;

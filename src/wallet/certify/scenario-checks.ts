@@ -74,3 +74,39 @@ export async function appliedOnceOrRefused(kit: Kit, s: ScenarioRun, A: string, 
   await kit.effect(s, A, 0, [[sent, 0]]);
   return 'refused with a definite 4xx, no effect';
 }
+
+/** One credit a scenario sends: its label in the report, the transaction, other headers or bytes. */
+export interface Attempt {
+  label: string;
+  sent: Sent;
+  /** Instead of the receiver's own signed headers. */
+  headers?: Record<string, string>;
+  /** Instead of the transaction's own bytes. */
+  body?: Buffer;
+}
+
+/**
+ * A scenario in which the wallet must refuse the one credit `attempt` makes on the kit's first
+ * account, and apply nothing: with a 401 before it reads the body (`unauthorized`), or with a
+ * definite 4xx (`refused`, see `expectRefusal`). `what` names the fault in the report's checks.
+ */
+export function refusalScenario(
+  meta: Omit<Scenario, 'run'>,
+  refusal: 'unauthorized' | 'refused',
+  what: string,
+  attempt: (kit: Kit, A: string) => Attempt,
+): Scenario {
+  return {
+    ...meta,
+    async run(kit, s) {
+      const [A] = kit.accounts;
+      await kit.baseline(A);
+      const { label, sent, headers, body } = attempt(kit, A);
+      const a = await kit.send(label, sent, headers, body);
+      if (refusal === 'unauthorized') expectUnauthorized(s, a, what);
+      else expectRefusal(s, a, what);
+      await kit.effect(s, A, 0, [[sent, 0]]);
+      return refusal === 'unauthorized' ? '401, nothing applied' : 'refused with a 4xx, nothing applied';
+    },
+  };
+}

@@ -1,54 +1,46 @@
-import { expectRefusal, appliedOnceOrRefused, Scenario } from './scenario-checks.js';
+import { appliedOnceOrRefused, refusalScenario, Scenario } from './scenario-checks.js';
 
 /** Bodies and values: malformed, out of range, long and non-ASCII (docs/wallet-http-contract.md). */
 export const INPUT_SCENARIOS: Scenario[] = [
-  {
-    id: 'malformed-body',
-    title: 'A malformed body (truncated JSON, correctly signed) is refused safely',
-    group: 'single call',
-    contract: '#answers-and-what-the-receiver-does',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+  refusalScenario(
+    {
+      id: 'malformed-body',
+      title: 'A malformed body (truncated JSON, correctly signed) is refused safely',
+      group: 'single call',
+      contract: '#answers-and-what-the-receiver-does',
+    },
+    'refused',
+    'malformed body',
+    (kit, A) => {
       const t = kit.tx(A, '2.00');
-      const body = t.body.subarray(0, 60);
-      expectRefusal(
-        s,
-        await kit.send('credit 2.00 cut after 60 bytes', t, undefined, body),
-        'malformed body',
-      );
-      await kit.effect(s, A, 0, [[t, 0]]);
-      return 'refused with a 4xx, nothing applied';
+      return { label: 'credit 2.00 cut after 60 bytes', sent: t, body: t.body.subarray(0, 60) };
     },
-  },
-  {
-    id: 'negative-amount',
-    title: 'A negative amount is refused, no effect',
-    group: 'single call',
-    contract: '#the-request',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
-      const t = kit.altered(kit.tx(A, '5.00'), { amount: '-5.00' });
-      expectRefusal(s, await kit.send('credit of "-5.00"', t), 'negative amount');
-      await kit.effect(s, A, 0, [[t, 0]]);
-      return 'refused with a 4xx, nothing applied';
+  ),
+  refusalScenario(
+    {
+      id: 'negative-amount',
+      title: 'A negative amount is refused, no effect',
+      group: 'single call',
+      contract: '#the-request',
     },
-  },
-  {
-    id: 'over-precise-amount',
-    title: 'An amount finer than any currency (20 decimals) is refused, never rounded',
-    group: 'single call',
-    contract: '#the-request',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
-      const t = kit.altered(kit.tx(A, '1.00'), { amount: '1.00000000000000000001' });
-      expectRefusal(s, await kit.send('credit of "1.00000000000000000001"', t), 'over-precise amount');
-      await kit.effect(s, A, 0, [[t, 0]]);
-      return 'refused with a 4xx, nothing applied';
+    'refused',
+    'negative amount',
+    (kit, A) => ({ label: 'credit of "-5.00"', sent: kit.altered(kit.tx(A, '5.00'), { amount: '-5.00' }) }),
+  ),
+  refusalScenario(
+    {
+      id: 'over-precise-amount',
+      title: 'An amount finer than any currency (20 decimals) is refused, never rounded',
+      group: 'single call',
+      contract: '#the-request',
     },
-  },
+    'refused',
+    'over-precise amount',
+    (kit, A) => ({
+      label: 'credit of "1.00000000000000000001"',
+      sent: kit.altered(kit.tx(A, '1.00'), { amount: '1.00000000000000000001' }),
+    }),
+  ),
   {
     id: 'long-values',
     title: 'Very long values (a 2000-character coupon code) are applied exactly or refused safely',

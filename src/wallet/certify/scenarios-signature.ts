@@ -1,61 +1,56 @@
 import { Sent } from './kit.js';
-import { seen, expect, expectUnauthorized, Scenario } from './scenario-checks.js';
+import { seen, expect, expectUnauthorized, refusalScenario, Scenario } from './scenario-checks.js';
 
 /** Signatures and replays (docs/wallet-http-contract.md). */
 export const SIGNATURE_SCENARIOS: Scenario[] = [
-  {
-    id: 'bad-signature',
-    title: 'A wrong signature is refused 401, no effect',
-    group: 'security',
-    contract: '#verifying-the-signature',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+  refusalScenario(
+    {
+      id: 'bad-signature',
+      title: 'A wrong signature is refused 401, no effect',
+      group: 'security',
+      contract: '#verifying-the-signature',
+    },
+    'unauthorized',
+    'wrong signature',
+    (kit, A) => {
       const t = kit.tx(A, '9.00');
       const headers = kit.headers(t.body, t.transaction.transactionId, `${kit.options.secret}-wrong`);
-      expectUnauthorized(
-        s,
-        await kit.send('credit 9.00 signed with another secret', t, headers),
-        'wrong signature',
-      );
-      await kit.effect(s, A, 0, [[t, 0]]);
-      return '401, nothing applied';
+      return { label: 'credit 9.00 signed with another secret', sent: t, headers };
     },
-  },
-  {
-    id: 'missing-signature',
-    title: 'A request without X-Signature is refused 401, no effect',
-    group: 'security',
-    contract: '#verifying-the-signature',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+  ),
+  refusalScenario(
+    {
+      id: 'missing-signature',
+      title: 'A request without X-Signature is refused 401, no effect',
+      group: 'security',
+      contract: '#verifying-the-signature',
+    },
+    'unauthorized',
+    'no signature',
+    (kit, A) => {
       const t = kit.tx(A, '9.00');
       const headers = kit.headers(t.body, t.transaction.transactionId);
       delete headers['x-signature'];
-      expectUnauthorized(s, await kit.send('credit 9.00 without X-Signature', t, headers), 'no signature');
-      await kit.effect(s, A, 0, [[t, 0]]);
-      return '401, nothing applied';
+      return { label: 'credit 9.00 without X-Signature', sent: t, headers };
     },
-  },
-  {
-    id: 'body-changed-after-signing',
-    title: 'A body changed after signing is refused 401, no effect',
-    group: 'security',
-    contract: '#verifying-the-signature',
-    async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+  ),
+  refusalScenario(
+    {
+      id: 'body-changed-after-signing',
+      title: 'A body changed after signing is refused 401, no effect',
+      group: 'security',
+      contract: '#verifying-the-signature',
+    },
+    'unauthorized',
+    'changed body',
+    (kit, A) => {
       const signed = kit.tx(A, '9.00');
       const changed = kit.altered(signed, { amount: '90.00' });
       const headers = kit.headers(signed.body, signed.transaction.transactionId);
-      const a = await kit.send('credit signed for 9.00, sent with 90.00', changed, headers);
-      expectUnauthorized(s, a, 'changed body');
       // One transactionId: neither the signed nor the changed body may be applied.
-      await kit.effect(s, A, 0, [[changed, 0]]);
-      return '401, nothing applied';
+      return { label: 'credit signed for 9.00, sent with 90.00', sent: changed, headers };
     },
-  },
+  ),
   {
     id: 'signature-of-another-body',
     title: "Another request's valid signature on a new body is refused 401, no effect",
