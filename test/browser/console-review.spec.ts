@@ -233,7 +233,9 @@ describe('operator console: accessibility and what a person sees (issue 38)', ()
     await open(b.page, t.url, '/ops/wallet', 'Wallet outbox');
     const facts = (await b.page.locator('.facts').first().innerText()).replace(/\s+/g, ' ');
     expect(facts).toContain('connector none configured');
-    expect(facts).toContain('delivery no connector no wallet rows are written or delivered: WALLET_CONNECTOR is none');
+    expect(facts).toContain(
+      'delivery no connector no wallet rows are written or delivered: WALLET_CONNECTOR is none',
+    );
     expect(facts).not.toContain('running');
     await open(b.page, t.url, '/ops', 'Overview');
     const card = b.page.getByRole('article', { name: 'Wallet outbox' });
