@@ -3,32 +3,37 @@
 // test/unit/layering.spec.ts proves a forbidden import fails it. The allowed exceptions are named
 // in ALLOWED, each with its reason. The operator console (console/) imports nothing of src/.
 const LAYERS = [
-  ['common', 'src/common/'],
-  ['config', 'src/config/'],
-  ['observability', 'src/observability/'],
-  ['database', 'src/database/'],
-  ['platform', 'src/(http|auth|operator-actions)/'],
-  ['deliveries', 'src/deliveries/'],
-  ['background', 'src/background/'],
-  ['health', 'src/health/'],
-  ['ledger', 'src/ledger/'],
-  ['settlement rules', 'src/settlement/rules/'],
-  ['coupons', 'src/coupons/'],
-  ['settlement', 'src/settlement/(?!rules/)'],
-  ['outbox', 'src/outbox/'],
-  ['destinations', 'src/(wallet|events)/'],
-  ['inbox', 'src/inbox/'],
-  ['quarantine', 'src/quarantine/'],
-  ['reconciliation', 'src/reconciliation/'],
-  ['callbacks', 'src/callbacks/'],
-  ['edges', 'src/(audit|console|bulk-actions|retention)/'],
+  // src/platform: what every feature stands on
+  ['common', 'src/platform/common/'],
+  ['config', 'src/platform/config/'],
+  ['observability', 'src/platform/observability/'],
+  ['database', 'src/platform/database/'],
+  ['platform', 'src/platform/(http|auth|operator-actions)/'],
+  ['deliveries', 'src/platform/deliveries/'],
+  ['background', 'src/platform/background/'],
+  ['health', 'src/platform/health/'],
+  // src/core: the settlement core (CONTRACT §5-§8)
+  ['ledger', 'src/core/ledger/'],
+  ['settlement rules', 'src/core/settlement-rules/'],
+  ['coupons', 'src/core/coupons/'],
+  ['settlement', 'src/core/settlement/'],
+  // src/outbound: what leaves after commit
+  ['outbox', 'src/outbound/outbox/'],
+  ['destinations', 'src/outbound/(wallet|events)/'],
+  // src/intake: what comes in (SportAPI's callback and coupon reads)
+  ['inbox', 'src/intake/inbox/'],
+  ['quarantine', 'src/intake/quarantine/'],
+  ['reconciliation', 'src/intake/reconciliation/'],
+  ['callbacks', 'src/intake/callbacks/'],
+  // src/operations: the operators' and the partner's tools
+  ['edges', 'src/operations/(audit|console|bulk-actions|retention)/'],
   ['app', 'src/[^/]+[.]ts$'],
 ];
 
 /** Imports that run up on purpose. */
 const ALLOWED = [
   // The schema's table list: TypeORM and its CLI need every entity, whatever module owns it.
-  { from: '^src/database/entities[.]ts$', to: '^src/.+/entities/' },
+  { from: '^src/platform/database/entities[.]ts$', to: '^src/.+/entities/' },
 ];
 
 const above = (i) => LAYERS.slice(i + 1).map(([, path]) => `^${path}`);
@@ -47,7 +52,7 @@ module.exports = {
       comment: 'an allowed upward import reaches only what it is allowed for',
       severity: 'error',
       from: { path: a.from },
-      to: { path: LAYERS.map(([, path]) => `^${path}`), pathNot: [a.to, '^src/database/'] },
+      to: { path: LAYERS.map(([, path]) => `^${path}`), pathNot: [a.to, '^src/platform/database/'] },
     })),
     {
       name: 'examples-use-the-extension-api',

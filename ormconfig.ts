@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from './migrations/index.js';
-import { buildDataSourceOptions } from './src/database/data-source-options.js';
-import { extensionSchema, loadExtensionEntries } from './src/database/extension-schema.js';
+import { buildDataSourceOptions } from './src/platform/database/data-source-options.js';
+import { extensionSchema, loadExtensionEntries } from './src/platform/database/extension-schema.js';
 
 /**
  * The TypeORM `DataSource` of the TypeORM CLI (`npm run typeorm -- schema:log`, `migration:show`,

@@ -130,7 +130,7 @@ function signatureOk(raw: Buffer, header: string | string[] | undefined): boolea
 }
 
 // ---------------------------------------------------------------------------------------------
-// Settlement transitions (CONTRACT §6), the same rules as src/settlement/decide-settlement.ts
+// Settlement transitions (CONTRACT §6), the same rules as src/core/settlement/decide-settlement.ts
 
 interface State {
   accountId: string | null;
@@ -320,7 +320,7 @@ WITH body AS MATERIALIZED (
   RETURNING id, operation_key, type, account_id, currency,
     CASE WHEN type IN ('final_credit', 'deposit') THEN amount ELSE -amount END AS delta
 )${
-  // The receiver's `outbox` CTE (src/ledger/ledger.repository.ts): new operations of the types.
+  // The receiver's `outbox` CTE (src/core/ledger/ledger.repository.ts): new operations of the types.
   OUTBOX_TYPES.length
     ? `, outbox AS (
   INSERT INTO wallet_outbox (operation_id, operation_key, account_id)

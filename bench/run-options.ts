@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/wallet/wallet.config.js';
+import { DEFAULT_WALLET_OPERATION_TYPES } from '../src/outbound/wallet/wallet.config.js';
 import { LoadProfile, PoolSpec } from './load.js';
 import type { MeasureOptions } from './run-load.js';
 import { startScriptNodeFlags } from './processes.js';

@@ -2,7 +2,7 @@
 import { ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
 import type { WalletStats } from '../sim/wallet.js';
-import { EmbeddedPostgresServer } from '../src/database/embedded-postgres.js';
+import { EmbeddedPostgresServer } from '../src/platform/database/embedded-postgres.js';
 import { Feed, LoadGenerator } from './load.js';
 import { startChild as startLoggedChild, stopChild } from './processes.js';
 import { reachable } from './setup.js';

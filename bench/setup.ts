@@ -7,9 +7,9 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { buildDataSourceOptions } from '../src/database/data-source-options.js';
-import { runMigrationsLocked } from '../src/database/migrator.js';
-import { ensurePartitions } from '../src/retention/retention-partitions.js';
+import { buildDataSourceOptions } from '../src/platform/database/data-source-options.js';
+import { runMigrationsLocked } from '../src/platform/database/migrator.js';
+import { ensurePartitions } from '../src/operations/retention/retention-partitions.js';
 import { PoolCoupon } from './load.js';
 
 /** Deposit of every pool player (enough for every stake of the pool). */

@@ -1,28 +1,32 @@
 import Joi from 'joi';
-import { authConfig } from './auth/auth.config.js';
-import { backgroundConfig } from './background/background.config.js';
-import { callbackConfig } from './callbacks/callback.config.js';
-import { configFragment } from './config/config-fragment.js';
-import type { ConfigOf } from './config/config-fragment.js';
-import { buildSlices, validateEnv } from './config/configuration.js';
-import { consoleConfig } from './console/console.config.js';
-import { databaseConfig } from './database/database.config.js';
-import { extensionSchema } from './database/extension-schema.js';
-import { transactionConfig } from './database/transaction.config.js';
+import { authConfig } from './platform/auth/auth.config.js';
+import { backgroundConfig } from './platform/background/background.config.js';
+import { callbackConfig } from './intake/callbacks/callback.config.js';
+import { configFragment } from './platform/config/config-fragment.js';
+import type { ConfigOf } from './platform/config/config-fragment.js';
+import { buildSlices, validateEnv } from './platform/config/configuration.js';
+import { consoleConfig } from './operations/console/console.config.js';
+import { databaseConfig } from './platform/database/database.config.js';
+import { extensionSchema } from './platform/database/extension-schema.js';
+import { transactionConfig } from './platform/database/transaction.config.js';
 import { extensionSettings, extensionVariableProblems, isExtension } from './extension.js';
 import type { ExtensionEntry, ExtensionsConfig } from './extension.js';
 import { MIGRATIONS } from '../migrations/index.js';
-import { BUILT_IN_EVENT_PUBLISHERS, eventsConfig, unknownEventPublishers } from './events/events.config.js';
-import { metricsConfig } from './health/metrics.config.js';
-import { httpConfig } from './http/http.config.js';
-import { inboxConfig } from './inbox/inbox.config.js';
-import { moneyConfig } from './ledger/money.config.js';
-import { loggingConfig } from './observability/logging.config.js';
-import { reconciliationConfig, sportApiConfig } from './reconciliation/reconciliation.config.js';
-import { retentionConfig } from './retention/retention.config.js';
-import { settlementConfig } from './settlement/settlement.config.js';
-import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './wallet/wallet-connectors.js';
-import { walletConfig } from './wallet/wallet.config.js';
+import {
+  BUILT_IN_EVENT_PUBLISHERS,
+  eventsConfig,
+  unknownEventPublishers,
+} from './outbound/events/events.config.js';
+import { metricsConfig } from './platform/health/metrics.config.js';
+import { httpConfig } from './platform/http/http.config.js';
+import { inboxConfig } from './intake/inbox/inbox.config.js';
+import { moneyConfig } from './core/ledger/money.config.js';
+import { loggingConfig } from './platform/observability/logging.config.js';
+import { reconciliationConfig, sportApiConfig } from './intake/reconciliation/reconciliation.config.js';
+import { retentionConfig } from './operations/retention/retention.config.js';
+import { settlementConfig } from './core/settlement/settlement.config.js';
+import { BUILT_IN_WALLET_CONNECTORS, unknownWalletConnector } from './outbound/wallet/wallet-connectors.js';
+import { walletConfig } from './outbound/wallet/wallet.config.js';
 
 /** The process itself, read by the start only (`main.ts`). */
 export interface RuntimeConfig {

@@ -3,19 +3,19 @@ import { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import type { Application, NextFunction, Request, Response } from 'express';
 import helmet from 'helmet';
-import { API_TAGS } from './common/api-tags.js';
-import { callbackBodyMiddleware } from './callbacks/callback-body.middleware.js';
-import { DeliveryObserver } from './deliveries/delivery-observer.js';
-import { SIGNATURE_FORMAT } from './callbacks/signature.guard.js';
-import { CallbackCouponDto, realWinSchema } from './settlement/dto/callback-batch.dto.js';
-import { partnerBodyMiddleware } from './common/partner-body.js';
-import { CurrencyValidationPipe } from './common/validation.js';
-import { consoleHeaders, isConsolePath, serveConsole } from './console/console-pages.js';
+import { API_TAGS } from './platform/common/api-tags.js';
+import { callbackBodyMiddleware } from './intake/callbacks/callback-body.middleware.js';
+import { DeliveryObserver } from './platform/deliveries/delivery-observer.js';
+import { SIGNATURE_FORMAT } from './intake/callbacks/signature.guard.js';
+import { CallbackCouponDto, realWinSchema } from './core/settlement/dto/callback-batch.dto.js';
+import { partnerBodyMiddleware } from './platform/common/partner-body.js';
+import { CurrencyValidationPipe } from './platform/common/validation.js';
+import { consoleHeaders, isConsolePath, serveConsole } from './operations/console/console-pages.js';
 import type { AppConfig } from './app.config.js';
-import { ShutdownState } from './health/shutdown-state.js';
+import { ShutdownState } from './platform/health/shutdown-state.js';
 import { Logger as PinoNestLogger } from 'nestjs-pino';
-import { logContextMiddleware } from './observability/log-context.js';
-import { frameworkDetailAtDebug } from './observability/logging.js';
+import { logContextMiddleware } from './platform/observability/log-context.js';
+import { frameworkDetailAtDebug } from './platform/observability/logging.js';
 
 /**
  * Everything `main.ts` and the end-to-end tests configure on the Nest application, so tests run

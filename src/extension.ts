@@ -1,7 +1,7 @@
 import type { DynamicModule, Type } from '@nestjs/common';
 import Joi from 'joi';
-import type { ConfigFragment } from './config/config-fragment.js';
-import type { ExtensionSchemaEntry, MigrationClass } from './database/extension-schema.js';
+import type { ConfigFragment } from './platform/config/config-fragment.js';
+import type { ExtensionSchemaEntry, MigrationClass } from './platform/database/extension-schema.js';
 
 /**
  * A bookmaker's extension (docs/extending.md): its Nest module and what the receiver must know of

@@ -14,30 +14,30 @@ export type { AppConfig } from './app.config.js';
 export { main, startReceiver } from './main.js';
 export { defineExtension } from './extension.js';
 export type { Extension, ExtensionEntry } from './extension.js';
-export type { MigrationClass } from './database/extension-schema.js';
-export { configFragment, csv, duration } from './config/config-fragment.js';
-export type { ConfigFragment } from './config/config-fragment.js';
+export type { MigrationClass } from './platform/database/extension-schema.js';
+export { configFragment, csv, duration } from './platform/config/config-fragment.js';
+export type { ConfigFragment } from './platform/config/config-fragment.js';
 export { default as Joi } from 'joi';
-export { WalletConnector } from './wallet/wallet-connector.js';
+export { WalletConnector } from './outbound/wallet/wallet-connector.js';
 export type {
   WalletBatchItem,
   WalletBatchRequest,
   WalletDelivery,
   WalletDeliveryRequest,
   WalletTransaction,
-} from './wallet/wallet-connector.js';
-export { SettlementHook } from './settlement/settlement-hook.js';
+} from './outbound/wallet/wallet-connector.js';
+export { SettlementHook } from './core/settlement/settlement-hook.js';
 export type {
   CouponTransition,
   HookTx,
   SettlementHookContext,
   TransitionOperation,
-} from './settlement/settlement-hook.js';
-export { TransitionName, SnapshotSource } from './settlement/rules/settlement.types.js';
-export { EventPublisher } from './events/event-publisher.js';
-export type { PublishedEvent, PublishRequest, SettlementEvent } from './events/event-publisher.js';
-export type { OutboxDelivery } from './outbox/outbox.types.js';
-export { OperationType } from './ledger/ledger.types.js';
-export { ArchiveConnector } from './retention/archive-connector.js';
-export type { ArchiveManifest } from './retention/archive-connector.js';
-export type { SqlResult, Statement, Tx } from './database/transaction.js';
+} from './core/settlement/settlement-hook.js';
+export { TransitionName, SnapshotSource } from './core/settlement-rules/settlement.types.js';
+export { EventPublisher } from './outbound/events/event-publisher.js';
+export type { PublishedEvent, PublishRequest, SettlementEvent } from './outbound/events/event-publisher.js';
+export type { OutboxDelivery } from './outbound/outbox/outbox.types.js';
+export { OperationType } from './core/ledger/ledger.types.js';
+export { ArchiveConnector } from './operations/retention/archive-connector.js';
+export type { ArchiveManifest } from './operations/retention/archive-connector.js';
+export type { SqlResult, Statement, Tx } from './platform/database/transaction.js';

@@ -10,12 +10,12 @@ import { AppModule, appLogging } from './app.module.js';
 import type { AppOptions } from './app.module.js';
 import { configureApp } from './app.setup.js';
 import { checkBuiltInNames, loadConfig } from './app.config.js';
-import { EmbeddedPostgresServer } from './database/embedded-postgres.js';
+import { EmbeddedPostgresServer } from './platform/database/embedded-postgres.js';
 import { describeExtensions } from './extension.js';
-import { ShutdownState } from './health/shutdown-state.js';
-import { loggerParams } from './observability/logging.js';
-import { shutdownTracing } from './observability/tracing.js';
-import { describeWalletConnector } from './wallet/wallet-connectors.js';
+import { ShutdownState } from './platform/health/shutdown-state.js';
+import { loggerParams } from './platform/observability/logging.js';
+import { shutdownTracing } from './platform/observability/tracing.js';
+import { describeWalletConnector } from './outbound/wallet/wallet-connectors.js';
 
 /**
  * Starts the receiver (`npm start`; a bookmaker's own entry point calls it with its modules:

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { ModulesContainer, NestFactory, RouterModule } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 import { buildOpenApiDocument } from './app.setup.js';
-import { CallbacksModule } from './callbacks/callbacks.module.js';
+import { CallbacksModule } from './intake/callbacks/callbacks.module.js';
 import { loadConfig } from './app.config.js';
 
 /**

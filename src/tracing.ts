@@ -9,7 +9,7 @@
  */
 import { existsSync } from 'node:fs';
 import { register } from 'node:module';
-import { enableTracing, setTracingShutdown, STATEMENT_TEXT_CHARS } from './observability/tracing.js';
+import { enableTracing, setTracingShutdown, STATEMENT_TEXT_CHARS } from './platform/observability/tracing.js';
 
 /**
  * True when `env` asks for traces: `OTEL_TRACES_EXPORTER` (other than `none`), an OTLP endpoint

@@ -6,7 +6,7 @@ import { rows, signIn, useCleanPages } from './support/console.js';
 // The operator console at /ops (issue 30) in Debian's chromium: sign-in, what it sends and is
 // sent (the CSP), a read-only key's disabled actions, every screen without a console error.
 
-/** The Content-Security-Policy of /ops (src/console/console-pages.ts). */
+/** The Content-Security-Policy of /ops (src/operations/console/console-pages.ts). */
 const CSP =
   "default-src 'self';script-src 'self';script-src-attr 'none';style-src 'self';img-src 'self' data:;" +
   "font-src 'self';connect-src 'self';object-src 'none';base-uri 'self';form-action 'self';frame-ancestors 'none'";

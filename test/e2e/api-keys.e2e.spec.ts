@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import request from 'supertest';
-import type { Scope } from '../../src/auth/api-keys.js';
+import type { Scope } from '../../src/platform/auth/api-keys.js';
 import {
   batchOf,
   createTestApp,

@@ -5,8 +5,12 @@ import {
   BACKGROUND_PROBES,
   BackgroundGovernor,
   GovernorProbes,
-} from '../../src/background/background-governor.js';
-import { WalletConnector, WalletDelivery, WalletDeliveryRequest } from '../../src/wallet/wallet-connector.js';
+} from '../../src/platform/background/background-governor.js';
+import {
+  WalletConnector,
+  WalletDelivery,
+  WalletDeliveryRequest,
+} from '../../src/outbound/wallet/wallet-connector.js';
 import { scrape, sample } from '../support/metrics.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually, sleep } from '../support/wait.js';

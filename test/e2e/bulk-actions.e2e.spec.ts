@@ -1,4 +1,4 @@
-import { BulkActionWorker } from '../../src/bulk-actions/bulk-action.worker.js';
+import { BulkActionWorker } from '../../src/operations/bulk-actions/bulk-action.worker.js';
 import {
   balance,
   batchOf,

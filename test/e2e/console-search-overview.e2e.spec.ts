@@ -1,4 +1,4 @@
-import { DeliveryRollupJob } from '../../src/console/delivery-rollup.job.js';
+import { DeliveryRollupJob } from '../../src/operations/console/delivery-rollup.job.js';
 import {
   batchOf,
   deliver,

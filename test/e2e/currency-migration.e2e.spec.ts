@@ -2,9 +2,9 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { CurrencyPrecision1764590000000 } from '../../migrations/1764590000000-CurrencyPrecision.js';
-import { CurrencyTable } from '../../src/common/currency.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
+import { CurrencyTable } from '../../src/platform/common/currency.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
+import { LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
 import { createDatabaseMigratedTo, withClient } from '../support/database.js';
 
 // Issue 17: the migration to numeric(26,8) and varchar(8) keeps a database of 2-digit amounts

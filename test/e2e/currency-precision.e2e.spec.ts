@@ -1,5 +1,5 @@
-import { CurrencyTable } from '../../src/common/currency.js';
-import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
+import { CurrencyTable } from '../../src/platform/common/currency.js';
+import { LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
 import { withClient } from '../support/database.js';
 import {
   balance,

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
 import { createTestDatabase } from '../support/database.js';
 
 // Issue 40: a burst after a quiet spell found node-postgres' pool emptied (idle connections are

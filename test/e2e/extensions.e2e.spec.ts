@@ -4,7 +4,7 @@ import { partnerExtension } from '../../examples/partner-module/extension.js';
 import { PARTNER_CONFIG } from '../../examples/partner-module/partner.config.js';
 import { PartnerTablePublisher } from '../../examples/partner-module/partner-table.publisher.js';
 import { PartnerTableWalletConnector } from '../../examples/partner-module/partner-table-wallet.connector.js';
-import { WALLET_CONFIG } from '../../src/wallet/wallet.config.js';
+import { WALLET_CONFIG } from '../../src/outbound/wallet/wallet.config.js';
 import { AppModule, loadConfig, SettlementHook, WalletConnector } from '../../src/extensions.js';
 import type { CouponTransition, SettlementHookContext } from '../../src/extensions.js';
 import {

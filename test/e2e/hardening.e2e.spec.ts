@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import request from 'supertest';
 import { DataSource } from 'typeorm';
-import { TransactionRunner } from '../../src/database/transaction.js';
+import { TransactionRunner } from '../../src/platform/database/transaction.js';
 import { injectTrigger, whileLocked } from '../support/database-faults.js';
 import { opCount, rowsOfBatch } from '../support/rows.js';
 import {

@@ -2,7 +2,7 @@ import { Agent, get } from 'node:http';
 import pg from 'pg';
 import request from 'supertest';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { ShutdownState } from '../../src/health/shutdown-state.js';
+import { ShutdownState } from '../../src/platform/health/shutdown-state.js';
 import { whileDatabaseDown } from '../support/database-faults.js';
 import { scrape } from '../support/metrics.js';
 import {

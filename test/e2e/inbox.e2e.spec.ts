@@ -1,8 +1,8 @@
 import pg from 'pg';
 import request from 'supertest';
-import { BatchRepository } from '../../src/settlement/batch.repository.js';
-import { InboxService } from '../../src/inbox/inbox.service.js';
-import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
+import { BatchRepository } from '../../src/core/settlement/batch.repository.js';
+import { InboxService } from '../../src/intake/inbox/inbox.service.js';
+import { LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
 import { injectTrigger, lockWaiters } from '../support/database-faults.js';
 import { increase, scrape } from '../support/metrics.js';
 import { rowsOfBatch } from '../support/rows.js';

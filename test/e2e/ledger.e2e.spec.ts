@@ -1,10 +1,10 @@
-import { ErrorCode } from '../../src/common/domain.exception.js';
-import { TransactionRunner } from '../../src/database/transaction.js';
-import { LedgerException } from '../../src/ledger/ledger.exception.js';
-import { LedgerCheck, LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
-import { LedgerService } from '../../src/ledger/ledger.service.js';
-import { OperationType, Posting } from '../../src/ledger/ledger.types.js';
-import { MetricsRegistry } from '../../src/observability/metrics-registry.js';
+import { ErrorCode } from '../../src/platform/common/domain.exception.js';
+import { TransactionRunner } from '../../src/platform/database/transaction.js';
+import { LedgerException } from '../../src/core/ledger/ledger.exception.js';
+import { LedgerCheck, LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
+import { LedgerService } from '../../src/core/ledger/ledger.service.js';
+import { OperationType, Posting } from '../../src/core/ledger/ledger.types.js';
+import { MetricsRegistry } from '../../src/platform/observability/metrics-registry.js';
 import { deposit, useTestApp } from '../support/test-app.js';
 
 // CONTRACT §7: LedgerService is the only way money moves. Its one posting statement is checked

@@ -3,8 +3,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { migrateCliDatabase } from '../../src/database/cli-database.js';
-import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
+import { migrateCliDatabase } from '../../src/platform/database/cli-database.js';
+import { EmbeddedPostgresServer } from '../../src/platform/database/embedded-postgres.js';
 import { MIGRATIONS } from '../../migrations/index.js';
 
 // New-user report 2, finding 5 (docs/operating.md, "Operator commands"): `npm run migration:run`

@@ -99,7 +99,7 @@ describe('OpenAPI document', () => {
       schema: { type: 'integer', minimum: 1, maximum, default: dflt, example: dflt },
     });
     expect(limits).toEqual({
-      // Every list pages by one rule (src/common/pagination.ts): limit 1..200, default 50.
+      // Every list pages by one rule (src/platform/common/pagination.ts): limit 1..200, default 50.
       '/callbacks/deliveries': range(200, 50),
       '/callbacks/quarantine': range(200, 50),
       '/callbacks/inbox': range(200, 50),

@@ -2,10 +2,10 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import { checkPooling } from '../../src/database/session-database.js';
-import { ScheduledReconciliation } from '../../src/reconciliation/scheduled-reconciliation.js';
-import { RetentionJob } from '../../src/retention/retention.job.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
+import { checkPooling } from '../../src/platform/database/session-database.js';
+import { ScheduledReconciliation } from '../../src/intake/reconciliation/scheduled-reconciliation.js';
+import { RetentionJob } from '../../src/operations/retention/retention.job.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import {
   batchOf,

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { startServe, RunningServe } from '../../sim/serve.js';
-import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
+import { LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
 import {
   RECONCILIATION_LOCK_KEY,
   ScheduledReconciliation,
-} from '../../src/reconciliation/scheduled-reconciliation.js';
+} from '../../src/intake/reconciliation/scheduled-reconciliation.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import {
   balance,

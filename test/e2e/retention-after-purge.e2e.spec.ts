@@ -1,6 +1,6 @@
-import { LedgerVerifier } from '../../src/ledger/ledger-verifier.js';
-import { ensurePartitions } from '../../src/retention/retention-partitions.js';
-import { RetentionJob } from '../../src/retention/retention.job.js';
+import { LedgerVerifier } from '../../src/core/ledger/ledger-verifier.js';
+import { ensurePartitions } from '../../src/operations/retention/retention-partitions.js';
+import { RetentionJob } from '../../src/operations/retention/retention.job.js';
 import { sample, scrape } from '../support/metrics.js';
 import {
   balance,

@@ -1,8 +1,12 @@
 import { Injectable, Module } from '@nestjs/common';
 import type { Readable } from 'node:stream';
 import { ArchiveConnector } from '../../src/extensions.js';
-import { ensurePartitions, monthStart, partitionName } from '../../src/retention/retention-partitions.js';
-import { RetentionJob } from '../../src/retention/retention.job.js';
+import {
+  ensurePartitions,
+  monthStart,
+  partitionName,
+} from '../../src/operations/retention/retention-partitions.js';
+import { RetentionJob } from '../../src/operations/retention/retention.job.js';
 import { createTestApp, useTestApp } from '../support/test-app.js';
 
 // Issue 32 (docs/retention.md, "Archiving before drop"; docs/extending.md): a bookmaker's module

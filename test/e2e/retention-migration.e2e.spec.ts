@@ -2,7 +2,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
 import { RetentionPartitions1796600000000 } from '../../migrations/1796600000000-RetentionPartitions.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
 import { createDatabaseMigratedTo, withClient } from '../support/database.js';
 
 // Issue 32: the migration to monthly partitions keeps every row of a populated database: the

@@ -3,15 +3,23 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { verifySignature } from '../../src/callbacks/signature.guard.js';
-import { reconcileWithDatabase } from '../../src/wallet/wallet-reconciler.js';
-import { archiverOf, DirectoryArchiveConnector, verifyArchives } from '../../src/retention/archive.js';
-import { loadRetentionConfig } from '../../src/retention/retention.config.js';
-import { RetentionEngine } from '../../src/retention/retention-engine.js';
-import { ensurePartitions, monthStart, partitionName } from '../../src/retention/retention-partitions.js';
-import type { RetentionDb } from '../../src/retention/retention-partitions.js';
-import { formatRetentionReport } from '../../src/retention/retention-report.js';
-import type { ClassReport, RetentionReport } from '../../src/retention/retention-report.js';
+import { verifySignature } from '../../src/intake/callbacks/signature.guard.js';
+import { reconcileWithDatabase } from '../../src/outbound/wallet/wallet-reconciler.js';
+import {
+  archiverOf,
+  DirectoryArchiveConnector,
+  verifyArchives,
+} from '../../src/operations/retention/archive.js';
+import { loadRetentionConfig } from '../../src/operations/retention/retention.config.js';
+import { RetentionEngine } from '../../src/operations/retention/retention-engine.js';
+import {
+  ensurePartitions,
+  monthStart,
+  partitionName,
+} from '../../src/operations/retention/retention-partitions.js';
+import type { RetentionDb } from '../../src/operations/retention/retention-partitions.js';
+import { formatRetentionReport } from '../../src/operations/retention/retention-report.js';
+import type { ClassReport, RetentionReport } from '../../src/operations/retention/retention-report.js';
 import { createTestDatabase } from '../support/database.js';
 
 // Issue 32 (docs/retention.md): the policy's report says exactly what an apply removes (rows per

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
 import { createTestDatabase, testServer, withClient, withDatabase } from '../support/database.js';
 
 // The entities describe exactly the schema the migrations build (docs/schema-changes.md), so

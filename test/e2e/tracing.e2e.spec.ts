@@ -7,7 +7,7 @@ import { startWallet } from '../../sim/wallet.js';
 import type { RunningWallet } from '../../sim/wallet.js';
 import { EventPublisher } from '../../src/extensions.js';
 import type { OutboxDelivery, PublishRequest } from '../../src/extensions.js';
-import { enableTracing, traceContextHeaders } from '../../src/observability/tracing.js';
+import { enableTracing, traceContextHeaders } from '../../src/platform/observability/tracing.js';
 import { injectTrigger } from '../support/database-faults.js';
 import {
   attemptsWritten,

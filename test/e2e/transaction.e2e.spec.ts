@@ -6,7 +6,7 @@ import {
   TransactionRolledBackError,
   TransactionRunner,
   Tx,
-} from '../../src/database/transaction.js';
+} from '../../src/platform/database/transaction.js';
 import { DataSource } from 'typeorm';
 import { useTestApp } from '../support/test-app.js';
 

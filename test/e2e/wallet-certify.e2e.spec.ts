@@ -2,9 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startWallet } from '../../sim/wallet.js';
-import { CertifyReport, certifyCommand, certifyWallet } from '../../src/wallet/certify/certify.js';
-import type { CertifyOptions } from '../../src/wallet/certify/kit.js';
-import { SCENARIOS } from '../../src/wallet/certify/scenarios.js';
+import { CertifyReport, certifyCommand, certifyWallet } from '../../src/outbound/wallet/certify/certify.js';
+import type { CertifyOptions } from '../../src/outbound/wallet/certify/kit.js';
+import { SCENARIOS } from '../../src/outbound/wallet/certify/scenarios.js';
 import { Broken, startBrokenWallet } from '../support/broken-wallets.js';
 
 // Issue 42 (docs/wallet.md, "Certifying a wallet"): `npm run wallet:certify` passes every

@@ -8,7 +8,7 @@ import {
   walletExport,
   WalletExportTransaction,
   walletReconcileCommand,
-} from '../../src/wallet/wallet-reconciler.js';
+} from '../../src/outbound/wallet/wallet-reconciler.js';
 import { moveInWallet } from '../support/http.js';
 import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';

@@ -4,7 +4,11 @@ import { batchOf, createTestApp, deliver, deposit, ops, register, TestContext } 
 import { eventually } from '../support/wait.js';
 import { fetchRead, moveInWallet } from '../support/http.js';
 import { sample, scrape } from '../support/metrics.js';
-import { pushedOperations, reconcileWallet, walletExport } from '../../src/wallet/wallet-reconciler.js';
+import {
+  pushedOperations,
+  reconcileWallet,
+  walletExport,
+} from '../../src/outbound/wallet/wallet-reconciler.js';
 
 // Issue 15 (docs/wallet.md): every financial operation of a pushed type is written to the outbox
 // in the transaction that posts it, and delivered to the wallet exactly once per transaction id,

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import request from 'supertest';
-import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
-import { MetricsRegistry } from '../../src/observability/metrics-registry.js';
-import { ScheduledReconciliation } from '../../src/reconciliation/scheduled-reconciliation.js';
+import { DeliveryAttemptWriter } from '../../src/platform/deliveries/delivery-attempt.writer.js';
+import { MetricsRegistry } from '../../src/platform/observability/metrics-registry.js';
+import { ScheduledReconciliation } from '../../src/intake/reconciliation/scheduled-reconciliation.js';
 import { createTestDatabase, testServer } from '../support/database.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import { batchOf, createTestApp, deliver, sign, TestContext } from '../support/test-app.js';

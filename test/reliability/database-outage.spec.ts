@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
+import { EmbeddedPostgresServer } from '../../src/platform/database/embedded-postgres.js';
 import { createTestApp, deliver, deposit, register, TestContext } from '../support/test-app.js';
 import { eventually, sleep } from '../support/wait.js';
 import { fetchRead } from '../support/http.js';

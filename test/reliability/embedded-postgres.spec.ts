@@ -18,11 +18,11 @@ import { basename, dirname, join, resolve } from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
-import { EmbeddedPostgresError } from '../../src/database/embedded-postgres-process.js';
-import { trustedCopyOf } from '../../src/database/embedded-postgres-root.js';
-import { runMigrationsLocked } from '../../src/database/migrator.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
+import { EmbeddedPostgresServer } from '../../src/platform/database/embedded-postgres.js';
+import { EmbeddedPostgresError } from '../../src/platform/database/embedded-postgres-process.js';
+import { trustedCopyOf } from '../../src/platform/database/embedded-postgres-root.js';
+import { runMigrationsLocked } from '../../src/platform/database/migrator.js';
 import { MAIN_JS, Receiver, portRange, post, startReceiver, stopReceiver } from './support/receiver.js';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
 
@@ -421,7 +421,7 @@ describe('embedded PostgreSQL launcher', () => {
             });
           }
           // ledger:verify from the checkout finds the first copy's running server through the link.
-          const verify = spawnSync(process.execPath, [resolve('dist/src/ledger/verify-cli.js')], {
+          const verify = spawnSync(process.execPath, [resolve('dist/src/core/ledger/verify-cli.js')], {
             cwd: checkout,
             env: { PATH: process.env.PATH },
             encoding: 'utf8',

@@ -215,7 +215,7 @@ describe('SIGTERM under load (CONTRACT §5)', () => {
         await after.end().catch(() => undefined);
       }
       // ledger:verify given only the data folder (not the port) finds the running server and is clean.
-      const verify = spawnSync(process.execPath, [resolve('dist/src/ledger/verify-cli.js')], {
+      const verify = spawnSync(process.execPath, [resolve('dist/src/core/ledger/verify-cli.js')], {
         env: { PATH: process.env.PATH, EMBEDDED_PG_DATA_DIR: dataDir },
         encoding: 'utf8',
       });

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { resolve } from 'node:path';
 import pg from 'pg';
-import { LedgerCheck } from '../../src/ledger/ledger-verifier.js';
+import { LedgerCheck } from '../../src/core/ledger/ledger-verifier.js';
 import {
   balance,
   batchOf,
@@ -19,7 +19,7 @@ import { requireBuild, verifyLedger, violationsOf } from './support/receiver.js'
 // wrote, and each forged row (balance, missing/extra entry, missing/extra operation, malformed
 // key, batch without delivery record) is named, with exit code 1 from the CLI.
 
-const CLI = resolve(process.cwd(), 'dist/src/ledger/verify-cli.js');
+const CLI = resolve(process.cwd(), 'dist/src/core/ledger/verify-cli.js');
 
 /** Runs the built CLI against `url`; returns exit code and stdout. */
 function runCli(url: string): { code: number | null; stdout: string; stderr: string } {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { CouponModel, CouponSnapshot } from '../../sim/model.js';
 import { fitsUnits, formatUnits, parseUnits } from '../../sim/money.js';
 import { RunningWallet, startWallet, WalletFaults } from '../../sim/wallet.js';
-import { CurrencyTable } from '../../src/common/currency.js';
+import { CurrencyTable } from '../../src/platform/common/currency.js';
 import { injectTrigger } from '../support/database-faults.js';
 import { deliver, ops, useTestApp } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';

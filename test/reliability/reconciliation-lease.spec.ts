@@ -1,5 +1,5 @@
 import { TcpProxy } from '../../sim/tcp-proxy.js';
-import { RECONCILIATION_LOCK_KEY } from '../../src/reconciliation/scheduled-reconciliation.js';
+import { RECONCILIATION_LOCK_KEY } from '../../src/intake/reconciliation/scheduled-reconciliation.js';
 import { FakeSportApi, startFakeSportApi } from '../support/fake-sportapi.js';
 import { opCount } from '../support/rows.js';
 import { LOCKED_TRUE } from '../support/database-faults.js';

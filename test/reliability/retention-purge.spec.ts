@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
-import { ensurePartitions } from '../../src/retention/retention-partitions.js';
+import { ensurePartitions } from '../../src/operations/retention/retention-partitions.js';
 import { sleep } from '../support/wait.js';
 import {
   DeliveryAnswer,
@@ -19,7 +19,7 @@ import {
 // (its batch with its body, its snapshot, its processed attempt, its credit), the old rows are
 // gone exactly as many as were put there, and the ledger verifies clean.
 
-const CLI = resolve(process.cwd(), 'dist/src/retention/retention-cli.js');
+const CLI = resolve(process.cwd(), 'dist/src/operations/retention/retention-cli.js');
 const DAY = 86_400_000;
 const OLD_BATCHES = 3000;
 const NEW_COUPONS = 160;

@@ -8,7 +8,7 @@ import { LoadResult, openLoop, receiverPool } from '../../bench/open-loop-sender
 import { registerOnReceiver } from '../../bench/setup.js';
 import { TcpProxy, Trigger } from '../../sim/tcp-proxy.js';
 import { RunningWallet, startWallet } from '../../sim/wallet.js';
-import { RETENTION_LOCK_KEY } from '../../src/retention/retention-engine.js';
+import { RETENTION_LOCK_KEY } from '../../src/operations/retention/retention-engine.js';
 import { PgBouncer, startPgBouncer } from '../support/pgbouncer.mjs';
 import { OPS_KEY, SECRET } from '../support/test-app.js';
 import { LOCKED_TRUE } from '../support/database-faults.js';

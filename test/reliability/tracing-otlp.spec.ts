@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { STATEMENT_TEXT_CHARS } from '../../src/observability/tracing.js';
+import { STATEMENT_TEXT_CHARS } from '../../src/platform/observability/tracing.js';
 import { createTestDatabase } from '../support/database.js';
 import { OPS_KEY, SECRET, sign } from '../support/test-app.js';
 import { eventually } from '../support/wait.js';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../../migrations/index.js';
-import { buildDataSourceOptions } from '../../src/database/data-source-options.js';
-import { runMigrationsLocked } from '../../src/database/migrator.js';
+import { buildDataSourceOptions } from '../../src/platform/database/data-source-options.js';
+import { runMigrationsLocked } from '../../src/platform/database/migrator.js';
 
 const { Client } = pg;
 

@@ -12,7 +12,7 @@ import ts from 'typescript';
 // folder of its own and imported from there instead ({@link loadLauncher}; it imports packages
 // and its own files only). The template database is migrated by the first test file that needs it
 // (test/support/database.ts), with the real migrations.
-type Launcher = typeof import('../../src/database/embedded-postgres.js');
+type Launcher = typeof import('../../src/platform/database/embedded-postgres.js');
 
 async function query(url: string, sql: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
@@ -64,7 +64,7 @@ function removeStaleDataDirs(): void {
 }
 
 /**
- * The embedded PostgreSQL launcher (src/database/embedded-postgres.ts and the
+ * The embedded PostgreSQL launcher (src/platform/database/embedded-postgres.ts and the
  * embedded-postgres-*.ts beside it), outside Jest's module system: each file transpiled by
  * TypeScript alone (it imports Node's modules, packages and its own files only) into a folder of
  * its own under node_modules/.cache, whence its `.js` imports of its own files and of packages

@@ -6,7 +6,7 @@ import type { DestinationStream } from 'pino';
 import request from 'supertest';
 import { AppModule } from '../../src/app.module.js';
 import type { AppOptions } from '../../src/app.module.js';
-import { DeliveryAttemptWriter } from '../../src/deliveries/delivery-attempt.writer.js';
+import { DeliveryAttemptWriter } from '../../src/platform/deliveries/delivery-attempt.writer.js';
 import { configureApp } from '../../src/app.setup.js';
 import { AppConfig, loadConfig } from '../../src/app.config.js';
 import { createTestDatabase } from './database.js';

@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import { BACKGROUND_METRIC } from '../../src/background/background-governor.js';
-import { COUPON_METRIC } from '../../src/coupons/coupon-metrics.js';
-import { DATABASE_METRIC } from '../../src/database/database-metrics.js';
-import { DELIVERY_METRIC } from '../../src/deliveries/delivery-metrics.js';
-import { INBOX_METRIC } from '../../src/inbox/inbox.service.js';
-import { LEDGER_METRIC } from '../../src/ledger/ledger-metrics.js';
-import { EVENT_METRIC, WALLET_METRIC } from '../../src/outbox/outbox-metrics.js';
-import { QUARANTINE_METRIC } from '../../src/quarantine/quarantine.service.js';
-import { RETENTION_METRIC } from '../../src/retention/retention.job.js';
+import { BACKGROUND_METRIC } from '../../src/platform/background/background-governor.js';
+import { COUPON_METRIC } from '../../src/core/coupons/coupon-metrics.js';
+import { DATABASE_METRIC } from '../../src/platform/database/database-metrics.js';
+import { DELIVERY_METRIC } from '../../src/platform/deliveries/delivery-metrics.js';
+import { INBOX_METRIC } from '../../src/intake/inbox/inbox.service.js';
+import { LEDGER_METRIC } from '../../src/core/ledger/ledger-metrics.js';
+import { EVENT_METRIC, WALLET_METRIC } from '../../src/outbound/outbox/outbox-metrics.js';
+import { QUARANTINE_METRIC } from '../../src/intake/quarantine/quarantine.service.js';
+import { RETENTION_METRIC } from '../../src/operations/retention/retention.job.js';
 import { headingAnchors } from '../support/markdown.js';
 import { alertGroups, dashboard, opsExpressions, parsePromql } from '../support/promql.js';
 

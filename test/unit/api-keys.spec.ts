@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
-import { PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
+import { PartnerAuthenticator } from '../../src/platform/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
 import { REQUIRED_ENV, SECRET } from '../support/secrets.js';
 

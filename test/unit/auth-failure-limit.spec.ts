@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
-import { clientAddressKey, PartnerAuthenticator } from '../../src/auth/partner-authenticator.js';
+import { clientAddressKey, PartnerAuthenticator } from '../../src/platform/auth/partner-authenticator.js';
 import { loadConfig } from '../../src/app.config.js';
-import { clientAddressOf } from '../../src/observability/client-address.js';
+import { clientAddressOf } from '../../src/platform/observability/client-address.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Failed authentications per client address (CONTRACT §10, issues 16 and 38): AUTH_FAILURE_LIMIT

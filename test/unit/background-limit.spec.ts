@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events';
-import { WorkGate, TRICKLE_MS } from '../../src/background/background-governor.js';
+import { WorkGate, TRICKLE_MS } from '../../src/platform/background/background-governor.js';
 import {
   IntakeSignals,
   LimitPolicy,
@@ -7,7 +7,7 @@ import {
   nextLimit,
   percentile,
   pressureOf,
-} from '../../src/background/limit-rule.js';
+} from '../../src/platform/background/limit-rule.js';
 
 // docs/background-work.md: the governor's rule, pure, with the clock given.
 

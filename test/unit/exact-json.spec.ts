@@ -4,7 +4,7 @@ import {
   parseExactJson,
   parseLosslessJson,
   stringifyExactJson,
-} from '../../src/common/exact-json.js';
+} from '../../src/platform/common/exact-json.js';
 import { LoadGenerator, prng } from '../../bench/load.js';
 
 // parseExactJson reads most bodies with JSON.parse; it must give exactly what the lossless-json

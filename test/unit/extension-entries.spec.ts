@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import type { MigrationInterface } from 'typeorm';
 import { partnerExtension } from '../../examples/partner-module/extension.js';
 import { checkBuiltInNames, loadConfig } from '../../src/app.config.js';
-import { extensionSchema } from '../../src/database/extension-schema.js';
+import { extensionSchema } from '../../src/platform/database/extension-schema.js';
 import { configFragment, defineExtension, Joi } from '../../src/extensions.js';
 import { describeExtensions } from '../../src/extension.js';
 import { REQUIRED_ENV } from '../support/secrets.js';

@@ -1,6 +1,6 @@
 import { isLosslessNumber, stringify as stringifyLossless } from 'lossless-json';
-import { parseBatch } from '../../src/settlement/batch-parser.js';
-import { DomainException } from '../../src/common/domain.exception.js';
+import { parseBatch } from '../../src/core/settlement/batch-parser.js';
+import { DomainException } from '../../src/platform/common/domain.exception.js';
 
 // parseBatch never passes a number through floating point (CONTRACT §3): realWin keeps the digits
 // it was sent with, numbers a double cannot hold stay exact in the stored payload, and ambiguous

@@ -1,4 +1,4 @@
-import { networkList } from '../../src/health/metrics-access.guard.js';
+import { networkList } from '../../src/platform/health/metrics-access.guard.js';
 import { loadConfig } from '../../src/app.config.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 

@@ -6,7 +6,7 @@ import {
   negate,
   parseAmount,
   sameAmount,
-} from '../../src/common/money.js';
+} from '../../src/platform/common/money.js';
 
 describe('money (CONTRACT §3, §7: decimal, never floating point)', () => {
   it.each([

@@ -38,11 +38,11 @@ describe('npm scripts', () => {
     }).toEqual({
       'start:prod':
         'exec node --max-semi-space-size=64 --import=./scripts/tracing.js scripts/run-built.js dist/src/main.js',
-      'migration:run': 'exec node scripts/run-built.js dist/src/database/migrate-cli.js',
-      'ledger:verify': 'exec node scripts/run-built.js dist/src/ledger/verify-cli.js',
-      'wallet:reconcile': 'exec node scripts/run-built.js dist/src/wallet/wallet-reconcile-cli.js',
-      'wallet:certify': 'exec node scripts/run-built.js dist/src/wallet/wallet-certify-cli.js',
-      retention: 'exec node scripts/run-built.js dist/src/retention/retention-cli.js',
+      'migration:run': 'exec node scripts/run-built.js dist/src/platform/database/migrate-cli.js',
+      'ledger:verify': 'exec node scripts/run-built.js dist/src/core/ledger/verify-cli.js',
+      'wallet:reconcile': 'exec node scripts/run-built.js dist/src/outbound/wallet/wallet-reconcile-cli.js',
+      'wallet:certify': 'exec node scripts/run-built.js dist/src/outbound/wallet/wallet-certify-cli.js',
+      retention: 'exec node scripts/run-built.js dist/src/operations/retention/retention-cli.js',
       sportapi: 'exec node scripts/run-built.js dist/sim/cli.js',
     });
   });
@@ -112,7 +112,7 @@ describe('scripts/run-built.js', () => {
       stderr:
         'dist/src/no-such-cli.js is missing: run npm run build first (this command runs the built code in dist/ and never builds it)\n',
     });
-    const noDist = run(['dist/src/ledger/verify-cli.js'], dir);
+    const noDist = run(['dist/src/core/ledger/verify-cli.js'], dir);
     expect({ status: noDist.status, stderr: noDist.stderr }).toEqual({
       status: 2,
       stderr:

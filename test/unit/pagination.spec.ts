@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
-import { csvStream, textCell } from '../../src/common/csv.js';
-import { DomainException } from '../../src/common/domain.exception.js';
-import { Cursor, CURSOR_PART, toPage } from '../../src/common/pagination.js';
+import { csvStream, textCell } from '../../src/platform/common/csv.js';
+import { DomainException } from '../../src/platform/common/domain.exception.js';
+import { Cursor, CURSOR_PART, toPage } from '../../src/platform/common/pagination.js';
 
 // The lists' one cursor codec and page rule, and the CSV export's cell rules (issue 30,
 // docs/api.md#lists-and-pages, #accounts-and-statements).

@@ -1,9 +1,9 @@
 import { Type } from 'class-transformer';
 import { IsArray, IsString, ValidateNested } from 'class-validator';
-import { parsePartnerBody } from '../../src/common/partner-body.js';
-import { loadCurrencyTable } from '../../src/ledger/money.config.js';
-import { DomainException } from '../../src/common/domain.exception.js';
-import { CurrencyValidationPipe } from '../../src/common/validation.js';
+import { parsePartnerBody } from '../../src/platform/common/partner-body.js';
+import { loadCurrencyTable } from '../../src/core/ledger/money.config.js';
+import { DomainException } from '../../src/platform/common/domain.exception.js';
+import { CurrencyValidationPipe } from '../../src/platform/common/validation.js';
 
 // The partner API's validation pipe on nested DTOs (no partner DTO nests today; the pipe is
 // generic): undeclared fields, keys named like Object.prototype's properties included, are refused

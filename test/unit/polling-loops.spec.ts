@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { PollingLoops, StepFound } from '../../src/background/polling-loops.js';
+import { PollingLoops, StepFound } from '../../src/platform/background/polling-loops.js';
 
 /** Resolves once nothing has happened for a few event-loop turns (every loop asleep or done). */
 const settle = () => new Promise<void>((resolve) => setTimeout(resolve, 50));

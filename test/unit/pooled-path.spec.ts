@@ -15,12 +15,13 @@ const ROOT = resolve(import.meta.dirname, '../..');
  * set session settings and hold session advisory locks.
  */
 const SESSION_FILES: Record<string, string> = {
-  'src/database/migrator.ts':
+  'src/platform/database/migrator.ts':
     "migrations: their own pool on DATABASE_DIRECT_URL (database.module.ts) or a CLI's",
-  'src/retention/retention.job.ts': "SessionDatabase's connection (DATABASE_DIRECT_URL when pooled)",
-  'src/retention/retention-engine.ts': "the retention job's or CLI's session connection",
-  'src/retention/retention-partitions.ts': "the retention job's or CLI's session connection",
-  'src/retention/retention-cli.ts': 'a command-line tool: DATABASE_DIRECT_URL (cli-database.ts)',
+  'src/operations/retention/retention.job.ts':
+    "SessionDatabase's connection (DATABASE_DIRECT_URL when pooled)",
+  'src/operations/retention/retention-engine.ts': "the retention job's or CLI's session connection",
+  'src/operations/retention/retention-partitions.ts': "the retention job's or CLI's session connection",
+  'src/operations/retention/retention-cli.ts': 'a command-line tool: DATABASE_DIRECT_URL (cli-database.ts)',
 };
 
 function sources(dir: string): string[] {
@@ -49,7 +50,7 @@ function offenders(pattern: RegExp, exempt: (path: string) => boolean = () => fa
 describe('the pooled path keeps no session state (issue 39)', () => {
   it('sends no startup options (-c settings at connection start)', () => {
     expect(offenders(/['"`]\s*-c\s+\w+\s*=/)).toEqual([]);
-    expect(offenders(/\boptions:\s*\[?\s*['"`]/, (p) => !p.startsWith('src/database/'))).toEqual([]);
+    expect(offenders(/\boptions:\s*\[?\s*['"`]/, (p) => !p.startsWith('src/platform/database/'))).toEqual([]);
   });
 
   it('sets settings for a session (SET/RESET without LOCAL, set_config(…, false)) only on a session of the server', () => {
@@ -61,11 +62,11 @@ describe('the pooled path keeps no session state (issue 39)', () => {
 
   it('holds session advisory locks only on a session of the server (SessionDatabase in transaction.ts)', () => {
     const sessionLock = /pg_(try_)?advisory_(lock|unlock)(_shared)?\s*\(/;
-    expect(offenders(sessionLock, (p) => p in SESSION_FILES || p === 'src/database/transaction.ts')).toEqual(
-      [],
-    );
+    expect(
+      offenders(sessionLock, (p) => p in SESSION_FILES || p === 'src/platform/database/transaction.ts'),
+    ).toEqual([]);
     // TransactionRunner.withSessionLock: on the SessionDatabase's connection, not the app's pool.
-    const tx = files.find((f) => f.path === 'src/database/transaction.ts')!.text;
+    const tx = files.find((f) => f.path === 'src/platform/database/transaction.ts')!.text;
     const body = tx.slice(tx.indexOf('async withSessionLock'), tx.indexOf('private async once'));
     expect(body).toContain('this.session.dataSource.createQueryRunner()');
     expect(body).not.toContain('this.dataSource');
@@ -73,9 +74,11 @@ describe('the pooled path keeps no session state (issue 39)', () => {
 
   it('names prepared statements only through Tx, which leaves the names out when pooled', () => {
     const rawNamed = /\.query\(\s*\{[^}]*\bname\s*:/s;
-    const named = files.filter((f) => f.path !== 'src/database/transaction.ts' && rawNamed.test(f.text));
+    const named = files.filter(
+      (f) => f.path !== 'src/platform/database/transaction.ts' && rawNamed.test(f.text),
+    );
     expect(named.map((f) => f.path)).toEqual([]);
-    const tx = files.find((f) => f.path === 'src/database/transaction.ts')!.text;
+    const tx = files.find((f) => f.path === 'src/platform/database/transaction.ts')!.text;
     expect(tx).toContain('name: this.limits.namedStatements ? prepared : undefined');
   });
 

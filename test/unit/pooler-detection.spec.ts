@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { sharesServerConnections } from '../../src/database/session-database.js';
+import { sharesServerConnections } from '../../src/platform/database/session-database.js';
 
 // Issue 39, the breaker's finding: a replica started without DATABASE_POOLED while other replicas
 // loaded the same transaction-mode PgBouncer was let through 2 times in 5 by a single probe (A's

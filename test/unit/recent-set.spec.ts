@@ -1,4 +1,4 @@
-import { RecentSet } from '../../src/common/recent-set.js';
+import { RecentSet } from '../../src/platform/common/recent-set.js';
 
 describe('RecentSet (process-local memory of committed batches and coupons)', () => {
   it('keeps at most its capacity, forgetting the string added longest ago; adding again refreshes', () => {

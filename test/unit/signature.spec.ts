@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { verifySignature } from '../../src/callbacks/signature.guard.js';
-import { secureEquals } from '../../src/common/secure-compare.js';
+import { verifySignature } from '../../src/intake/callbacks/signature.guard.js';
+import { secureEquals } from '../../src/platform/common/secure-compare.js';
 
 const body = Buffer.from('{"batchId":"b-1","couponCount":1,"coupons":[]}');
 const hex = (secret: string, bytes: Buffer = body) =>

@@ -1,4 +1,4 @@
-import { setTracingShutdown, shutdownTracing } from '../../src/observability/tracing.js';
+import { setTracingShutdown, shutdownTracing } from '../../src/platform/observability/tracing.js';
 
 // src/main.ts stops the process 10 s after SIGTERM at the latest: flushing the last spans to a
 // collector that does not answer must not use that up (issue 41).

@@ -1,5 +1,5 @@
 import { checkBuiltInNames, loadConfig } from '../../src/app.config.js';
-import { describeWalletConnector } from '../../src/wallet/wallet-connectors.js';
+import { describeWalletConnector } from '../../src/outbound/wallet/wallet-connectors.js';
 import { REQUIRED_ENV } from '../support/secrets.js';
 
 // Issue 29, item 8: the start line names the wallet connector in force, and never a secret.

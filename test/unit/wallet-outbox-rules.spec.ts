@@ -1,22 +1,22 @@
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import { request } from 'undici';
-import type { WalletConfig } from '../../src/wallet/wallet.config.js';
+import type { WalletConfig } from '../../src/outbound/wallet/wallet.config.js';
 import {
   HttpWalletConnector,
   outcomeOfStatus,
   outcomesOfBatchAnswer,
   retryAfterMs,
-} from '../../src/wallet/connectors/http-wallet.connector.js';
-import { OperationType } from '../../src/ledger/ledger.types.js';
+} from '../../src/outbound/wallet/connectors/http-wallet.connector.js';
+import { OperationType } from '../../src/core/ledger/ledger.types.js';
 import {
   checkedDelivery,
   excerpt,
   headerToken,
   nextStep,
   permanentFailure,
-} from '../../src/outbox/outbox-rules.js';
-import { walletTransactionOf } from '../../src/wallet/wallet-transaction.js';
-import type { WalletDelivery } from '../../src/wallet/wallet-connector.js';
+} from '../../src/outbound/outbox/outbox-rules.js';
+import { walletTransactionOf } from '../../src/outbound/wallet/wallet-transaction.js';
+import type { WalletDelivery } from '../../src/outbound/wallet/wallet-connector.js';
 
 // docs/wallet.md: what the outbox does with each answer, and the body it sends.
 

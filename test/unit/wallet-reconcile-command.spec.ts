@@ -1,4 +1,4 @@
-import { walletReconcileCommand } from '../../src/wallet/wallet-reconciler.js';
+import { walletReconcileCommand } from '../../src/outbound/wallet/wallet-reconciler.js';
 
 // Issue 29, item 8: `npm run wallet:reconcile` that cannot compare says why (exit code 2) before it
 // touches the database or the network.

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import type { RunningWallet } from '../../../sim/wallet.js';
-import { CurrencyTable } from '../../../src/common/currency.js';
+import { CurrencyTable } from '../../../src/platform/common/currency.js';
 import {
   pushedOperations,
   reconcileWallet,
   WalletReconciliation,
-} from '../../../src/wallet/wallet-reconciler.js';
+} from '../../../src/outbound/wallet/wallet-reconciler.js';
 
 // The ledger against the stand-in wallet (sim/wallet.ts) in the reliability tests of the wallet
 // outbox (docs/wallet.md): the reconciliation finance runs, and each account's order.

@@ -1,0 +1,188 @@
+import {
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+  OnModuleInit,
+} from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { BackgroundGovernor } from '../../platform/background/background-governor.js';
+import { discoverExtensions } from '../../platform/common/extension-discovery.js';
+import type { CurrencyTable } from '../../platform/common/currency.js';
+import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
+import type { MoneyConfig } from '../../core/ledger/money.config.js';
+import { CouponRepository } from '../../core/coupons/coupon.repository.js';
+import { TransactionRunner } from '../../platform/database/transaction.js';
+import { PostedOperationWriters } from '../../core/ledger/posted-operation-writers.js';
+import { MetricsRegistry } from '../../platform/observability/metrics-registry.js';
+import { OperatorActionLog } from '../../platform/operator-actions/operator-action-log.js';
+import { EVENT_METRIC, OutboxMetrics } from '../outbox/outbox-metrics.js';
+import { OutboxRepository } from '../outbox/outbox.repository.js';
+import { OutboxService } from '../outbox/outbox.service.js';
+import type { OutboxDeliverer, OutboxDestination } from '../outbox/outbox.types.js';
+import { OutboxWorker } from '../outbox/outbox.worker.js';
+import { EventPublisher, SettlementEvent, settlementEventOf } from './event-publisher.js';
+import { EVENTS_CONFIG, unknownEventPublishers } from './events.config.js';
+import type { EventsConfig } from './events.config.js';
+
+/** The background-work governor's kind of the publishers' claims (docs/background-work.md). */
+export const BROKER_WORK = 'broker';
+
+/**
+ * A publisher as an outbox destination: its rows of `event_outbox` (`publisher = name`), the
+ * `EVENT_*` settings; a parked event flags no coupon (the money is settled; only the broker is late).
+ */
+export function eventDestination(
+  config: EventsConfig,
+  currencies: CurrencyTable,
+  publisher: string,
+): OutboxDestination {
+  return {
+    name: publisher,
+    statementPrefix: `eo_${publisher.replaceAll('-', '_')}`,
+    tables: { outbox: 'event_outbox', attempts: 'event_delivery_attempts', state: 'event_outbox_state' },
+    scope: { column: 'publisher', value: publisher },
+    operationTypes: config.operationTypes,
+    flagReason: null,
+    messageOf: (op) => settlementEventOf(op, (amount, currency) => currencies.format(amount, currency)),
+    settings: config,
+  };
+}
+
+/** An event publisher as the outbox's deliverer: one publish call per claim (or per batch of it). */
+export function publisherDeliverer(publisher: EventPublisher): OutboxDeliverer {
+  const call = (
+    messages: Parameters<NonNullable<OutboxDeliverer['deliverMany']>>[0],
+    requestId: string,
+    signal: AbortSignal,
+  ) =>
+    publisher.publish({
+      events: messages.map((m) => ({
+        event: m.message as SettlementEvent,
+        body: m.body,
+        outboxId: m.outboxId,
+        attempt: m.attempt,
+      })),
+      requestId,
+      signal,
+    });
+  return {
+    name: publisher.name,
+    deliver: async (message, requestId, signal) => (await call([message], requestId, signal))[0],
+    deliverMany: call,
+  };
+}
+
+/** One publisher's outbox: its SQL, its operators' service, its workers once its publisher is found. */
+export interface EventOutbox {
+  repository: OutboxRepository;
+  service: OutboxService;
+  worker?: OutboxWorker;
+  publisher?: EventPublisher;
+}
+
+/**
+ * The settlement events' outboxes (docs/events.md), one per publisher `EVENT_PUBLISHERS` names: the
+ * posting statement writes an `event_outbox` row per publisher for each new operation of
+ * `EVENT_OPERATION_TYPES`; each publisher's workers publish them after COMMIT, at least once, in
+ * order per account, with the operation key as the message id, under the governor's `broker`
+ * permits. The publishers are found among the app's providers by name (the receiver's RabbitMQ and
+ * NATS ones, or a module's given to `AppModule.forRoot`).
+ */
+@Injectable()
+export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('EventOutboxes');
+  private readonly outboxes = new Map<string, EventOutbox>();
+  private readonly metrics: OutboxMetrics;
+
+  constructor(
+    @Inject(EVENTS_CONFIG) private readonly config: EventsConfig,
+    @Inject(MONEY_CONFIG) money: MoneyConfig,
+    coupons: CouponRepository,
+    private readonly transactions: TransactionRunner,
+    actions: OperatorActionLog,
+    writers: PostedOperationWriters,
+    registry: MetricsRegistry,
+    private readonly governor: BackgroundGovernor,
+    private readonly discovery: DiscoveryService,
+  ) {
+    this.metrics = new OutboxMetrics(registry, EVENT_METRIC, 'publisher', 'the message broker');
+    for (const name of config.publishers) {
+      const repository = new OutboxRepository(eventDestination(config, money.currencies, name), coupons);
+      writers.register({ name, insertSql: (inserted) => repository.insertSql(inserted) });
+      const outbox: EventOutbox = {
+        repository,
+        service: new OutboxService(
+          repository,
+          transactions,
+          actions,
+          money.currencies,
+          {
+            row: 'event_outbox',
+            pause: 'publisher_pause',
+            resume: 'publisher_resume',
+            pauseTarget: { kind: 'publisher', id: name },
+          },
+          this.metrics,
+          () => outbox.worker?.wake(),
+        ),
+      };
+      this.outboxes.set(name, outbox);
+    }
+  }
+
+  /**
+   * Finds each named publisher among the app's providers.
+   * @throws Error naming `EVENT_PUBLISHERS` and the known publishers when one is not registered.
+   */
+  onModuleInit(): void {
+    if (!this.outboxes.size) return;
+    const publishers = discoverExtensions(this.discovery, EventPublisher);
+    const missing = [...this.outboxes.keys()].filter((name) => !publishers.some((p) => p.name === name));
+    if (missing.length)
+      throw unknownEventPublishers(
+        missing,
+        publishers.map((p) => p.name),
+      );
+    // Every publisher's claims take permits of one kind: they back off together while the callback is slow.
+    const gate = this.governor.register(BROKER_WORK, this.config.concurrency * this.outboxes.size);
+    for (const [name, outbox] of this.outboxes) {
+      outbox.publisher = publishers.find((p) => p.name === name) as EventPublisher;
+      outbox.worker = new OutboxWorker(
+        outbox.repository,
+        publisherDeliverer(outbox.publisher),
+        this.transactions,
+        this.metrics,
+        gate,
+      );
+    }
+  }
+
+  onApplicationBootstrap(): void {
+    for (const outbox of this.outboxes.values()) outbox.worker?.start();
+    if (this.outboxes.size)
+      this.logger.log(
+        `settlement events (${this.config.operationTypes.join(', ')}) published to ${[...this.outboxes.keys()].join(', ')}`,
+      );
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await Promise.all([...this.outboxes.values()].map((o) => o.worker?.stop()));
+  }
+
+  /** The publishers in force, in `EVENT_PUBLISHERS` order. */
+  get names(): string[] {
+    return [...this.outboxes.keys()];
+  }
+
+  /** The outbox of publisher `name`, or undefined. */
+  of(name: string): EventOutbox | undefined {
+    return this.outboxes.get(name);
+  }
+
+  /** Ends the sleep of every publisher's idle workers (tests). */
+  wake(): void {
+    for (const outbox of this.outboxes.values()) outbox.worker?.wake();
+  }
+}
