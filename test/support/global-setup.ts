@@ -71,7 +71,7 @@ function removeStaleDataDirs(): void {
  * resolve, then imported; the folder is removed once loaded.
  */
 async function loadLauncher(rootDir: string): Promise<Launcher> {
-  const source = resolve(rootDir, 'src', 'database');
+  const source = resolve(rootDir, 'src', 'platform', 'database');
   const out = resolve(rootDir, 'node_modules', '.cache', 'test-launcher', String(process.pid));
   mkdirSync(out, { recursive: true });
   try {
