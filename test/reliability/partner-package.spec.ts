@@ -192,7 +192,7 @@ describe("a bookmaker's module in its own package, outside this repository", () 
     writeFileSync(join(dir, 'package.json'), JSON.stringify(PACKAGE, null, 2));
     writeFileSync(join(dir, 'tsconfig.json'), documentedTsconfig());
     mkdirSync(join(dir, 'src'));
-    writeFileSync(join(dir, 'src/platform/config.ts'), CONFIG);
+    writeFileSync(join(dir, 'src/config.ts'), CONFIG);
     writeFileSync(join(dir, 'src/acme.module.ts'), MODULE);
     writeFileSync(join(dir, 'src/main.ts'), MAIN);
     writeFileSync(join(dir, 'src/schema.ts'), SCHEMA);
