@@ -47,6 +47,31 @@ export function CouponStatus({ status, none = '—' }: { status: number | null |
   );
 }
 
+/**
+ * A long id (request id, trace id, payload hash) as its first `length` characters and "…", the
+ * whole id on hover; with `search`, a link to the search screen, which finds what else carries it.
+ * `none` when there is none.
+ */
+export function ShortId(props: {
+  value: string | null | undefined;
+  length?: number;
+  search?: boolean;
+  none?: string;
+}) {
+  const { value, length = 8, none = '—' } = props;
+  if (!value) return <span className="muted">{none}</span>;
+  const text = (
+    <code className="short-id">{value.length > length ? `${value.slice(0, length)}…` : value}</code>
+  );
+  return props.search ? (
+    <Link href={`/search${query({ q: value })}`} title={value}>
+      {text}
+    </Link>
+  ) : (
+    <span title={value}>{text}</span>
+  );
+}
+
 /** An amount exactly as the API gave it, with its currency. */
 export function Amount({ value, currency }: { value: string | null | undefined; currency?: string | null }) {
   return <span className="amount">{money(value, currency)}</span>;

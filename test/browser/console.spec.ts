@@ -125,6 +125,19 @@ describe('operator console (/ops)', () => {
       ['duplicate', '200', '', '1'],
     ]);
     expect(new Set(attempts.map((a) => a[6])).size).toBe(1);
+    // Request ids as their first 8 characters on one line, the whole id on hover, linked to search.
+    expect(attempts.map((a) => a[7])).toEqual([
+      expect.stringMatching(/^\S{8}…$/),
+      expect.stringMatching(/^\S{8}…$/),
+    ]);
+    const requestLink = b.page
+      .getByRole('table', { name: 'delivery attempts' })
+      .locator('tbody tr td:nth-child(8) a');
+    const requestId = await requestLink.first().getAttribute('title');
+    expect(requestId!.startsWith(attempts[0][7].slice(0, 8))).toBe(true);
+    expect(await requestLink.first().getAttribute('href')).toBe(
+      `/ops/search?q=${encodeURIComponent(requestId!)}`,
+    );
     // Times in UTC, the local time on hover.
     const time = b.page.getByRole('table', { name: 'delivery attempts' }).locator('time').first();
     expect(await time.innerText()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC$/);

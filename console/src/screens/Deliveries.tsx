@@ -10,6 +10,7 @@ import {
   RecordScreen,
   Screen,
   SelectField,
+  ShortId,
   Table,
   TextField,
   Time,
@@ -48,16 +49,9 @@ function attemptColumns(withBatch: boolean): Column<DeliveryAttempt>[] {
     { header: 'error', cell: (a) => a.errorCode ?? '' },
     { header: 'coupons', cell: (a) => a.couponCount ?? '' },
     { header: 'ms', cell: (a) => a.durationMs },
-    {
-      header: 'payload hash',
-      cell: (a) => (
-        <code title={a.payloadHash ?? undefined}>
-          {a.payloadHash ? `${a.payloadHash.slice(0, 12)}…` : '—'}
-        </code>
-      ),
-    },
-    { header: 'request id', cell: (a) => <code>{a.requestId ?? ''}</code> },
-    { header: 'trace id', cell: (a) => <code>{a.traceId ?? '—'}</code> },
+    { header: 'payload hash', cell: (a) => <ShortId value={a.payloadHash} length={12} /> },
+    { header: 'request id', cell: (a) => <ShortId value={a.requestId} search none="" /> },
+    { header: 'trace id', cell: (a) => <ShortId value={a.traceId} /> },
     { header: 'by', cell: (a) => a.actor ?? 'SportAPI' },
   ];
 }

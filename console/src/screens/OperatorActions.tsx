@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { Link, useLocation, useSearch } from 'wouter';
+import { useLocation, useSearch } from 'wouter';
 import { query } from '../api';
 import {
   Badge,
@@ -8,6 +8,7 @@ import {
   PagedTable,
   Screen,
   SelectField,
+  ShortId,
   TextField,
   Time,
   usePagedGet,
@@ -87,13 +88,7 @@ export function OperatorActionsScreen() {
           },
           {
             header: 'request id',
-            cell: (a) =>
-              a.requestId && (
-                // Its first 8 characters (the whole id on hover), linking to what else has it.
-                <Link href={`/search${query({ q: a.requestId })}`} title={a.requestId}>
-                  <code>{a.requestId.slice(0, 8)}…</code>
-                </Link>
-              ),
+            cell: (a) => <ShortId value={a.requestId} search none="" />,
           },
           {
             header: 'details',

@@ -13,6 +13,7 @@ import {
   RecordScreen,
   Screen,
   SelectField,
+  ShortId,
   Table,
   Tabs,
   TextField,
@@ -436,8 +437,8 @@ export function OutboxRowScreen({ dest, id }: { dest: Destination; id: string })
               { header: 'HTTP', cell: (a) => a.httpStatus ?? '—' },
               { header: 'answer', cell: (a) => <code>{a.answer ?? ''}</code> },
               { header: 'ms', cell: (a) => a.durationMs },
-              { header: 'request id', cell: (a) => <code>{a.requestId}</code> },
-              { header: 'trace id', cell: (a) => <code>{a.traceId ?? '—'}</code> },
+              { header: 'request id', cell: (a) => <ShortId value={a.requestId} search /> },
+              { header: 'trace id', cell: (a) => <ShortId value={a.traceId} /> },
             ]}
           />
           <h2>Body sent</h2>
