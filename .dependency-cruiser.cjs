@@ -8,7 +8,7 @@ const LAYERS = [
   ['config', 'src/platform/config/'],
   ['observability', 'src/platform/observability/'],
   ['database', 'src/platform/database/'],
-  ['platform', 'src/platform/(http|auth|operator-actions)/'],
+  ['platform', 'src/platform/(http|auth|operator-actions|retention-horizons)/'],
   ['deliveries', 'src/platform/deliveries/'],
   ['background', 'src/platform/background/'],
   ['health', 'src/platform/health/'],

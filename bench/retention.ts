@@ -28,7 +28,7 @@ import pg from 'pg';
 import { loadRetentionConfig } from '../src/operations/retention/retention.config.js';
 import { RetentionEngine } from '../src/operations/retention/retention-engine.js';
 import { ensurePartitions, monthStart } from '../src/operations/retention/retention-partitions.js';
-import type { RetentionDb } from '../src/operations/retention/retention-partitions.js';
+import type { SqlQueryable } from '../src/platform/database/sql-queryable.js';
 import type { RetentionReport } from '../src/operations/retention/retention-report.js';
 import { closedLoop, openLoop, receiverPool } from './open-loop-sender.js';
 import type { LoadResult } from './open-loop-sender.js';
@@ -352,7 +352,7 @@ async function expiryUnderLoad(): Promise<void> {
         retentionPid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
         expiryFrom = performance.now();
         // Each statement of the retention session over 100 ms (or failed), to see where its time goes.
-        const timed: RetentionDb = {
+        const timed: SqlQueryable = {
           query: async (text: string, values?: unknown[]) => {
             const t = performance.now();
             const end = (what: string) => {
@@ -371,7 +371,7 @@ async function expiryUnderLoad(): Promise<void> {
               throw err;
             }
           },
-        } as RetentionDb;
+        } as SqlQueryable;
         const report = await new RetentionEngine(timed, loadRetentionConfig({})).apply();
         expiryTo = performance.now();
         const dropped = report.classes.find((x) => x.dataClass === 'delivery_attempts')!;

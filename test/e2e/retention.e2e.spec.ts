@@ -17,7 +17,7 @@ import {
   monthStart,
   partitionName,
 } from '../../src/operations/retention/retention-partitions.js';
-import type { RetentionDb } from '../../src/operations/retention/retention-partitions.js';
+import type { SqlQueryable } from '../../src/platform/database/sql-queryable.js';
 import { formatRetentionReport } from '../../src/operations/retention/retention-report.js';
 import type { ClassReport, RetentionReport } from '../../src/operations/retention/retention-report.js';
 import { createTestDatabase } from '../support/database.js';
@@ -151,7 +151,7 @@ describe('the retention policy (npm run retention)', () => {
 
   it('counts expiring partitions without parallel workers, then gives the session its setting back', async () => {
     const seen: string[] = [];
-    const watched: RetentionDb = {
+    const watched: SqlQueryable = {
       query: async (text: string, values?: unknown[]) => {
         if (text.startsWith('SELECT count(*) FROM'))
           seen.push(
@@ -160,7 +160,7 @@ describe('the retention policy (npm run retention)', () => {
           );
         return client.query(text, values);
       },
-    } as RetentionDb;
+    } as SqlQueryable;
     const before = (await client.query('SHOW max_parallel_workers_per_gather')).rows[0];
     await new RetentionEngine(watched, loadRetentionConfig({})).report(now);
     // Every expiring partition is counted (how many depends on today's date: months since 520 days ago).

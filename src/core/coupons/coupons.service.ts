@@ -1,4 +1,4 @@
-import { retentionHorizons } from '../../platform/database/retention-horizons.js';
+import { retentionHorizons } from '../../platform/retention-horizons/retention-horizons.js';
 import { createHash } from 'node:crypto';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../../platform/auth/actor.js';

@@ -1,14 +1,8 @@
 import { CurrencyTable } from '../../platform/common/currency.js';
 import { formatAmount } from '../../platform/common/money.js';
+import type { SqlQueryable } from '../../platform/database/sql-queryable.js';
+import { retentionHorizons } from '../../platform/retention-horizons/retention-horizons.js';
 import { signedAmountSql } from './ledger.types.js';
-
-/** Anything that runs SQL with positional parameters: a `pg.Client`, a `pg.Pool`, a pool client. */
-export interface SqlQueryable {
-  query<R extends Record<string, unknown> = Record<string, unknown>>(
-    sql: string,
-    params?: unknown[],
-  ): Promise<{ rows: R[] }>;
-}
 
 /**
  * Placeholder of the time before which the retention policy may have removed `dataClass`'s data
@@ -324,30 +318,18 @@ export class LedgerVerifier {
     private readonly currencies: CurrencyTable = CurrencyTable.of(),
   ) {}
 
-  /** The retention policy's horizons per class (none on a schema without `retention_horizons`). */
-  private async horizons(): Promise<Map<string, Date>> {
-    const { rows: found } = await this.db.query<{ present: boolean }>(
-      `SELECT to_regclass('retention_horizons') IS NOT NULL AS present`,
-    );
-    if (!found[0].present) return new Map();
-    const { rows } = await this.db.query<{ dataClass: string; before: Date }>(
-      `SELECT data_class AS "dataClass", expired_before AS before FROM retention_horizons`,
-    );
-    return new Map(rows.map((r) => [r.dataClass, r.before]));
-  }
-
   /** Runs every check. @throws the database error when a statement fails (e.g. tables missing). */
   async verify(): Promise<LedgerReport> {
     await this.db.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     try {
       const violations: LedgerViolation[] = [];
       const units = [this.currencies.toJson(), this.currencies.legacyMinorUnits];
-      const horizons = await this.horizons();
+      const horizons = await retentionHorizons(this.db, { ifPresent: true });
       for (const check_ of CHECKS) {
         const { check } = check_;
         const sql = check_.sql.replace(
           /:expired_before_([a-z_]+):/g,
-          (_, c: string) => `'${horizons.get(c)?.toISOString() ?? '-infinity'}'::timestamptz`,
+          (_, c: string) => `'${horizons[c]?.toISOString() ?? '-infinity'}'::timestamptz`,
         );
         const { rows } = await this.db.query<{ subject: string; detail: string }>(
           sql,

@@ -3,7 +3,7 @@ import { DomainException, ErrorCode } from '../../platform/common/domain.excepti
 import { pageSize } from '../../platform/common/pagination.js';
 import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
 import type { MoneyConfig } from '../../core/ledger/money.config.js';
-import { EXPIRED_NOTE, retentionHorizons } from '../../platform/database/retention-horizons.js';
+import { EXPIRED_NOTE, retentionHorizons } from '../../platform/retention-horizons/retention-horizons.js';
 import { TransactionRunner } from '../../platform/database/transaction.js';
 import { AttemptRecord, AuditRepository } from './audit.repository.js';
 import {

@@ -1,3 +1,4 @@
+import type { SqlQueryable } from '../../platform/database/sql-queryable.js';
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename } from 'node:fs/promises';
@@ -9,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { ArchiveConnector } from './archive-connector.js';
 import type { ArchiveManifest } from './archive-connector.js';
 import type { RetentionArchiver } from './retention-engine.js';
-import type { PartitionInfo, RetentionDb } from './retention-partitions.js';
+import type { PartitionInfo } from './retention-partitions.js';
 
 /** Rows read per statement while archiving a partition (keyset pages by id). */
 const PAGE_ROWS = 5000;
@@ -82,7 +83,7 @@ export async function writeArchive(
 }
 
 /** Every row of `partition` as `row_to_json` text, by ascending id, a page at a time. */
-async function* partitionLines(db: RetentionDb, partition: PartitionInfo): AsyncIterable<string> {
+async function* partitionLines(db: SqlQueryable, partition: PartitionInfo): AsyncIterable<string> {
   let after: string | null = null;
   for (;;) {
     const { rows }: { rows: { id: string; line: string }[] } = await db.query<{ id: string; line: string }>(
@@ -99,7 +100,7 @@ async function* partitionLines(db: RetentionDb, partition: PartitionInfo): Async
 /** Archives an expiring partition under its name (what the engine calls before dropping it). */
 export async function archivePartition(
   connector: ArchiveConnector,
-  db: RetentionDb,
+  db: SqlQueryable,
   partition: PartitionInfo,
   dataClass: string,
 ): Promise<ArchiveManifest> {

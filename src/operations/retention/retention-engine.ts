@@ -1,3 +1,5 @@
+import { raiseRetentionHorizon } from '../../platform/retention-horizons/retention-horizons.js';
+import type { SqlQueryable } from '../../platform/database/sql-queryable.js';
 import type { RetentionClass, RetentionConfig } from './retention.config.js';
 import { cutoffOf, RetentionPlanner } from './retention-plan.js';
 import type { PartitionPlan } from './retention-plan.js';
@@ -11,7 +13,7 @@ import {
   NOWAIT_WINDOW_MS,
   sqlState,
 } from './retention-partitions.js';
-import type { PartitionInfo, RetentionDb } from './retention-partitions.js';
+import type { PartitionInfo } from './retention-partitions.js';
 import type { RetentionReport } from './retention-report.js';
 import { RETENTION_TARGETS } from './retention-targets.js';
 import type { BoundedTarget } from './retention-targets.js';
@@ -21,7 +23,7 @@ export type StepGate = () => Promise<(() => void) | undefined>;
 
 /** Writes what expires elsewhere before it goes (archive.ts): a partition, or a batch of bounded rows. */
 export interface RetentionArchiver {
-  partition(db: RetentionDb, partition: PartitionInfo, dataClass: RetentionClass): Promise<void>;
+  partition(db: SqlQueryable, partition: PartitionInfo, dataClass: RetentionClass): Promise<void>;
   /** `lines`: the rows as `row_to_json` text, about to be deleted or to lose their body. */
   rows(target: BoundedTarget, lines: string[], cutoff: Date): Promise<void>;
 }
@@ -48,7 +50,7 @@ export class RetentionEngine {
   private readonly planner: RetentionPlanner;
 
   constructor(
-    private readonly db: RetentionDb,
+    private readonly db: SqlQueryable,
     private readonly config: RetentionConfig,
     private readonly options: {
       archiver?: RetentionArchiver;
@@ -311,11 +313,6 @@ export class RetentionEngine {
   }
 
   private async raiseHorizon(dataClass: RetentionClass, before: Date): Promise<void> {
-    await this.db.query(
-      `INSERT INTO retention_horizons (data_class, expired_before) VALUES ($1, $2)
-       ON CONFLICT (data_class) DO UPDATE
-         SET expired_before = greatest(retention_horizons.expired_before, EXCLUDED.expired_before), updated_at = now()`,
-      [dataClass, before],
-    );
+    await raiseRetentionHorizon(this.db, dataClass, before);
   }
 }

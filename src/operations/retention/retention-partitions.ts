@@ -1,17 +1,10 @@
+import type { SqlQueryable } from '../../platform/database/sql-queryable.js';
 import { RETENTION_TARGETS } from './retention-targets.js';
 import type { PartitionedTarget } from './retention-targets.js';
 
 // The monthly partitions of the retention policy: the catalog's view of them, their creation
 // ahead of time, and their detach and drop under locks no callback waits behind
 // (docs/retention.md, "Time partitions"). The engine (retention-engine.ts) decides which go.
-
-/** What the engine needs of a PostgreSQL connection: one session (pg.Client or a pool client). */
-export interface RetentionDb {
-  query<R extends Record<string, unknown> = Record<string, unknown>>(
-    text: string,
-    values?: unknown[],
-  ): Promise<{ rows: R[] }>;
-}
 
 /** A monthly partition as the catalog describes it; times in UTC, `from` null for MINVALUE. */
 export interface PartitionInfo {
@@ -35,7 +28,7 @@ const DDL_TRIES = 100;
  * off) while it times out on its lock (55P03), at most {@link DDL_TRIES} times: the callback's
  * statements queued behind its lock request wait no longer than that.
  */
-async function shortLockDdl(db: RetentionDb, sql: string): Promise<void> {
+async function shortLockDdl(db: SqlQueryable, sql: string): Promise<void> {
   await db.query(`SET lock_timeout = ${DDL_LOCK_TIMEOUT_MS}`);
   try {
     for (let n = 1; ; n++) {
@@ -64,7 +57,7 @@ export const NOWAIT_HOLD_MS = 20;
 export const sqlState = (err: unknown) => (err as { code?: string }).code;
 
 /** The tables partition `name` (quoted) references by foreign key, as `LOCK TABLE` names them, sorted. */
-async function referencedTables(db: RetentionDb, name: string): Promise<string[]> {
+async function referencedTables(db: SqlQueryable, name: string): Promise<string[]> {
   const { rows } = await db.query<{ referenced: string }>(
     `SELECT DISTINCT confrelid::regclass::text AS referenced FROM pg_constraint
       WHERE conrelid = $1::regclass AND contype = 'f' ORDER BY 1`,
@@ -89,7 +82,7 @@ const windowRanOut = (what: string) =>
  * until `until` (epoch ms), then 55P03.
  */
 async function underNowaitLocks(
-  db: RetentionDb,
+  db: SqlQueryable,
   locks: string[],
   statements: string[],
   until: number,
@@ -121,7 +114,7 @@ async function underNowaitLocks(
  * locks callbacks need, so it only starts when those it would wait for are young (an idle
  * transaction of an operator's session would otherwise make every try hold them its full time).
  */
-async function snapshotsYoung(db: RetentionDb): Promise<boolean> {
+async function snapshotsYoung(db: SqlQueryable): Promise<boolean> {
   const { rows } = await db.query<{ old: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
         WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL
@@ -144,7 +137,7 @@ async function snapshotsYoung(db: RetentionDb): Promise<boolean> {
  * @throws 55P03 when no moment came in {@link NOWAIT_WINDOW_MS} (the next run finishes it).
  */
 export async function detachAndDrop(
-  db: RetentionDb,
+  db: SqlQueryable,
   table: string,
   name: string,
   until: number,
@@ -187,7 +180,7 @@ export async function detachAndDrop(
  * finalize's), held for catalog changes only; a pending one once old snapshots are gone.
  */
 export async function emptyAndDrop(
-  db: RetentionDb,
+  db: SqlQueryable,
   name: string,
   until: number,
   pendingFrom?: string,
@@ -226,7 +219,7 @@ export function monthStart(at: Date, months = 0): Date {
 export const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
 /** The partitions of `table`, oldest first. */
-export async function listPartitions(db: RetentionDb, table: string): Promise<PartitionInfo[]> {
+export async function listPartitions(db: SqlQueryable, table: string): Promise<PartitionInfo[]> {
   const { rows } = await db.query<{
     name: string;
     from: Date | null;
@@ -262,7 +255,7 @@ export async function listPartitions(db: RetentionDb, table: string): Promise<Pa
  * partition and now). @returns the names created.
  */
 export async function ensurePartitions(
-  db: RetentionDb,
+  db: SqlQueryable,
   now: Date,
   ahead: number,
   from?: Date,

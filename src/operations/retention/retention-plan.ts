@@ -1,7 +1,8 @@
+import type { SqlQueryable } from '../../platform/database/sql-queryable.js';
 import { DAY_MS, RETENTION_CLASS_NAMES } from './retention.config.js';
 import type { RetentionClass, RetentionConfig } from './retention.config.js';
 import { ident, listPartitions } from './retention-partitions.js';
-import type { PartitionInfo, RetentionDb } from './retention-partitions.js';
+import type { PartitionInfo } from './retention-partitions.js';
 import type { ClassReport, ReportItem, RetentionReport } from './retention-report.js';
 import { RETENTION_TARGETS } from './retention-targets.js';
 import type { BoundedTarget, PartitionedTarget } from './retention-targets.js';
@@ -29,7 +30,7 @@ export interface PartitionPlan {
  */
 export class RetentionPlanner {
   constructor(
-    private readonly db: RetentionDb,
+    private readonly db: SqlQueryable,
     private readonly config: RetentionConfig,
   ) {}
 

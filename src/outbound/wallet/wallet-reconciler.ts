@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { request } from 'undici';
 import { loadCurrencyTable } from '../../core/ledger/money.config.js';
 import { withCliDatabase } from '../../platform/database/cli-database.js';
+import { retentionHorizons } from '../../platform/retention-horizons/retention-horizons.js';
 import { directionOf, OperationType } from '../../core/ledger/ledger.types.js';
 import type { OutboxStatus } from '../outbox/outbox.types.js';
 
@@ -190,11 +191,12 @@ async function expiredKeys(
   client: pg.ClientBase,
   transactions: WalletExportTransaction[],
 ): Promise<Set<string>> {
+  const { outbox: horizon } = await retentionHorizons(client);
+  if (!horizon) return new Set();
   const { rows } = await client.query<{ key: string }>(
     `SELECT operation_key AS key FROM financial_operations
-      WHERE operation_key = ANY ($1::text[])
-        AND created_at < (SELECT expired_before FROM retention_horizons WHERE data_class = 'outbox')`,
-    [transactions.map((t) => t.transactionId)],
+      WHERE operation_key = ANY ($1::text[]) AND created_at < $2`,
+    [transactions.map((t) => t.transactionId), horizon],
   );
   return new Set(rows.map((r) => r.key));
 }

@@ -21,7 +21,7 @@ import { OperatorActionEntity } from '../operator-actions/entities/operator-acti
 import { DeliveryMinuteEntity } from '../../operations/console/entities/delivery-minute.entity.js';
 import { BulkActionEntity } from '../../operations/bulk-actions/entities/bulk-action.entity.js';
 import { BulkActionItemEntity } from '../../operations/bulk-actions/entities/bulk-action-item.entity.js';
-import { RetentionHorizonEntity } from '../../operations/retention/entities/retention-horizon.entity.js';
+import { RetentionHorizonEntity } from '../retention-horizons/entities/retention-horizon.entity.js';
 
 /**
  * Every entity of the schema (the tables themselves come only from `migrations/`), each declaring

@@ -1,5 +1,5 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
-import { UpdatedAtColumn } from '../../../platform/database/columns.js';
+import { UpdatedAtColumn } from '../../database/columns.js';
 
 /**
  * Per data class of the retention policy, the time before which its rows (or bytes) may have been
