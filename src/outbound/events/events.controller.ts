@@ -42,7 +42,7 @@ export class EventsController {
     const outbox = this.outboxes.of(publisher);
     if (!outbox)
       throw new OutboxException(ErrorCode.NOT_FOUND, `no publisher ${publisher} in EVENT_PUBLISHERS`);
-    return outbox.service;
+    return outbox.outbox.service;
   }
 
   @Get('status')
