@@ -1,7 +1,5 @@
 import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { TRANSACTION_CONFIG } from '../../platform/database/transaction.config.js';
-import type { TransactionConfig } from '../../platform/database/transaction.config.js';
 import { INBOX_CONFIG } from '../inbox/inbox.config.js';
 import type { InboxConfig } from '../inbox/inbox.config.js';
 import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
@@ -47,7 +45,6 @@ export class CallbackService {
 
   constructor(
     @Inject(INBOX_CONFIG) private readonly inboxConfig: InboxConfig,
-    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly settlement: SettlementService,
@@ -67,7 +64,7 @@ export class CallbackService {
     if (this.inboxConfig.callbackMode === 'inbox') return this.inbox.accept(this.parse(request), request);
     // Under a burst of large batches work queues behind other work; a request that has already
     // used three quarters of its deadline is answered 503 at once instead of being parsed.
-    if (Date.now() - request.receivedAt > this.transaction.callbackDeadlineMs * 0.75)
+    if (Date.now() - request.receivedAt > this.transactions.callbackDeadlineMs * 0.75)
       throw new DeadlineExceededError();
     const rawBody = request.rawBody ?? Buffer.alloc(0);
     request.payloadHash = createHash('sha256').update(rawBody).digest('hex');
@@ -107,7 +104,7 @@ export class CallbackService {
     });
     try {
       const { committed } = await this.transactions.run((tx) => tx.commitWith({ committed: statement }), {
-        deadline: request.receivedAt + this.transaction.callbackDeadlineMs,
+        startedAt: request.receivedAt,
       });
       const batch = committed.rows[0];
       if (!batch) return undefined;
@@ -135,7 +132,7 @@ export class CallbackService {
     const delivery = { requestId: request.requestId, receivedAt: request.receivedAt };
     const result = await this.transactions.run(
       (tx) => this.settlement.apply(tx, batch, { source: SnapshotSource.CALLBACK, delivery }),
-      { deadline: request.receivedAt + this.transaction.callbackDeadlineMs },
+      { startedAt: request.receivedAt },
     );
     if (result.claim === 'inbox_pending') return 'inbox_pending';
     return { processed: batch.couponCount, duplicate: result.claim === 'duplicate' };

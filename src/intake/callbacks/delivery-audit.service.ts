@@ -1,7 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { Inject, Injectable, Logger } from '@nestjs/common';
-import { TRANSACTION_CONFIG } from '../../platform/database/transaction.config.js';
-import type { TransactionConfig } from '../../platform/database/transaction.config.js';
+import { Injectable, Logger } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../../platform/common/domain.exception.js';
 import type { CallbackRequest } from './callback-request.js';
 import { toStorable } from '../../platform/common/validation.js';
@@ -36,7 +34,6 @@ export class DeliveryAuditService {
   private readonly logger = new Logger('DeliveryAudit');
 
   constructor(
-    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly attempts: DeliveryAttemptRepository,
     private readonly quarantine: QuarantineRepository,
@@ -102,7 +99,7 @@ export class DeliveryAuditService {
                 payloadHash: state.payloadHash ?? '',
               }),
             }),
-          { deadline: (state.receivedAt ?? Date.now()) + this.transaction.callbackDeadlineMs, retries: 1 },
+          { startedAt: state.receivedAt, retries: 1 },
         );
         this.observer.whenAnswered(res, attempt);
         return true;

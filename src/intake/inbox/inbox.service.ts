@@ -3,8 +3,6 @@ import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DomainException, ErrorCode } from '../../platform/common/domain.exception.js';
 import type { InlineDelivery } from '../../core/settlement/settlement.service.js';
 import { toStorable, toStorableText } from '../../platform/common/validation.js';
-import { TRANSACTION_CONFIG } from '../../platform/database/transaction.config.js';
-import type { TransactionConfig } from '../../platform/database/transaction.config.js';
 import { INBOX_CONFIG } from './inbox.config.js';
 import type { InboxConfig } from './inbox.config.js';
 import { dataExceptionRefusal, sqlStateOf } from '../../platform/database/pg-errors.js';
@@ -69,7 +67,6 @@ export class InboxService implements OnModuleInit {
 
   constructor(
     @Inject(INBOX_CONFIG) private readonly config: InboxConfig,
-    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly inbox: InboxRepository,
     private readonly metrics: MetricsRegistry,
@@ -104,7 +101,6 @@ export class InboxService implements OnModuleInit {
    *   database errors and DeadlineExceededError (503); nothing is committed when anything throws.
    */
   async accept(batch: ParsedBatch, request: InlineDelivery): Promise<InboxAcceptResult> {
-    const deadline = request.receivedAt + this.transaction.callbackDeadlineMs;
     return this.transactions.run(
       async (tx) => {
         const { result, id } = await this.inbox.append(
@@ -147,7 +143,7 @@ export class InboxService implements OnModuleInit {
           accepted: result === 'accepted',
         };
       },
-      { deadline },
+      { startedAt: request.receivedAt },
     );
   }
 

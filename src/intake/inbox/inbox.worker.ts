@@ -1,8 +1,6 @@
 import { SpanKind } from '@opentelemetry/api';
 import { tracedDelivery } from '../../platform/observability/tracing.js';
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { TRANSACTION_CONFIG } from '../../platform/database/transaction.config.js';
-import type { TransactionConfig } from '../../platform/database/transaction.config.js';
 import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
 import type { MoneyConfig } from '../../core/ledger/money.config.js';
 import { INBOX_CONFIG } from './inbox.config.js';
@@ -42,7 +40,6 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   constructor(
     @Inject(INBOX_CONFIG) private readonly config: InboxConfig,
-    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
     private readonly transactions: TransactionRunner,
     private readonly rows: InboxRepository,
@@ -80,52 +77,49 @@ export class InboxWorker implements OnApplicationBootstrap, OnModuleDestroy {
     const size = this.oneByOne > 0 ? 1 : ROWS_PER_TRANSACTION;
     let claimed: ClaimedInboxRow[] = [];
     try {
-      const found = await this.transactions.run(
-        async (tx) => {
-          claimed = [];
-          const rows = await this.rows.claimDue(tx, size);
-          if (!rows.length) return false;
-          claimed = rows;
-          const done: { id: string; outcome: InboxOutcome }[] = [];
-          const postings: Posting[] = [];
-          for (const row of rows) {
-            try {
-              // Tracing on: the apply joins the trace of the delivery that accepted the row.
-              const outcome = await tracedDelivery(
-                'inbox.apply',
-                [row.traceparent],
-                () =>
-                  tx.savepoint('inbox_apply', async () => {
-                    // Parsed when this process accepted it; else read and parsed here (another replica's).
-                    const parsed =
-                      this.inbox.takeParsed(row.id) ??
-                      parseBatch(await this.rows.payloadOf(tx, row.id), this.money.currencies.maxMinorUnits);
-                    const batch = { ...parsed, inboxId: row.id };
-                    const own: Posting[] = [];
-                    const { claim } = await this.settlement.apply(tx, batch, {
-                      source: SnapshotSource.CALLBACK,
-                      postingsInto: own,
-                    });
-                    postings.push(...own);
-                    return claim === 'claimed' ? 'processed' : 'duplicate';
-                  }),
-                { 'inbox.row_id': row.id },
-                SpanKind.CONSUMER,
-              );
-              done.push({ id: row.id, outcome });
-            } catch (err) {
-              // The apply is undone; the failure is counted while this worker still holds the row.
-              await this.inbox.recordFailure(tx, row, err);
-            }
+      const found = await this.transactions.run(async (tx) => {
+        claimed = [];
+        const rows = await this.rows.claimDue(tx, size);
+        if (!rows.length) return false;
+        claimed = rows;
+        const done: { id: string; outcome: InboxOutcome }[] = [];
+        const postings: Posting[] = [];
+        for (const row of rows) {
+          try {
+            // Tracing on: the apply joins the trace of the delivery that accepted the row.
+            const outcome = await tracedDelivery(
+              'inbox.apply',
+              [row.traceparent],
+              () =>
+                tx.savepoint('inbox_apply', async () => {
+                  // Parsed when this process accepted it; else read and parsed here (another replica's).
+                  const parsed =
+                    this.inbox.takeParsed(row.id) ??
+                    parseBatch(await this.rows.payloadOf(tx, row.id), this.money.currencies.maxMinorUnits);
+                  const batch = { ...parsed, inboxId: row.id };
+                  const own: Posting[] = [];
+                  const { claim } = await this.settlement.apply(tx, batch, {
+                    source: SnapshotSource.CALLBACK,
+                    postingsInto: own,
+                  });
+                  postings.push(...own);
+                  return claim === 'claimed' ? 'processed' : 'duplicate';
+                }),
+              { 'inbox.row_id': row.id },
+              SpanKind.CONSUMER,
+            );
+            done.push({ id: row.id, outcome });
+          } catch (err) {
+            // The apply is undone; the failure is counted while this worker still holds the row.
+            await this.inbox.recordFailure(tx, row, err);
           }
-          await tx.commitWith({
-            ...(postings.length ? this.ledger.postingStatements(tx, postings) : {}),
-            ...(done.length ? { done: this.rows.markDoneStatement(done) } : {}),
-          });
-          return rows.length >= size ? ('more' as const) : true;
-        },
-        { deadline: Date.now() + this.transaction.callbackDeadlineMs },
-      );
+        }
+        await tx.commitWith({
+          ...(postings.length ? this.ledger.postingStatements(tx, postings) : {}),
+          ...(done.length ? { done: this.rows.markDoneStatement(done) } : {}),
+        });
+        return rows.length >= size ? ('more' as const) : true;
+      });
       if (size === 1 && this.oneByOne > 0) this.oneByOne--;
       return found;
     } catch (err) {

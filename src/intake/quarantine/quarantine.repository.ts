@@ -36,46 +36,19 @@ export interface QuarantineSummary {
   replayedBy: string | null;
 }
 
-const SUMMARY_COLUMNS = `id, batch_id, reason, details, http_status, content_type, payload_hash, received_at,
-  octet_length(body) AS body_bytes, substring(body FROM 1 FOR ${BODY_PREVIEW_BYTES}) AS preview,
-  replayed_at, replay_outcome, replay_count, inbox_id, replayed_by`;
+/** Columns of a row as {@link QuarantineSummary}, `bodyPreview` still bytes ({@link toSummary}). */
+const SUMMARY_COLUMNS = `id, batch_id AS "batchId", reason, details, http_status AS "httpStatus",
+  content_type AS "contentType", payload_hash AS "payloadHash", received_at AS "receivedAt",
+  octet_length(body) AS "bodyBytes", substring(body FROM 1 FOR ${BODY_PREVIEW_BYTES}) AS "bodyPreview",
+  replayed_at AS "replayedAt", replay_outcome AS "replayOutcome", replay_count AS "replayCount",
+  inbox_id AS "inboxId", replayed_by AS "replayedBy"`;
 
-interface SummaryRow {
-  id: string;
-  batch_id: string | null;
-  reason: string;
-  details: unknown;
-  http_status: number;
-  content_type: string | null;
-  payload_hash: string;
-  received_at: Date;
-  body_bytes: number;
-  preview: Buffer;
-  replayed_at: Date | null;
-  replay_outcome: string | null;
-  replay_count: number;
-  inbox_id: string | null;
-  replayed_by: string | null;
-}
+/** A row of {@link SUMMARY_COLUMNS}. */
+type SummaryRow = Omit<QuarantineSummary, 'bodyPreview'> & { bodyPreview: Buffer };
 
+/** The summary of a row: its preview's bytes as UTF-8 (invalid sequences as U+FFFD). */
 function toSummary(r: SummaryRow): QuarantineSummary {
-  return {
-    id: r.id,
-    batchId: r.batch_id,
-    reason: r.reason,
-    details: r.details,
-    httpStatus: r.http_status,
-    contentType: r.content_type,
-    payloadHash: r.payload_hash,
-    receivedAt: r.received_at,
-    bodyBytes: Number(r.body_bytes),
-    bodyPreview: r.preview.toString('utf8'),
-    replayedAt: r.replayed_at,
-    replayOutcome: r.replay_outcome,
-    replayCount: r.replay_count,
-    inboxId: r.inbox_id,
-    replayedBy: r.replayed_by,
-  };
+  return { ...r, bodyPreview: r.bodyPreview.toString('utf8') };
 }
 
 /** SQL of `quarantined_bodies` for the quarantine endpoints (CONTRACT §8). */

@@ -2,8 +2,6 @@ import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
 import type { Actor } from '../../platform/auth/actor.js';
 import { DomainException, ErrorCode } from '../../platform/common/domain.exception.js';
 import { dataExceptionRefusal } from '../../platform/database/pg-errors.js';
-import { TRANSACTION_CONFIG } from '../../platform/database/transaction.config.js';
-import type { TransactionConfig } from '../../platform/database/transaction.config.js';
 import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
 import type { MoneyConfig } from '../../core/ledger/money.config.js';
 import { TransactionRunner, Tx } from '../../platform/database/transaction.js';
@@ -46,7 +44,6 @@ const notFound = (id: string) => new DomainException(ErrorCode.NOT_FOUND, `quara
 export class QuarantineService implements OnModuleInit {
   constructor(
     @Inject(MONEY_CONFIG) private readonly money: MoneyConfig,
-    @Inject(TRANSACTION_CONFIG) private readonly transaction: TransactionConfig,
     private readonly transactions: TransactionRunner,
     private readonly quarantine: QuarantineRepository,
     private readonly inbox: InboxRepository,
@@ -168,7 +165,7 @@ export class QuarantineService implements OnModuleInit {
           await this.actions.ok(tx, actor, { ...spec, details: { batchId, outcome } });
           return { outcome, entry: await this.quarantine.recordReplay(tx, id, outcome, actor.name) };
         },
-        { deadline: startedAt + this.transaction.callbackDeadlineMs },
+        { startedAt },
       );
     } catch (caught) {
       // A value the database cannot hold is as refused as a validation failure (the callback's 400).

@@ -1,11 +1,6 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { IntervalJob } from '../../platform/background/interval-job.js';
 import { BackgroundGovernor, WorkGate } from '../../platform/background/background-governor.js';
 import { DomainException, ErrorCode } from '../../platform/common/domain.exception.js';
 import { RECONCILIATION_CONFIG } from './reconciliation.config.js';
@@ -22,9 +17,6 @@ import { SportApiClient } from './sportapi.client.js';
  * (the migrator uses 727_001).
  */
 export const RECONCILIATION_LOCK_KEY = 727_002;
-
-/** Name of the interval in the SchedulerRegistry. */
-const INTERVAL_NAME = 'reconciliation';
 
 /** Counts of one scheduled run (also logged as one line). */
 export interface ReconciliationRunSummary {
@@ -57,13 +49,9 @@ const SETTLING = new Set<TransitionName>([
  * one coupon per permit of the background-work governor.
  */
 @Injectable()
-export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Reconciliation');
-  private currentRun: Promise<ReconciliationRunSummary> | undefined;
+export class ScheduledReconciliation extends IntervalJob {
   /** The governor's permits of scheduled runs: one coupon at a time, none while the callback is slow. */
   private readonly gate: WorkGate;
-  /** Aborted at shutdown: a run stops waiting for a permit. */
-  private readonly stopping = new AbortController();
 
   constructor(
     @Inject(RECONCILIATION_CONFIG) private readonly config: ReconciliationConfig,
@@ -71,41 +59,30 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
     private readonly sportApi: SportApiClient,
     private readonly repository: ReconciliationRepository,
     private readonly reconciliation: ReconciliationService,
-    private readonly scheduler: SchedulerRegistry,
+    scheduler: SchedulerRegistry,
     governor: BackgroundGovernor,
   ) {
+    super(scheduler, new Logger('Reconciliation'), {
+      name: 'reconciliation',
+      what: 'reconciliation run',
+      everyMs: config.intervalMs,
+      offMessage: 'scheduled reconciliation is off (RECONCILE_INTERVAL=0)',
+      runAtStart: false,
+    });
     // Pure catch-up work: its floor is 0, where it still reads one coupon a second (the trickle).
     this.gate = governor.register('reconciliation', 1, 0);
   }
 
-  onApplicationBootstrap(): void {
+  override onApplicationBootstrap(): void {
     const { intervalMs, afterMs, batchSize } = this.config;
-    if (!this.sportApi.enabled || intervalMs === 0) {
-      this.logger.log(
-        this.sportApi.enabled
-          ? 'scheduled reconciliation is off (RECONCILE_INTERVAL=0)'
-          : 'polling SportAPI is disabled (SPORTAPI_BASE_URL unset): no scheduled reconciliation',
-      );
+    if (!this.sportApi.enabled) {
+      this.logger.log('polling SportAPI is disabled (SPORTAPI_BASE_URL unset): no scheduled reconciliation');
       return;
     }
-    const timer = setInterval(() => {
-      if (this.currentRun) return; // the previous run of this replica is still going
-      this.runOnce().catch((err: unknown) =>
-        this.logger.error(`reconciliation run failed: ${(err as Error).message}`),
+    if (this.startRuns())
+      this.logger.log(
+        `scheduled reconciliation every ${intervalMs} ms (coupons unsettled for ${afterMs} ms or flagged, ${batchSize} per run)`,
       );
-    }, intervalMs);
-    this.scheduler.addInterval(INTERVAL_NAME, timer);
-    this.logger.log(
-      `scheduled reconciliation every ${intervalMs} ms (coupons unsettled for ${afterMs} ms or flagged, ${batchSize} per run)`,
-    );
-  }
-
-  /** Lets a run in progress finish (the interval itself is cleared by @nestjs/schedule). */
-  async beforeApplicationShutdown(): Promise<void> {
-    if (this.scheduler.doesExist('interval', INTERVAL_NAME)) this.scheduler.deleteInterval(INTERVAL_NAME);
-    // A run waiting for the governor's permit (the intake busy) leaves its coupons to the next one.
-    this.stopping.abort();
-    await this.currentRun?.catch(() => undefined);
   }
 
   /**
@@ -115,7 +92,8 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
    * applies up to `RECONCILE_BATCH_SIZE` candidates one by one, each after a permit of the
    * background-work governor (one transaction each, a failure is
    * counted and the run goes on), stamps each coupon read (not after a transient failure, so it is
-   * tried again next run) and logs one line with the counts.
+   * tried again next run) and logs one line with the counts. A run asked for directly is the run
+   * in progress as a scheduled one is (a tick meanwhile is skipped, shutdown waits for it).
    * @throws DomainException POLLING_DISABLED when SPORTAPI_BASE_URL is unset.
    */
   async runOnce(): Promise<ReconciliationRunSummary> {
@@ -125,13 +103,7 @@ export class ScheduledReconciliation implements OnApplicationBootstrap, BeforeAp
         'polling SportAPI is disabled: SPORTAPI_BASE_URL is not configured',
       );
     }
-    const run = this.lockedRun();
-    this.currentRun = run;
-    try {
-      return await run;
-    } finally {
-      if (this.currentRun === run) this.currentRun = undefined;
-    }
+    return this.track(this.lockedRun());
   }
 
   private async lockedRun(): Promise<ReconciliationRunSummary> {

@@ -1,12 +1,6 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
-import { IntervalRuns } from '../../platform/common/interval-runs.js';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
+import { IntervalJob } from '../../platform/background/interval-job.js';
 import { CONSOLE_CONFIG } from './console.config.js';
 import type { ConsoleConfig } from './console.config.js';
 import { TransactionRunner } from '../../platform/database/transaction.js';
@@ -25,37 +19,24 @@ const CHUNK_MINUTES = 60;
 /** Days of minutes kept. */
 const KEEP_DAYS = 8;
 
-const INTERVAL_NAME = 'delivery-rollup';
-
 /**
  * The overview's rollup job (docs/api.md#overview): every `DELIVERY_ROLLUP_INTERVAL`, one replica
  * at a time (`pg_try_advisory_lock(727004)`), counts the delivery attempts of each closed minute by
  * outcome into `delivery_minutes`, so `GET /overview` reads at most a few minutes of raw attempts.
  */
 @Injectable()
-export class DeliveryRollupJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('DeliveryRollup');
-  private readonly runs: IntervalRuns;
-
+export class DeliveryRollupJob extends IntervalJob {
   constructor(
-    @Inject(CONSOLE_CONFIG) private readonly config: ConsoleConfig,
+    @Inject(CONSOLE_CONFIG) config: ConsoleConfig,
     private readonly transactions: TransactionRunner,
     private readonly overview: OverviewRepository,
     scheduler: SchedulerRegistry,
   ) {
-    this.runs = new IntervalRuns(scheduler, INTERVAL_NAME, this.logger, 'delivery rollup', () =>
-      this.runOnce(),
-    );
-  }
-
-  onApplicationBootstrap(): void {
-    const every = this.config.rollupIntervalMs;
-    if (every === 0) return;
-    this.runs.start(every);
-  }
-
-  async beforeApplicationShutdown(): Promise<void> {
-    await this.runs.stop();
+    super(scheduler, new Logger('DeliveryRollup'), {
+      name: 'delivery-rollup',
+      what: 'delivery rollup',
+      everyMs: config.rollupIntervalMs,
+    });
   }
 
   /**

@@ -1,14 +1,8 @@
-import {
-  BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  OnApplicationBootstrap,
-} from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import type pg from 'pg';
 import { Counter, Gauge } from 'prom-client';
-import { IntervalRuns } from '../../platform/common/interval-runs.js';
+import { IntervalJob } from '../../platform/background/interval-job.js';
 import { BackgroundGovernor, WorkGate } from '../../platform/background/background-governor.js';
 import { SessionDatabase } from '../../platform/database/session-database.js';
 import { MetricsRegistry } from '../../platform/observability/metrics-registry.js';
@@ -29,8 +23,6 @@ export const RETENTION_METRIC = {
   partitionsCreated: 'settlement_retention_partitions_created_total',
 } as const;
 
-const INTERVAL_NAME = 'retention';
-
 /** Milliseconds one statement of a run may take (a detach interrupted by it is finished next run). */
 const RUN_STATEMENT_TIMEOUT_MS = 15 * 60_000;
 
@@ -50,11 +42,8 @@ export type RetentionRun = { skipped: true } | { skipped: false; created: string
  * and exports bytes and the oldest row per class, rows removed and the last run.
  */
 @Injectable()
-export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('Retention');
-  private readonly runs: IntervalRuns;
+export class RetentionJob extends IntervalJob {
   private readonly gate: WorkGate;
-  private readonly stopping = new AbortController();
   private readonly bytes: Gauge<'class'>;
   private readonly oldest: Gauge<'class'>;
   private readonly removedRows: Counter<'class'>;
@@ -70,11 +59,17 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
     metrics: MetricsRegistry,
     governor: BackgroundGovernor,
   ) {
+    super(scheduler, new Logger('Retention'), {
+      name: 'retention',
+      what: 'retention run',
+      everyMs: config.intervalMs,
+      offMessage: 'scheduled retention is off (RETENTION_INTERVAL=0): npm run retention -- --apply by hand',
+      // A statement in progress (e.g. a detach waiting for old snapshots) is not waited for: what it
+      // did commits or not on its own, and the next run goes on.
+      shutdownWaitMs: SHUTDOWN_WAIT_MS,
+    });
     // Pure catch-up work: floor 0, where it still takes one step a second (the trickle).
     this.gate = governor.register('retention', 1, 0);
-    this.runs = new IntervalRuns(scheduler, INTERVAL_NAME, this.logger, 'retention run', () =>
-      this.runOnce(),
-    );
     const registers = [metrics.registry];
     this.bytes = new Gauge({
       name: RETENTION_METRIC.bytes,
@@ -121,26 +116,9 @@ export class RetentionJob implements OnApplicationBootstrap, BeforeApplicationSh
    * with `RETENTION_INTERVAL=off`: a row of a month without its partition could not be written).
    * Then the schedule.
    */
-  async onApplicationBootstrap(): Promise<void> {
+  override async onApplicationBootstrap(): Promise<void> {
     await this.ensureAhead();
-    const every = this.config.intervalMs;
-    if (every === 0) {
-      this.logger.log(
-        'scheduled retention is off (RETENTION_INTERVAL=0): npm run retention -- --apply by hand',
-      );
-      return;
-    }
-    this.runs.start(every);
-  }
-
-  /**
-   * Stops the schedule; a run in progress stops at its next permit, and is waited for at most
-   * {@link SHUTDOWN_WAIT_MS} (a statement in progress, e.g. a detach waiting for old snapshots,
-   * is not: what it did commits or not on its own, and the next run goes on).
-   */
-  async beforeApplicationShutdown(): Promise<void> {
-    this.stopping.abort();
-    await this.runs.stop(SHUTDOWN_WAIT_MS);
+    this.startRuns();
   }
 
   /** Creates the missing partitions up to `RETENTION_PARTITIONS_AHEAD` months ahead; a failure is logged. */

@@ -7,21 +7,11 @@ import {
   OnModuleInit,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { BackgroundGovernor } from '../../platform/background/background-governor.js';
 import { discoverExtensions } from '../../platform/common/extension-discovery.js';
 import type { CurrencyTable } from '../../platform/common/currency.js';
-import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
-import type { MoneyConfig } from '../../core/ledger/money.config.js';
-import { CouponRepository } from '../../core/coupons/coupon.repository.js';
-import { TransactionRunner } from '../../platform/database/transaction.js';
-import { PostedOperationWriters } from '../../core/ledger/posted-operation-writers.js';
-import { MetricsRegistry } from '../../platform/observability/metrics-registry.js';
-import { OperatorActionLog } from '../../platform/operator-actions/operator-action-log.js';
-import { EVENT_METRIC, OutboxMetrics } from '../outbox/outbox-metrics.js';
-import { OutboxRepository } from '../outbox/outbox.repository.js';
-import { OutboxService } from '../outbox/outbox.service.js';
+import { EVENT_METRIC } from '../outbox/outbox-metrics.js';
+import { Outbox, OutboxParts } from '../outbox/outbox.js';
 import type { OutboxDeliverer, OutboxDestination } from '../outbox/outbox.types.js';
-import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { EventPublisher, SettlementEvent, settlementEventOf } from './event-publisher.js';
 import { EVENTS_CONFIG, unknownEventPublishers } from './events.config.js';
 import type { EventsConfig } from './events.config.js';
@@ -74,11 +64,9 @@ export function publisherDeliverer(publisher: EventPublisher): OutboxDeliverer {
   };
 }
 
-/** One publisher's outbox: its SQL, its operators' service, its workers once its publisher is found. */
+/** One publisher's outbox (its SQL, its operators' service, its workers) and, once found, its publisher. */
 export interface EventOutbox {
-  repository: OutboxRepository;
-  service: OutboxService;
-  worker?: OutboxWorker;
+  outbox: Outbox;
   publisher?: EventPublisher;
 }
 
@@ -94,41 +82,25 @@ export interface EventOutbox {
 export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('EventOutboxes');
   private readonly outboxes = new Map<string, EventOutbox>();
-  private readonly metrics: OutboxMetrics;
 
   constructor(
     @Inject(EVENTS_CONFIG) private readonly config: EventsConfig,
-    @Inject(MONEY_CONFIG) money: MoneyConfig,
-    coupons: CouponRepository,
-    private readonly transactions: TransactionRunner,
-    actions: OperatorActionLog,
-    writers: PostedOperationWriters,
-    registry: MetricsRegistry,
-    private readonly governor: BackgroundGovernor,
+    private readonly parts: OutboxParts,
     private readonly discovery: DiscoveryService,
   ) {
-    this.metrics = new OutboxMetrics(registry, EVENT_METRIC, 'publisher', 'the message broker');
+    const metrics = parts.metrics(EVENT_METRIC, 'publisher', 'the message broker');
     for (const name of config.publishers) {
-      const repository = new OutboxRepository(eventDestination(config, money.currencies, name), coupons);
-      writers.register({ name, insertSql: (inserted) => repository.insertSql(inserted) });
-      const outbox: EventOutbox = {
-        repository,
-        service: new OutboxService(
-          repository,
-          transactions,
-          actions,
-          money.currencies,
-          {
-            row: 'event_outbox',
-            pause: 'publisher_pause',
-            resume: 'publisher_resume',
-            pauseTarget: { kind: 'publisher', id: name },
-          },
-          this.metrics,
-          () => outbox.worker?.wake(),
-        ),
-      };
-      this.outboxes.set(name, outbox);
+      const outbox = parts.open(
+        eventDestination(config, parts.currencies, name),
+        {
+          row: 'event_outbox',
+          pause: 'publisher_pause',
+          resume: 'publisher_resume',
+          pauseTarget: { kind: 'publisher', id: name },
+        },
+        metrics,
+      );
+      this.outboxes.set(name, { outbox });
     }
   }
 
@@ -146,21 +118,15 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
         publishers.map((p) => p.name),
       );
     // Every publisher's claims take permits of one kind: they back off together while the callback is slow.
-    const gate = this.governor.register(BROKER_WORK, this.config.concurrency * this.outboxes.size);
-    for (const [name, outbox] of this.outboxes) {
-      outbox.publisher = publishers.find((p) => p.name === name) as EventPublisher;
-      outbox.worker = new OutboxWorker(
-        outbox.repository,
-        publisherDeliverer(outbox.publisher),
-        this.transactions,
-        this.metrics,
-        gate,
-      );
+    const gate = this.parts.governor.register(BROKER_WORK, this.config.concurrency * this.outboxes.size);
+    for (const [name, entry] of this.outboxes) {
+      entry.publisher = publishers.find((p) => p.name === name) as EventPublisher;
+      entry.outbox.deliverThrough(publisherDeliverer(entry.publisher), gate);
     }
   }
 
   onApplicationBootstrap(): void {
-    for (const outbox of this.outboxes.values()) outbox.worker?.start();
+    for (const { outbox } of this.outboxes.values()) outbox.start();
     if (this.outboxes.size)
       this.logger.log(
         `settlement events (${this.config.operationTypes.join(', ')}) published to ${[...this.outboxes.keys()].join(', ')}`,
@@ -168,7 +134,7 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
   }
 
   async onModuleDestroy(): Promise<void> {
-    await Promise.all([...this.outboxes.values()].map((o) => o.worker?.stop()));
+    await Promise.all([...this.outboxes.values()].map(({ outbox }) => outbox.stop()));
   }
 
   /** The publishers in force, in `EVENT_PUBLISHERS` order. */
@@ -183,6 +149,6 @@ export class EventOutboxes implements OnModuleInit, OnApplicationBootstrap, OnMo
 
   /** Ends the sleep of every publisher's idle workers (tests). */
   wake(): void {
-    for (const outbox of this.outboxes.values()) outbox.worker?.wake();
+    for (const { outbox } of this.outboxes.values()) outbox.wake();
   }
 }

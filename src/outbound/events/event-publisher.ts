@@ -1,13 +1,14 @@
 import { directionOf, OperationType } from '../../core/ledger/ledger.types.js';
 import { reversedOperationKey } from '../../core/ledger/postings.js';
-import type { OutboxDelivery, OutboxOperation } from '../outbox/outbox.types.js';
+import { messageFieldsOf } from '../outbox/outbox.types.js';
+import type { OperationMessageFields, OutboxDelivery, OutboxOperation } from '../outbox/outbox.types.js';
 
 /**
  * A settlement event: one financial operation the ledger posted (CONTRACT §7), sent to the
  * bookmaker's message broker after COMMIT, at least once, in order per account (docs/events.md).
  * Its id is the operation key: consumers de-duplicate by it.
  */
-export interface SettlementEvent {
+export interface SettlementEvent extends OperationMessageFields {
   /** The operation key: the message id (RabbitMQ `message-id`, NATS `Nats-Msg-Id`). */
   eventId: string;
   eventType: 'financial_operation.posted';
@@ -15,13 +16,6 @@ export interface SettlementEvent {
   type: OperationType;
   /** `credit` adds to the player's balance, `debit` takes from it. */
   direction: 'credit' | 'debit';
-  accountId: string;
-  /** Positive decimal string at the currency's minor units. */
-  amount: string;
-  currency: string;
-  couponCode: string | null;
-  generation: number | null;
-  batchId: string | null;
   /** The key of the operation a `recalculation_debit` reverses, else null. */
   reversesOperationKey: string | null;
   /** When the ledger committed the operation, ISO-8601 UTC. */
@@ -39,12 +33,7 @@ export function settlementEventOf(
     operationKey: op.operationKey,
     type: op.type,
     direction: directionOf(op.type),
-    accountId: op.accountId,
-    amount: format(op.amount, op.currency),
-    currency: op.currency,
-    couponCode: op.couponCode,
-    generation: op.generation,
-    batchId: op.batchId,
+    ...messageFieldsOf(op, format),
     reversesOperationKey: reversedOperationKey(op),
     postedAt: op.createdAt.toISOString(),
   };

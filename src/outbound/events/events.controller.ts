@@ -6,6 +6,7 @@ import { API_TAGS } from '../../platform/common/api-tags.js';
 import { ErrorCode } from '../../platform/common/domain.exception.js';
 import { apiError, INVALID_REASON } from '../../platform/common/error-response.dto.js';
 import {
+  ApiOutboxRow,
   OutboxEntryDetailView,
   OutboxListQueryDto,
   OutboxPageView,
@@ -42,7 +43,7 @@ export class EventsController {
     const outbox = this.outboxes.of(publisher);
     if (!outbox)
       throw new OutboxException(ErrorCode.NOT_FOUND, `no publisher ${publisher} in EVENT_PUBLISHERS`);
-    return outbox.service;
+    return outbox.outbox.service;
   }
 
   @Get('status')
@@ -75,9 +76,7 @@ export class EventsController {
   @RequireScope('read')
   @ApiOperation({ summary: 'One event row with every publish attempt and the exact message body' })
   @ApiParam(PUBLISHER)
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row' })
-  @ApiResponse(NOT_FOUND)
+  @ApiOutboxRow('the row', NOT_FOUND)
   get(@Param('publisher') publisher: string, @Param('id') id: string): Promise<OutboxEntryDetailView> {
     return this.of(publisher).get(rowId(id));
   }
@@ -91,9 +90,7 @@ export class EventsController {
       'Pending again, due at once, with a new EVENT_RETRY_FOR budget; the same id and bytes are published.',
   })
   @ApiParam(PUBLISHER)
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
-  @ApiResponse(NOT_FOUND)
+  @ApiOutboxRow('the row after the release', NOT_FOUND)
   @ApiResponse(OUTBOX_ROW_NOT_PARKED)
   retry(
     @Param('publisher') publisher: string,
@@ -111,10 +108,8 @@ export class EventsController {
     description: "A parked or pending row is not published from now on; the account's later events go ahead.",
   })
   @ApiParam(PUBLISHER)
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
+  @ApiOutboxRow('the row after the skip', NOT_FOUND)
   @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
-  @ApiResponse(NOT_FOUND)
   @ApiResponse(outboxRowNotSkippable('published'))
   skip(
     @Param('publisher') publisher: string,

@@ -1,7 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { CouponsModule } from '../../core/coupons/coupons.module.js';
-import { LedgerModule } from '../../core/ledger/ledger.module.js';
+import { OutboxModule } from '../outbox/outbox.js';
 import { EventOutboxes } from './event-outboxes.js';
 import { EventsController } from './events.controller.js';
 import type { EventsConfig } from './events.config.js';
@@ -22,8 +21,7 @@ export class EventsModule {
       module: EventsModule,
       imports: [
         DiscoveryModule,
-        CouponsModule,
-        LedgerModule,
+        OutboxModule,
         ...(named.includes('rabbitmq') ? [RabbitMqPublisherModule] : []),
         ...(named.includes('nats') ? [NatsPublisherModule] : []),
       ],

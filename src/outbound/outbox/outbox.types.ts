@@ -46,6 +46,31 @@ export interface OutboxOperation {
   createdAt: Date;
 }
 
+/**
+ * The fields of its operation every outbox message carries, in this order (the wallet
+ * transaction, the settlement event; docs/wallet-http-contract.md, docs/events.md), `amount` a
+ * positive decimal string at the currency's minor units (e.g. `12.50`, `1000`, `0.123`).
+ */
+export type OperationMessageFields = Pick<
+  OutboxOperation,
+  'accountId' | 'amount' | 'currency' | 'couponCode' | 'generation' | 'batchId'
+>;
+
+/** The {@link OperationMessageFields} of `op`, its amount at the currency's precision (`format`). */
+export function messageFieldsOf(
+  op: OutboxOperation,
+  format: (amount: string, currency: string) => string,
+): OperationMessageFields {
+  return {
+    accountId: op.accountId,
+    amount: format(op.amount, op.currency),
+    currency: op.currency,
+    couponCode: op.couponCode,
+    generation: op.generation,
+    batchId: op.batchId,
+  };
+}
+
 /** One claimed row as a destination receives it: its message and the message's exact bytes. */
 export interface OutboxMessage {
   outboxId: string;

@@ -1,23 +1,16 @@
-import type { OutboxDelivery } from '../outbox/outbox.types.js';
+import type { OperationMessageFields, OutboxDelivery } from '../outbox/outbox.types.js';
 
 /**
  * One financial operation as the wallet receives it (docs/wallet-http-contract.md): built once per
  * outbox row from its ledger operation and sent byte-identical on every attempt.
  */
-export interface WalletTransaction {
+export interface WalletTransaction extends OperationMessageFields {
   /** The operation key (CONTRACT §7): the wallet's idempotency key for this business intent. */
   transactionId: string;
   /** `credit` adds to the player's wallet balance, `debit` takes from it. */
   direction: 'credit' | 'debit';
   /** The operation type, e.g. `final_credit`, `recalculation_debit`. */
   type: string;
-  accountId: string;
-  /** Positive decimal string at the currency's minor units, e.g. `12.50`, `1000`, `0.123`. */
-  amount: string;
-  currency: string;
-  couponCode: string | null;
-  generation: number | null;
-  batchId: string | null;
   /** The key of the credit a `recalculation_debit` reverses, else null. */
   reversesTransactionId: string | null;
   /** When the ledger committed the operation, ISO-8601 UTC. */

@@ -8,23 +8,15 @@ import {
   Optional,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { BackgroundGovernor } from '../../platform/background/background-governor.js';
 import { discoverExtensions } from '../../platform/common/extension-discovery.js';
 import type { CurrencyTable } from '../../platform/common/currency.js';
-import { MONEY_CONFIG } from '../../core/ledger/money.config.js';
-import type { MoneyConfig } from '../../core/ledger/money.config.js';
 import { WALLET_CONFIG } from './wallet.config.js';
 import type { WalletConfig } from './wallet.config.js';
-import { CouponRepository } from '../../core/coupons/coupon.repository.js';
-import { TransactionRunner } from '../../platform/database/transaction.js';
-import { PostedOperationWriters } from '../../core/ledger/posted-operation-writers.js';
-import { MetricsRegistry } from '../../platform/observability/metrics-registry.js';
-import { OperatorActionLog } from '../../platform/operator-actions/operator-action-log.js';
-import { OutboxMetrics, WALLET_METRIC } from '../outbox/outbox-metrics.js';
+import { WALLET_METRIC } from '../outbox/outbox-metrics.js';
+import { Outbox, OutboxParts } from '../outbox/outbox.js';
 import { OutboxRepository } from '../outbox/outbox.repository.js';
 import { OutboxService } from '../outbox/outbox.service.js';
 import { OutboxDeliverer, OutboxDestination, WALLET_REFUSED_REVIEW_REASON } from '../outbox/outbox.types.js';
-import { OutboxWorker } from '../outbox/outbox.worker.js';
 import { WalletConnector, WalletTransaction } from './wallet-connector.js';
 import { unknownWalletConnector } from './wallet-connectors.js';
 import { walletTransactionOf } from './wallet-transaction.js';
@@ -81,43 +73,35 @@ export function connectorDeliverer(connector: WalletConnector): OutboxDeliverer 
 @Injectable()
 export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('WalletOutbox');
-  readonly repository: OutboxRepository;
-  readonly service: OutboxService;
-  private readonly metrics: OutboxMetrics;
-  private worker?: OutboxWorker;
+  private readonly outbox: Outbox;
   /** The connector in force, once found (undefined: none configured). */
   connector?: WalletConnector;
 
   constructor(
     @Inject(WALLET_CONFIG) private readonly config: WalletConfig,
-    @Inject(MONEY_CONFIG) money: MoneyConfig,
-    coupons: CouponRepository,
-    private readonly transactions: TransactionRunner,
-    actions: OperatorActionLog,
-    writers: PostedOperationWriters,
-    registry: MetricsRegistry,
-    private readonly governor: BackgroundGovernor,
+    private readonly parts: OutboxParts,
     private readonly discovery: DiscoveryService,
     /** The connector this module imports for `http` (the HTTP one, or a test's replacement). */
     @Optional() @Inject(WalletConnector) private readonly imported?: WalletConnector,
   ) {
-    this.repository = new OutboxRepository(walletDestination(config, money.currencies), coupons);
-    writers.register({ name: 'wallet', insertSql: (inserted) => this.repository.insertSql(inserted) });
-    this.metrics = new OutboxMetrics(registry, WALLET_METRIC, null, 'the wallet');
-    this.service = new OutboxService(
-      this.repository,
-      transactions,
-      actions,
-      money.currencies,
+    this.outbox = parts.open(
+      walletDestination(config, parts.currencies),
       {
         row: 'outbox',
         pause: 'wallet_pause',
         resume: 'wallet_resume',
         pauseTarget: { kind: 'wallet', id: null },
       },
-      this.metrics,
-      () => this.worker?.wake(),
+      parts.metrics(WALLET_METRIC, null, 'the wallet'),
     );
+  }
+
+  get repository(): OutboxRepository {
+    return this.outbox.repository;
+  }
+
+  get service(): OutboxService {
+    return this.outbox.service;
   }
 
   /**
@@ -136,29 +120,20 @@ export class WalletOutbox implements OnModuleInit, OnApplicationBootstrap, OnMod
         connectors.map((c) => c.name),
       );
     // Each claim waits for a permit of the governor: pushes back off while the callback is slow.
-    const gate = this.governor.register('wallet', this.config.concurrency);
-    this.worker = new OutboxWorker(
-      this.repository,
-      connectorDeliverer(this.connector),
-      this.transactions,
-      this.metrics,
-      gate,
-    );
+    const gate = this.parts.governor.register('wallet', this.config.concurrency);
+    this.outbox.deliverThrough(connectorDeliverer(this.connector), gate);
   }
 
   onApplicationBootstrap(): void {
-    if (this.worker) {
-      this.worker.start();
-      this.logger.log(`wallet connector ${this.connector?.name}`);
-    }
+    if (this.outbox.start()) this.logger.log(`wallet connector ${this.connector?.name}`);
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.worker?.stop();
+    await this.outbox.stop();
   }
 
   /** Ends the sleep of idle delivery workers (tests; operators' actions do it themselves). */
   wake(): void {
-    this.worker?.wake();
+    this.outbox.wake();
   }
 }

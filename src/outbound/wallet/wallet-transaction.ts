@@ -1,5 +1,6 @@
 import { directionOf } from '../../core/ledger/ledger.types.js';
 import { reversedOperationKey } from '../../core/ledger/postings.js';
+import { messageFieldsOf } from '../outbox/outbox.types.js';
 import type { OutboxOperation } from '../outbox/outbox.types.js';
 import type { WalletTransaction } from './wallet-connector.js';
 
@@ -17,12 +18,7 @@ export function walletTransactionOf(
     transactionId: op.operationKey,
     direction: directionOf(op.type),
     type: op.type,
-    accountId: op.accountId,
-    amount: format(op.amount, op.currency),
-    currency: op.currency,
-    couponCode: op.couponCode,
-    generation: op.generation,
-    batchId: op.batchId,
+    ...messageFieldsOf(op, format),
     reversesTransactionId: reversedOperationKey(op),
     createdAt: op.createdAt.toISOString(),
   };

@@ -1,9 +1,10 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post, Query } from '@nestjs/common';
 import { pageSize } from '../../platform/common/pagination.js';
-import { ApiOperation, ApiParam, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { Actor, RequireScope } from '../../platform/auth/require-scope.decorator.js';
 import { apiError, INVALID_REASON } from '../../platform/common/error-response.dto.js';
 import {
+  ApiOutboxRow,
   OutboxEntryDetailView,
   OutboxListQueryDto,
   OutboxPageView,
@@ -60,9 +61,7 @@ export class WalletController {
   @Get('outbox/:id')
   @RequireScope('read')
   @ApiOperation({ summary: 'One outbox row with every delivery attempt and the exact request body' })
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row' })
-  @ApiResponse(NOT_FOUND)
+  @ApiOutboxRow('the row', NOT_FOUND)
   get(@Param('id') id: string): Promise<OutboxEntryDetailView> {
     return this.wallet.get(rowId(id));
   }
@@ -77,9 +76,7 @@ export class WalletController {
       'Recorded with the key name (`retriedBy`). Once delivered, a coupon the row flagged `wallet_refused` is no ' +
       'longer flagged.',
   })
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the release' })
-  @ApiResponse(NOT_FOUND)
+  @ApiOutboxRow('the row after the release', NOT_FOUND)
   @ApiResponse(OUTBOX_ROW_NOT_PARKED)
   retry(@Param('id') id: string, @Actor() actor: Actor): Promise<OutboxEntryDetailView> {
     return this.wallet.retry(rowId(id), actor);
@@ -95,10 +92,8 @@ export class WalletController {
       'Recorded with the key name and the reason (`skippedBy`, `skipReason`); `parkedReason` stays. ' +
       'A coupon the row flagged `wallet_refused` is no longer flagged.',
   })
-  @ApiParam({ name: 'id', example: '42' })
-  @ApiResponse({ status: 200, type: OutboxEntryDetailView, description: 'the row after the skip' })
+  @ApiOutboxRow('the row after the skip', NOT_FOUND)
   @ApiResponse(apiError(400, 'reason missing or too long', 'validation_failed'))
-  @ApiResponse(NOT_FOUND)
   @ApiResponse(outboxRowNotSkippable('delivered'))
   skip(
     @Param('id') id: string,

@@ -1,7 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
-import { CouponsModule } from '../../core/coupons/coupons.module.js';
-import { LedgerModule } from '../../core/ledger/ledger.module.js';
+import { OutboxModule } from '../outbox/outbox.js';
 import { HttpWalletConnectorModule } from './connectors/http-wallet.connector.js';
 import { WalletController } from './wallet.controller.js';
 import { WalletOutbox } from './wallet-outbox.js';
@@ -20,8 +19,7 @@ export class WalletModule {
       module: WalletModule,
       imports: [
         DiscoveryModule,
-        CouponsModule,
-        LedgerModule,
+        OutboxModule,
         ...(config.connector === 'http' ? [HttpWalletConnectorModule] : []),
       ],
       controllers: [WalletController],

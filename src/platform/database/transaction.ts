@@ -412,6 +412,11 @@ const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 export interface RunOptions {
   /** Epoch milliseconds after which nothing more is attempted; the transaction rolls back. */
   deadline?: number;
+  /**
+   * Epoch milliseconds the work's time counts from (a callback's receipt; default: now): without
+   * `deadline`, the deadline is `CALLBACK_DEADLINE_MS` after it (CONTRACT §5).
+   */
+  startedAt?: number;
   /** Re-runs of the whole transaction after 40001/40P01 (default from configuration). */
   retries?: number;
 }
@@ -434,9 +439,18 @@ export class TransactionRunner {
     private readonly session: SessionDatabase,
   ) {}
 
+  /**
+   * Milliseconds a callback's work may take from its receipt (`CALLBACK_DEADLINE_MS`, CONTRACT §5):
+   * the deadline {@link run} gives work without one, counted from {@link RunOptions.startedAt}.
+   */
+  get callbackDeadlineMs(): number {
+    return this.transaction.callbackDeadlineMs;
+  }
+
   /** @throws DeadlineExceededError, or the error of the last attempt. */
   async run<T>(work: (tx: Tx) => Promise<T>, options: RunOptions = {}): Promise<T> {
-    const deadline = options.deadline ?? Date.now() + this.transaction.callbackDeadlineMs;
+    const deadline =
+      options.deadline ?? (options.startedAt ?? Date.now()) + this.transaction.callbackDeadlineMs;
     const retries = options.retries ?? this.transaction.transientRetries;
     for (let n = 0; ; n++) {
       try {

@@ -1,4 +1,5 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { applyDecorators } from '@nestjs/common';
+import { ApiParam, ApiProperty, ApiPropertyOptional, ApiResponse } from '@nestjs/swagger';
 import { ApiNextCursor } from '../../../platform/common/pagination.js';
 import { IsIn, IsOptional } from 'class-validator';
 import { ActionReason } from '../../../platform/common/validation.js';
@@ -166,5 +167,18 @@ export function outboxRowNotSkippable(sending: string) {
     `the row is delivered or skipped, or being ${sending} right now`,
     'outbox_entry_state',
     'outbox row 42 is delivered: nothing to skip',
+  );
+}
+
+/**
+ * The OpenAPI of an endpoint on one outbox row (`…/outbox/{id}`, the wallet's and the publishers'):
+ * its `id` parameter, 200 with the row (`answer`: "the row", "the row after the release") and the
+ * controller's 404 (`notFound`).
+ */
+export function ApiOutboxRow(answer: string, notFound: ReturnType<typeof apiError>) {
+  return applyDecorators(
+    ApiParam({ name: 'id', example: '42' }),
+    ApiResponse({ status: 200, type: OutboxEntryDetailView, description: answer }),
+    ApiResponse(notFound),
   );
 }

@@ -450,9 +450,14 @@ export class Kit {
       );
   }
 
-  /** Reads `n` accounts at once for the batch scenarios (distinct accounts, as the receiver sends). */
-  batchAccounts(n: number): string[] {
-    return this.accounts.slice(0, Math.min(n, this.accounts.length));
+  /**
+   * The first `n` of the kit's accounts (as many as it has, at most), each's balance known before
+   * the scenario ({@link baseline}): the distinct accounts a scenario works on.
+   */
+  async baselined(n: number): Promise<string[]> {
+    const accounts = this.accounts.slice(0, Math.min(n, this.accounts.length));
+    await this.baseline(...accounts);
+    return accounts;
   }
 }
 

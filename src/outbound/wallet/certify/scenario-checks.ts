@@ -99,8 +99,7 @@ export function refusalScenario(
   return {
     ...meta,
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const { label, sent, headers, body } = attempt(kit, A);
       const a = await kit.send(label, sent, headers, body);
       if (refusal === 'unauthorized') expectUnauthorized(s, a, what);

@@ -11,8 +11,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#the-batch-call',
     batch: true,
     async run(kit, s) {
-      const accounts = kit.batchAccounts(5);
-      await kit.baseline(...accounts);
+      const accounts = await kit.baselined(5);
       const items = accounts.map((a, i) => kit.tx(a, `${i + 1}.0${i}`));
       const { outcomes, results } = await kit.sendBatch(`array of ${items.length} credits`, items);
       s.check(
@@ -45,8 +44,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#answer',
     batch: true,
     async run(kit, s) {
-      const [A, B, C] = kit.batchAccounts(3);
-      await kit.baseline(A, B, C);
+      const [A, B, C] = await kit.baselined(3);
       const earlier = kit.tx(B, '1.50');
       expect(
         s,
@@ -81,8 +79,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#request',
     batch: true,
     async run(kit, s) {
-      const [A, B] = kit.batchAccounts(2);
-      await kit.baseline(A, B);
+      const [A, B] = await kit.baselined(2);
       const alone = kit.tx(A, '1.25');
       expect(s, await kit.send('credit 1.25 alone', alone), 'delivered', 'the single call answered 2xx');
       const fresh = kit.tx(B, '2.25');
@@ -112,8 +109,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#request',
     batch: true,
     async run(kit, s) {
-      const [A, B, C, D] = kit.batchAccounts(4);
-      await kit.baseline(A, B, C, D);
+      const [A, B, C, D] = await kit.baselined(4);
       const [p, q, r] = [kit.tx(A, '0.11'), kit.tx(B, '0.22'), kit.tx(C, '0.33')];
       const one = await kit.sendBatch('[p, q, r]', [p, q, r]);
       const n = kit.tx(D, '0.44');
@@ -140,8 +136,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#the-batch-call',
     batch: true,
     async run(kit, s) {
-      const accounts = kit.batchAccounts(kit.options.batchSize);
-      await kit.baseline(...accounts);
+      const accounts = await kit.baselined(kit.options.batchSize);
       const items = accounts.map((a) => kit.tx(a, '0.05'));
       const { outcomes } = await kit.sendBatch(
         `array of ${items.length} credits (--batch-size ${kit.options.batchSize})`,
@@ -170,8 +165,7 @@ export const BATCH_SCENARIOS: Scenario[] = [
     contract: '#request',
     batch: true,
     async run(kit, s) {
-      const [A, B] = kit.batchAccounts(2);
-      await kit.baseline(A, B);
+      const [A, B] = await kit.baselined(2);
       const items = [kit.tx(A, '9.00'), kit.tx(B, '9.00')];
       const body = batchCallBody(items.map((i) => i.body));
       const { exchange } = await kit.sendBatch(

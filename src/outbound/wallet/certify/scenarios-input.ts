@@ -47,8 +47,7 @@ export const INPUT_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-operation-key-in-a-header',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '0.50', 'credit', kit.coupon('L'.repeat(2000)));
       return appliedOnceOrRefused(kit, s, A, t, 'credit 0.50 with a 2000-character coupon code');
     },
@@ -59,8 +58,7 @@ export const INPUT_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-operation-key-in-a-header',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '0.70', 'credit', kit.coupon(' Zürich€ 50% "q"\r\n🎯'));
       return appliedOnceOrRefused(kit, s, A, t, 'credit 0.70 with a Unicode coupon code');
     },

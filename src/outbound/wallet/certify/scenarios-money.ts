@@ -10,8 +10,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-request',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const before = kit.balance(A);
       const t = kit.tx(A, '12.50');
       const a = await kit.send('credit 12.50', t);
@@ -34,8 +33,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-request',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const credit = kit.tx(A, '5.00');
       expect(s, await kit.send('credit 5.00', credit), 'delivered', 'the credit answered 2xx');
       const debit = kit.tx(A, '5.00', 'debit', credit.transaction.couponCode ?? undefined);
@@ -54,8 +52,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#answers-and-what-the-receiver-does',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const before = kit.balance(A);
       if (kit.balanceInAnswers === false || before === undefined)
         throw new Unobservable('the wallet answers no balance (optional in the contract)');
@@ -81,8 +78,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-idempotency-rule',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '3.00');
       const first = await kit.send('credit 3.00', t);
       expect(s, first, 'delivered', 'the first send answered 2xx');
@@ -100,8 +96,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-idempotency-rule',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '4.00');
       expect(s, await kit.send('credit 4.00', t), 'delivered', 'the first send answered 2xx');
       const other = kit.altered(t, { amount: '4.01' });
@@ -116,8 +111,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-idempotency-rule',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '6.00');
       const answers = await Promise.all(
         Array.from({ length: 10 }, (_, i) => kit.send(`credit 6.00, concurrent send ${i + 1} of 10`, t)),
@@ -140,8 +134,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-idempotency-rule',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const amounts = Array.from({ length: 10 }, (_, i) => `1.${String(i + 1).padStart(2, '0')}`);
       const sent = amounts.map((a) => kit.tx(A, a));
       const answers = await Promise.all(sent.map((t, i) => kit.send(`credit ${amounts[i]} (concurrent)`, t)));
@@ -166,8 +159,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#the-request',
     async run(kit, s) {
-      const [A, B] = kit.accounts;
-      await kit.baseline(A, B);
+      const [A, B] = await kit.baselined(2);
       const ta = kit.tx(A, '7.77');
       const tb = kit.tx(B, '8.88');
       const [a, b] = await Promise.all([
@@ -187,8 +179,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
     group: 'single call',
     contract: '#answers-and-what-the-receiver-does',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const credit = kit.tx(A, '1.00');
       expect(s, await kit.send('credit 1.00', credit), 'delivered', 'the credit answered 2xx');
       await kit.effect(s, A, '1.00', [[credit, 1]]);
@@ -222,8 +213,7 @@ export const MONEY_SCENARIOS: Scenario[] = [
         throw new NotApplicable(
           'the kit named its own accounts (no --accounts), so the wallet opens accounts at their first transaction; give --accounts to run it',
         );
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(`certify-${kit.runId}-unknown`, '2.00');
       expectRefusal(s, await kit.send('credit 2.00 to an account nobody opened', t), 'unknown account');
       await kit.effect(s, A, 0, [[t, 0]]);

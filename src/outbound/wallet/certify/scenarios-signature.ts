@@ -57,8 +57,7 @@ export const SIGNATURE_SCENARIOS: Scenario[] = [
     group: 'security',
     contract: '#verifying-the-signature',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const old = kit.tx(A, '0.20');
       const oldHeaders = kit.headers(old.body, old.transaction.transactionId);
       expect(
@@ -90,8 +89,7 @@ export const SIGNATURE_SCENARIOS: Scenario[] = [
     group: 'security',
     contract: '#the-idempotency-rule',
     async run(kit, s) {
-      const [A] = kit.accounts;
-      await kit.baseline(A);
+      const [A] = await kit.baselined(1);
       const t = kit.tx(A, '2.22');
       const headers = kit.headers(t.body, t.transaction.transactionId);
       expect(
