@@ -247,7 +247,7 @@ describe('three replicas behind HAProxy and nginx, a POST retried on another rep
       await expectConsistent();
       // Every replica delivers wallet outbox rows: its worker runs and claims beside the others'.
       // Which replica claims an account's next head is a race of three pollers (docs/production.md
-      // "Fair share"): over these 20 batches one replica's part has been seen from 17 % to 43 %;
+      // "Fair share"): over these 20 batches one replica's part has been seen from 17 % to 44 %;
       // issue 39's 33 % ± 10 is a figure of the 60 s of `npm run bench:topology` (33 % ± 1 there).
       const claimed = replicas.map((r, i) => r.sent.length - before[i]);
       const total = claimed.reduce((a, b) => a + b, 0);
