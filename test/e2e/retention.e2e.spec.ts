@@ -422,11 +422,20 @@ describe('dropping a partition that references tables the callback writes', () =
       )
     ).rows.map((r) => r.name);
 
-  /** Polls until a detach is pending (at most 10 s); @returns how many are. */
+  /**
+   * Polls until a detach is left pending (at most 10 s): pending in the catalog, and the retention
+   * session's `DETACH … CONCURRENTLY` over. That statement marks the detach pending in its first
+   * transaction and may still finish it in its second, until its 1 ms lock timeout ends it (a
+   * callback that commits in between lets it finish: seen on a loaded machine). @returns how many are.
+   */
   async function pendingSoon(c: pg.Client): Promise<number> {
     for (let n = 0; n < 500; n++) {
       const pending = (await pendingDetaches(c)).length;
-      if (pending) return pending;
+      const { rows } = await c.query<{ detaching: boolean }>(
+        `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'
+            AND query ILIKE '%DETACH PARTITION%CONCURRENTLY%') AS detaching`,
+      );
+      if (pending && !rows[0].detaching) return pending;
       await new Promise((r) => setTimeout(r, 20));
     }
     return 0;
