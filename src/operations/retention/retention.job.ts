@@ -5,6 +5,7 @@ import { Counter, Gauge } from 'prom-client';
 import { IntervalJob } from '../../platform/background/interval-job.js';
 import { BackgroundGovernor, WorkGate } from '../../platform/background/background-governor.js';
 import { SessionDatabase } from '../../platform/database/session-database.js';
+import { TransactionRunner } from '../../platform/database/transaction.js';
 import { MetricsRegistry } from '../../platform/observability/metrics-registry.js';
 import { ArchiveConnectors } from './archive-connectors.js';
 import { RETENTION_CLASS_NAMES, RETENTION_CONFIG } from './retention.config.js';
@@ -54,6 +55,7 @@ export class RetentionJob extends IntervalJob {
   constructor(
     @Inject(RETENTION_CONFIG) private readonly config: RetentionConfig,
     private readonly session: SessionDatabase,
+    private readonly transactions: TransactionRunner,
     scheduler: SchedulerRegistry,
     private readonly archives: ArchiveConnectors,
     metrics: MetricsRegistry,
@@ -143,45 +145,38 @@ export class RetentionJob extends IntervalJob {
    * @returns `skipped` when another replica holds the lock, else what was created and removed.
    */
   async runOnce(now = new Date()): Promise<RetentionRun> {
-    const runner = this.session.dataSource.createQueryRunner();
     try {
-      const client = (await runner.connect()) as pg.PoolClient;
-      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [
-        RETENTION_LOCK_KEY,
-      ]);
-      if (!rows[0].locked) {
-        this.logger.log('retention run skipped: another replica holds the lock');
-        return { skipped: true };
-      }
-      try {
-        // A run's statements (counting a partition, waiting out a concurrent detach) are not the
-        // callback's: minutes, not seconds; still bounded, so a hung database frees the connection.
-        await client.query(`SET statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
-        const created = await ensurePartitions(client, now, this.config.partitionsAhead);
-        this.created.inc(created.length);
-        if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
-        const engine = new RetentionEngine(client, this.config, {
-          archiver: this.archives.archiver(),
-          gate: () => this.gate.acquire(this.stopping.signal),
-          log: (line) => this.logger.log(line),
-        });
-        const report = await engine.apply(now);
-        this.record(report);
-        // One JSON line: the totals in `msg`, the report as a field (`npm run retention` prints the text).
-        this.logger.log(retentionLogEntry(report));
-        return { skipped: false, created, report };
-      } finally {
-        await client.query('RESET statement_timeout').catch(() => undefined);
-        await client.query('SELECT pg_advisory_unlock($1)', [RETENTION_LOCK_KEY]).catch(() => undefined);
-      }
+      const run = await this.transactions.withSessionLock(RETENTION_LOCK_KEY, async (client) => {
+        try {
+          // A run's statements (counting a partition, waiting out a concurrent detach) are not the
+          // callback's: minutes, not seconds; still bounded, so a hung database frees the connection.
+          await client.query(`SET statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
+          const created = await ensurePartitions(client, now, this.config.partitionsAhead);
+          this.created.inc(created.length);
+          if (created.length) this.logger.log(`created partitions ${created.join(', ')}`);
+          const engine = new RetentionEngine(client, this.config, {
+            archiver: this.archives.archiver(),
+            gate: () => this.gate.acquire(this.stopping.signal),
+            log: (line) => this.logger.log(line),
+          });
+          const report = await engine.apply(now);
+          this.record(report);
+          // One JSON line: the totals in `msg`, the report as a field (`npm run retention` prints the text).
+          this.logger.log(retentionLogEntry(report));
+          return { skipped: false as const, created, report };
+        } finally {
+          await client.query('RESET statement_timeout').catch(() => undefined);
+        }
+      });
+      if ('result' in run) return run.result;
+      this.logger.log('retention run skipped: another replica holds the lock');
+      return { skipped: true };
     } catch (err) {
       if (err instanceof RetentionStopped) {
         this.logger.log('retention run stopped at shutdown: the next run goes on');
         return { skipped: true };
       }
       throw err;
-    } finally {
-      await runner.release();
     }
   }
 

@@ -471,17 +471,21 @@ export class TransactionRunner {
    * its own (one replica at a time, across many transactions); `skipped` when another session
    * holds it. That connection is the {@link SessionDatabase}'s: `DATABASE_DIRECT_URL` behind a
    * transaction-mode pooler, where a session lock would stay on a server connection others use.
+   * `work` gets that connection, for work of many statements in the same session (retention).
    */
-  async withSessionLock<T>(key: number, work: () => Promise<T>): Promise<{ skipped: true } | { result: T }> {
+  async withSessionLock<T>(
+    key: number,
+    work: (session: pg.PoolClient) => Promise<T>,
+  ): Promise<{ skipped: true } | { result: T }> {
     const runner = this.session.dataSource.createQueryRunner();
     try {
-      await runner.connect();
+      const session = (await runner.connect()) as pg.PoolClient;
       const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1) AS locked', [key])) as {
         locked: boolean;
       }[];
       if (!locked) return { skipped: true };
       try {
-        return { result: await work() };
+        return { result: await work(session) };
       } finally {
         await runner.query('SELECT pg_advisory_unlock($1)', [key]);
       }
